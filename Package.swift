@@ -1,0 +1,35 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Reservoir",
+    platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9)],
+    products: [
+        .library(name: "Reservoir", targets: ["Reservoir"]),
+        .library(name: "ReservoirConformance", targets: ["ReservoirConformance"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/OpenCombine/OpenCombine.git", from: "0.14.0"),
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
+        .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+    ],
+    targets: [
+        .target(
+            name: "Reservoir",
+            dependencies: [
+                .product(name: "OpenCombineShim", package: "OpenCombine"),
+                .product(name: "HashTreeCollections", package: "swift-collections"),
+            ]
+        ),
+        .target(name: "ReservoirConformance", dependencies: ["Reservoir"]),
+        .testTarget(
+            name: "ReservoirTests",
+            dependencies: [
+                "Reservoir",
+                "ReservoirConformance",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

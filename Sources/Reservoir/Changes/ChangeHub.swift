@@ -1,0 +1,102 @@
+import Foundation
+
+/// One per store: fans committed change sets out to observers, in commit order.
+///
+/// Writers enqueue their change set while still holding the store's write lock, so
+/// the queue is in commit order; then, after releasing it, they call ``deliver(through:)``.
+/// One thread at a time drains the queue and calls observers *outside* the lock. A
+/// thread that finds another draining waits until its change set is delivered, so
+/// `write` returns only after its change set reached every observer. The exception is
+/// a write made from inside an observer (the draining thread itself): it returns at
+/// once and its change set is delivered right after the current one, which keeps the
+/// order without deadlocking.
+final class ChangeHub: @unchecked Sendable {
+    // @unchecked: every stored property is guarded by `condition`.
+    private struct Entry {
+        let token: UInt64
+        weak var observer: (any ChangeObserver)?
+    }
+
+    private let condition = NSCondition()
+    private var observers: [Entry] = []
+    private var nextToken: UInt64 = 0
+    private var pending: [ChangeSet] = []
+    private var drainer: pthread_t?
+    private var delivered: UInt64
+    private var enqueued: UInt64
+
+    /// A hub whose next change set is expected to be `sequence + 1`.
+    init(after sequence: UInt64) {
+        delivered = sequence
+        enqueued = sequence
+    }
+
+    /// The highest sequence enqueued so far.
+    var lastEnqueued: UInt64 {
+        condition.lock()
+        defer { condition.unlock() }
+        return enqueued
+    }
+
+    /// Adds an observer, held weakly; it sees every change set enqueued from now on.
+    func addObserver(_ observer: any ChangeObserver) -> UInt64 {
+        condition.lock()
+        defer { condition.unlock() }
+        nextToken += 1
+        observers.removeAll { $0.observer == nil }
+        observers.append(Entry(token: nextToken, observer: observer))
+        return nextToken
+    }
+
+    /// Removes an observer. A delivery already under way may still reach it once.
+    func removeObserver(_ token: UInt64) {
+        condition.lock()
+        defer { condition.unlock() }
+        observers.removeAll { $0.token == token }
+    }
+
+    /// Queues a committed change set. Change sets at or below the last enqueued
+    /// sequence are dropped, so a commit found twice (own write, then the change log) is
+    /// announced once. Returns whether it was queued.
+    @discardableResult
+    func enqueue(_ changeSet: ChangeSet) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        guard changeSet.sequence > enqueued else { return false }
+        enqueued = changeSet.sequence
+        pending.append(changeSet)
+        return true
+    }
+
+    /// Returns once every change set up to `sequence` has reached every observer,
+    /// delivering them on this thread if no other thread is.
+    func deliver(through sequence: UInt64) {
+        condition.lock()
+        defer { condition.unlock() }
+        while delivered < sequence && !pending.isEmpty {
+            if let drainer {
+                if pthread_equal(drainer, pthread_self()) != 0 { return }  // re-entrant: the outer drain delivers it
+                condition.wait()
+                continue
+            }
+            drainer = pthread_self()
+            while !pending.isEmpty {
+                let next = pending.removeFirst()
+                let targets = observers
+                condition.unlock()
+                for target in targets { target.observer?.storeDidCommit(next) }
+                condition.lock()
+                delivered = next.sequence
+                condition.broadcast()
+            }
+            drainer = nil
+            condition.broadcast()
+        }
+    }
+}
+
+/// Something the ``ChangeHub`` delivers change sets to: subscriptions and publishers.
+protocol ChangeObserver: AnyObject, Sendable {
+    /// Called on the delivering thread, outside the hub's lock, once per change set, in order.
+    func storeDidCommit(_ changeSet: ChangeSet)
+}

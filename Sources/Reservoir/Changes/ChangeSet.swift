@@ -1,0 +1,99 @@
+/// What one committed write transaction changed.
+///
+/// Exactly one change set is published per committed write that changed something,
+/// in commit order, with a sequence number one above the previous one's, before
+/// `write` returns. It carries the new rows of inserted and updated records, so
+/// observers need not read them back.
+public struct ChangeSet: Sendable, Equatable, CustomStringConvertible {
+    /// Increases by one per committed change set on this store (across processes).
+    public let sequence: UInt64
+    /// Per-entity changes, ordered by entity name.
+    public let entities: [EntityChanges]
+    /// Whether another process (or another `Store` on the same location) committed it.
+    public let isExternal: Bool
+
+    public init(sequence: UInt64, entities: [EntityChanges], isExternal: Bool = false) {
+        self.sequence = sequence
+        self.entities = entities.sorted { $0.entity < $1.entity }
+        self.isExternal = isExternal
+    }
+
+    /// The changes to the entity named `entity`, if any.
+    public func changes(to entity: String) -> EntityChanges? {
+        entities.first { $0.entity == entity }
+    }
+
+    /// Whether any record of `entity` changed.
+    public func touches(_ entity: String) -> Bool {
+        changes(to: entity) != nil
+    }
+
+    /// The change-log entries this change set persists as.
+    public var logEntries: [ChangeLogEntry] {
+        entities.flatMap { changes in
+            changes.inserted.map { ChangeLogEntry(sequence: sequence, entity: changes.entity, id: $0.id, kind: .inserted) }
+                + changes.updated.map { ChangeLogEntry(sequence: sequence, entity: changes.entity, id: $0.id, kind: .updated) }
+                + changes.deleted.map { ChangeLogEntry(sequence: sequence, entity: changes.entity, id: $0, kind: .deleted) }
+        }
+    }
+
+    public var description: String {
+        "#\(sequence)" + (isExternal ? " (external)" : "") + " " + entities.map(\.description).joined(separator: " ")
+    }
+}
+
+/// The changes one transaction made to one entity.
+public struct EntityChanges: Sendable, Equatable, CustomStringConvertible {
+    public let entity: String
+    /// Records that did not exist before the transaction, with their rows.
+    public var inserted: [RowChange]
+    /// Records that existed before and after, whose row changed, with their new rows.
+    public var updated: [RowChange]
+    /// Ids of records that existed before the transaction and not after.
+    public var deleted: [Value]
+
+    public init(entity: String, inserted: [RowChange] = [], updated: [RowChange] = [], deleted: [Value] = []) {
+        self.entity = entity
+        self.inserted = inserted
+        self.updated = updated
+        self.deleted = deleted
+    }
+
+    public var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty }
+
+    public var description: String {
+        "\(entity)(+\(inserted.count) ~\(updated.count) -\(deleted.count))"
+    }
+}
+
+/// A record's id and its row after the change.
+public struct RowChange: Sendable, Equatable {
+    public let id: Value
+    public let row: Row
+
+    public init(id: Value, row: Row) {
+        self.id = id
+        self.row = row
+    }
+}
+
+/// How a record changed.
+public enum ChangeType: String, Sendable, Hashable, CaseIterable, Codable {
+    case inserted, updated, deleted
+}
+
+/// One persisted change-log entry: sequence, entity, record id, kind.
+/// Rows are not logged; readers of the log load the current rows.
+public struct ChangeLogEntry: Sendable, Hashable {
+    public var sequence: UInt64
+    public var entity: String
+    public var id: Value
+    public var kind: ChangeType
+
+    public init(sequence: UInt64, entity: String, id: Value, kind: ChangeType) {
+        self.sequence = sequence
+        self.entity = entity
+        self.id = id
+        self.kind = kind
+    }
+}

@@ -1,0 +1,168 @@
+import Foundation
+import HashTreeCollections
+
+/// The in-memory backend, `memory:`.
+///
+/// Tables are persistent hash tries (`TreeDictionary`), so a read snapshot is an O(1)
+/// copy of the current state that later writes never disturb, and a write changes
+/// O(log n) nodes instead of copying a table. Readers never wait for the writer: the
+/// writer works on its own copy and swaps it in at commit. Indexed fields keep a
+/// value → ids map that equality and `in` predicates use to narrow the scan.
+/// Nothing survives the process; each `memory:` store is independent.
+public final class MemoryBackend: StorageBackend {
+    struct Table {
+        var entity: EntityDescription
+        var rows: TreeDictionary<Value, Row> = [:]
+        var indexes: [String: TreeDictionary<Value, TreeSet<Value>>] = [:]
+    }
+
+    struct State {
+        var tables: [String: Table] = [:]
+        var sequence: UInt64 = 0
+    }
+
+    private let state = Locked(State())
+    private let writer = NSLock()
+    private let isClosed = Locked(false)
+
+    public init() {}
+
+    /// The factory for `memory:`.
+    public static let factory = BackendFactory(scheme: "memory", summary: "memory:") { configuration in
+        guard configuration.location.isEmpty else {
+            throw ReservoirError(.invalidConfiguration, "store configuration \"\(configuration.string)\": memory: takes no location; expected exactly \"memory:\"")
+        }
+        try configuration.checkOptions(allowed: [])
+        return MemoryBackend()
+    }
+
+    public var capabilities: BackendCapabilities { [] }
+    public var location: String { "memory" }
+
+    public func read<R>(_ body: (any ReadTransaction) throws -> R) throws -> R {
+        try checkOpen()
+        let snapshot = MemoryTransaction(state: state.withLock { $0 })
+        return try body(snapshot)
+    }
+
+    public func write<R>(_ body: (any WriteTransaction) throws -> R) throws -> R {
+        writer.lock()
+        defer { writer.unlock() }
+        try checkOpen()
+        let transaction = MemoryTransaction(state: state.withLock { $0 })
+        let result = try body(transaction)
+        let committed = transaction.state
+        state.withLock { $0 = committed }
+        return result
+    }
+
+    public func commitToken() throws -> UInt64 {
+        state.withLock { $0.sequence }
+    }
+
+    public func close() {
+        isClosed.withLock { $0 = true }
+        state.withLock { $0 = State() }
+    }
+
+    private func checkOpen() throws {
+        if isClosed.withLock({ $0 }) {
+            throw ReservoirError(.closed, "the memory: store has been closed")
+        }
+    }
+}
+
+/// A snapshot of the memory state; writes go to its private copy.
+final class MemoryTransaction: WriteTransaction {
+    var state: MemoryBackend.State
+
+    init(state: MemoryBackend.State) { self.state = state }
+
+    func row(_ entity: String, id: Value) throws -> Row? {
+        state.tables[entity]?.rows[id]
+    }
+
+    func fetch(_ query: Query) throws -> [Row] {
+        guard let table = state.tables[query.entity.name] else { return [] }
+        if let predicate = query.predicate, let ids = Self.candidates(predicate, in: table) {
+            return QueryEvaluator.evaluate(query, over: ids.lazy.compactMap { table.rows[$0] })
+        }
+        return QueryEvaluator.evaluate(query, over: table.rows.values)
+    }
+
+    func entities() throws -> [EntityDescription] {
+        state.tables.values.filter { !$0.rows.isEmpty }.map(\.entity).sorted { $0.name < $1.name }
+    }
+
+    func lastSequence() throws -> UInt64 { state.sequence }
+
+    /// Nothing outside this `Store` commits to a memory store, so there is no log to read.
+    func changeLog(after sequence: UInt64, limit: Int) throws -> [ChangeLogEntry] { [] }
+
+    func put(_ entity: EntityDescription, id: Value, row: Row) throws {
+        var table = state.tables[entity.name] ?? MemoryBackend.Table(entity: entity)
+        state.tables[entity.name] = nil  // keep the table uniquely referenced while mutating
+        if table.entity != entity {
+            table.entity = entity
+            table.indexes = table.indexes.filter { entity.indexes.contains($0.key) }
+        }
+        let old = table.rows.updateValue(row, forKey: id)
+        for column in entity.indexes {
+            if table.indexes[column] == nil {
+                // A new index: build it from the rows already stored.
+                var index: TreeDictionary<Value, TreeSet<Value>> = [:]
+                for (key, stored) in table.rows { index[stored.value(column), default: []].insert(key) }
+                table.indexes[column] = index
+                continue
+            }
+            let newKey = row.value(column)
+            if let old {
+                let oldKey = old.value(column)
+                if oldKey.isIdentical(to: newKey) { continue }
+                Self.removeFromIndex(&table.indexes[column]!, key: oldKey, id: id)
+            }
+            table.indexes[column]![newKey, default: []].insert(id)
+        }
+        state.tables[entity.name] = table
+    }
+
+    func delete(_ entity: EntityDescription, id: Value) throws {
+        guard var table = state.tables[entity.name] else { return }
+        state.tables[entity.name] = nil
+        if let old = table.rows.removeValue(forKey: id) {
+            for column in table.indexes.keys {
+                Self.removeFromIndex(&table.indexes[column]!, key: old.value(column), id: id)
+            }
+        }
+        state.tables[entity.name] = table
+    }
+
+    func record(_ changeSet: ChangeSet) throws {
+        state.sequence = changeSet.sequence
+    }
+
+    private static func removeFromIndex(_ index: inout TreeDictionary<Value, TreeSet<Value>>, key: Value, id: Value) {
+        guard var ids = index.removeValue(forKey: key) else { return }
+        ids.remove(id)
+        if !ids.isEmpty { index[key] = ids }
+    }
+
+    /// Ids that may match, from an index, or nil when no index narrows the predicate.
+    private static func candidates(_ predicate: PredicateExpression, in table: MemoryBackend.Table) -> [Value]? {
+        switch predicate {
+        case let .compare(column, .equal, value):
+            guard let index = table.indexes[column] else { return nil }
+            return Array(index[value] ?? [])
+        case let .isIn(column, values):
+            guard let index = table.indexes[column] else { return nil }
+            var ids: Set<Value> = []
+            for value in values { ids.formUnion(index[value] ?? []) }
+            return Array(ids)
+        case let .and(parts):
+            // Any indexed conjunct narrows the whole conjunction; take the smallest.
+            return parts.compactMap { candidates($0, in: table) }.min { $0.count < $1.count }
+        default:
+            return nil
+        }
+    }
+}

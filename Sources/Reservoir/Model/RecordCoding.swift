@@ -1,0 +1,44 @@
+/// Encodes and decodes records with the errors and schema checks the store wants:
+/// messages name the type, the entity and the id.
+enum RecordCoding {
+    private static let verified = Locked<Set<ObjectIdentifier>>([])
+
+    static func encode<T: Storable>(_ record: T) throws -> Row {
+        let row: Row
+        do {
+            row = try RowEncoder().encode(record)
+        } catch let error as ReservoirError {
+            throw ReservoirError(error.code, "cannot encode \(T.self) with id \(record.id) for \"\(T.schema.name)\": \(error.message)")
+        }
+        if !verified.withLock({ $0.contains(ObjectIdentifier(T.self)) }) {
+            try verifySchema(record, row)
+            verified.withLock { _ = $0.insert(ObjectIdentifier(T.self)) }
+        }
+        return row
+    }
+
+    static func decode<T: Storable>(_ type: T.Type, from row: Row) throws -> T {
+        do {
+            return try RowDecoder().decode(T.self, from: row)
+        } catch {
+            let id = row.value(T.schema.idColumn)
+            let reason = (error as? ReservoirError)?.message ?? "\(error)"
+            throw ReservoirError(.typeMismatch, "cannot decode \(T.self) from \"\(T.schema.name)\" row with id \(id): \(reason)")
+        }
+    }
+
+    /// Checks once per type that each schema field's column holds what its key path reads,
+    /// which catches a column name that does not match the record's `CodingKeys`.
+    private static func verifySchema<T: Storable>(_ record: T, _ row: Row) throws {
+        let schema = T.schema
+        for field in schema.fields {
+            guard let stored = row[field.column] else {
+                throw ReservoirError(.invalidSchema, "schema of \(T.self) (\"\(schema.name)\") names column \"\(field.column)\" for \(field.keyPath), but \(T.self) encodes columns \(row.columns.joined(separator: ", ")); pass column: with the name its CodingKey uses")
+            }
+            let expected = try field.extract(record)
+            guard stored.isIdentical(to: expected) else {
+                throw ReservoirError(.invalidSchema, "schema of \(T.self) (\"\(schema.name)\") maps \(field.keyPath) to column \"\(field.column)\", but that column holds \(stored) where the key path reads \(expected); pass column: with the right name")
+            }
+        }
+    }
+}

@@ -1,0 +1,92 @@
+/// A record as stored: named columns, each holding a ``Value``.
+///
+/// Rows are backend-neutral, so tools can copy and inspect stores without the
+/// app's Swift types. Column order is the order the record's `CodingKeys` encode in.
+/// Two rows are equal when they hold the same columns with identical values
+/// (``Value/isIdentical(to:)``), whatever the column order.
+public struct Row: Sendable {
+    public private(set) var columns: [String]
+    public private(set) var values: [Value]
+
+    /// An empty row.
+    public init() {
+        columns = []
+        values = []
+    }
+
+    /// A row from parallel arrays of column names and values.
+    /// - Precondition: the arrays have the same count and names are unique.
+    public init(columns: [String], values: [Value]) {
+        precondition(columns.count == values.count, "Row: \(columns.count) columns but \(values.count) values")
+        self.columns = columns
+        self.values = values
+    }
+
+    /// A row from `(column, value)` pairs; a repeated column keeps its last value.
+    public init<S: Sequence>(_ pairs: S) where S.Element == (String, Value) {
+        self.init()
+        for (column, value) in pairs { self[column] = value }
+    }
+
+    /// The number of columns.
+    public var count: Int { columns.count }
+
+    /// The position of `column`, if the row has it.
+    @inlinable
+    public func index(of column: String) -> Int? {
+        columns.firstIndex(of: column)
+    }
+
+    /// The value of `column`, or `nil` when the row has no such column
+    /// (which readers treat as null). Setting `nil` removes the column.
+    public subscript(column: String) -> Value? {
+        get {
+            guard let i = index(of: column) else { return nil }
+            return values[i]
+        }
+        set {
+            if let i = index(of: column) {
+                if let newValue {
+                    values[i] = newValue
+                } else {
+                    columns.remove(at: i)
+                    values.remove(at: i)
+                }
+            } else if let newValue {
+                columns.append(column)
+                values.append(newValue)
+            }
+        }
+    }
+
+    /// The value of `column`, with a missing column read as null.
+    @inlinable
+    public func value(_ column: String) -> Value {
+        self[column] ?? .null
+    }
+}
+
+extension Row: Equatable {
+    public static func == (lhs: Row, rhs: Row) -> Bool {
+        guard lhs.columns.count == rhs.columns.count else { return false }
+        if lhs.columns == rhs.columns {
+            return zip(lhs.values, rhs.values).allSatisfy { $0.isIdentical(to: $1) }
+        }
+        for (column, value) in zip(lhs.columns, lhs.values) {
+            guard let other = rhs[column], value.isIdentical(to: other) else { return false }
+        }
+        return true
+    }
+}
+
+extension Row: Sequence {
+    public func makeIterator() -> some IteratorProtocol<(column: String, value: Value)> {
+        zip(columns, values).lazy.map { (column: $0, value: $1) }.makeIterator()
+    }
+}
+
+extension Row: CustomStringConvertible {
+    public var description: String {
+        "[" + zip(columns, values).map { "\($0): \($1)" }.joined(separator: ", ") + "]"
+    }
+}

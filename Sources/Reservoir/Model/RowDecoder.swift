@@ -1,0 +1,156 @@
+import Foundation
+
+/// Decodes a ``Row`` back into a `Decodable` record: the inverse of ``RowEncoder``.
+///
+/// A missing column reads as null, so a field added to a record type after rows
+/// were written decodes as `nil` when it is optional. Errors are ``ReservoirError``s
+/// with code `.typeMismatch` naming the column, the stored value and the Swift type.
+public struct RowDecoder: Sendable {
+    public init() {}
+
+    public func decode<T: Decodable>(_ type: T.Type, from row: Row) throws -> T {
+        try T(from: RowDecoding(row: row))
+    }
+
+    static func decodeNested<T: Decodable>(_ type: T.Type, from value: Value, column: String) throws -> T {
+        do {
+            if let convertible = T.self as? any ValueConvertible.Type {
+                // The cast cannot fail: `convertible` is `T`'s own metatype.
+                guard let decoded = try convertible.fromValue(value) as? T else {
+                    throw ReservoirError(.typeMismatch, "internal: \(convertible) did not produce \(T.self)")
+                }
+                return decoded
+            }
+            do {
+                return try T(from: SingleValueDecoding(value: value, column: column))
+            } catch is NeedsJSON {
+                guard case let .text(json) = value else {
+                    throw ReservoirError(.typeMismatch, "expected JSON text for \(T.self), found \(value.kindName) \(value)")
+                }
+                return try JSONDecoder().decode(T.self, from: Data(json.utf8))
+            }
+        } catch let error as ReservoirError {
+            throw error.inColumn(column)
+        } catch {
+            throw ReservoirError(.typeMismatch, "column \"\(column)\": cannot decode \(T.self) from \(value): \(error)")
+        }
+    }
+}
+
+extension ReservoirError {
+    /// The same error with the column it concerns named in front, once.
+    func inColumn(_ column: String) -> ReservoirError {
+        let prefix = "column \"\(column)\": "
+        guard !message.hasPrefix(prefix) else { return self }
+        var copy = self
+        copy.message = prefix + message
+        return copy
+    }
+}
+
+// MARK: - Top level
+
+private struct RowDecoding: Decoder {
+    let row: Row
+    var codingPath: [any CodingKey] { [] }
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        KeyedDecodingContainer(RowKeyedDecodingContainer<Key>(row: row))
+    }
+
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        throw ReservoirError(.typeMismatch, "a record decodes from a keyed container (a struct with fields), not an array")
+    }
+
+    func singleValueContainer() throws -> any SingleValueDecodingContainer {
+        throw ReservoirError(.typeMismatch, "a record decodes from a keyed container (a struct with fields), not a single value")
+    }
+}
+
+private struct RowKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
+    let row: Row
+    var codingPath: [any CodingKey] { [] }
+
+    var allKeys: [Key] { row.columns.compactMap { Key(stringValue: $0) } }
+
+    func contains(_ key: Key) -> Bool { row.index(of: key.stringValue) != nil }
+
+    private func value(_ key: Key) -> Value { row.value(key.stringValue) }
+
+    private func read<T: ValueConvertible>(_ type: T.Type, _ key: Key) throws -> T {
+        do {
+            return try T.fromValue(value(key))
+        } catch let error as ReservoirError {
+            throw error.inColumn(key.stringValue)
+        }
+    }
+
+    func decodeNil(forKey key: Key) throws -> Bool { value(key).isNull }
+    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try read(type, key) }
+    func decode(_ type: String.Type, forKey key: Key) throws -> String { try read(type, key) }
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try read(type, key) }
+    func decode(_ type: Float.Type, forKey key: Key) throws -> Float { try read(type, key) }
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try read(type, key) }
+    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try read(type, key) }
+    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try read(type, key) }
+    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try read(type, key) }
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try read(type, key) }
+    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try read(type, key) }
+    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try read(type, key) }
+    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try read(type, key) }
+    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try read(type, key) }
+    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try read(type, key) }
+
+    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
+        try RowDecoder.decodeNested(type, from: value(key), column: key.stringValue)
+    }
+
+    func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
+        throw ReservoirError(.typeMismatch, "column \"\(key.stringValue)\": nested containers inside a record's init(from:) are not supported; decode a nested Codable value instead")
+    }
+
+    func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
+        throw ReservoirError(.typeMismatch, "column \"\(key.stringValue)\": nested containers inside a record's init(from:) are not supported; decode an array value instead")
+    }
+
+    func superDecoder() throws -> any Decoder {
+        throw ReservoirError(.typeMismatch, "superDecoder() is not supported by records")
+    }
+
+    func superDecoder(forKey key: Key) throws -> any Decoder {
+        throw ReservoirError(.typeMismatch, "superDecoder(forKey:) is not supported by records")
+    }
+}
+
+// MARK: - Single values
+
+/// Decodes a type that reads one value through a single-value container; throws
+/// ``NeedsJSON`` when the type asks for a keyed or unkeyed container instead.
+private struct SingleValueDecoding: Decoder, SingleValueDecodingContainer {
+    let value: Value
+    let column: String
+    var codingPath: [any CodingKey] { [] }
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> { throw NeedsJSON() }
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer { throw NeedsJSON() }
+    func singleValueContainer() throws -> any SingleValueDecodingContainer { self }
+
+    func decodeNil() -> Bool { value.isNull }
+    func decode(_ type: Bool.Type) throws -> Bool { try .fromValue(value) }
+    func decode(_ type: String.Type) throws -> String { try .fromValue(value) }
+    func decode(_ type: Double.Type) throws -> Double { try .fromValue(value) }
+    func decode(_ type: Float.Type) throws -> Float { try .fromValue(value) }
+    func decode(_ type: Int.Type) throws -> Int { try .fromValue(value) }
+    func decode(_ type: Int8.Type) throws -> Int8 { try .fromValue(value) }
+    func decode(_ type: Int16.Type) throws -> Int16 { try .fromValue(value) }
+    func decode(_ type: Int32.Type) throws -> Int32 { try .fromValue(value) }
+    func decode(_ type: Int64.Type) throws -> Int64 { try .fromValue(value) }
+    func decode(_ type: UInt.Type) throws -> UInt { try .fromValue(value) }
+    func decode(_ type: UInt8.Type) throws -> UInt8 { try .fromValue(value) }
+    func decode(_ type: UInt16.Type) throws -> UInt16 { try .fromValue(value) }
+    func decode(_ type: UInt32.Type) throws -> UInt32 { try .fromValue(value) }
+    func decode(_ type: UInt64.Type) throws -> UInt64 { try .fromValue(value) }
+    func decode<T: Decodable>(_ type: T.Type) throws -> T { try RowDecoder.decodeNested(type, from: value, column: column) }
+}

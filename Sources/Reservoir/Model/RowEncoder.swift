@@ -1,0 +1,213 @@
+import Foundation
+
+/// Encodes an `Encodable` record into a ``Row``, one column per top-level coding key.
+///
+/// Primitive fields become values directly; ``ValueConvertible`` types use their
+/// mapping; types that encode one value through a single-value container
+/// (raw-value enums, wrappers) store that value; anything else (structs, arrays,
+/// dictionaries) is stored as one JSON text value with sorted keys. `nil` optionals
+/// are stored as null columns, so every row of a type has the same columns.
+public struct RowEncoder: Sendable {
+    public init() {}
+
+    /// The row for `value`, whose encoding must be a keyed container.
+    public func encode<T: Encodable>(_ value: T) throws -> Row {
+        let encoder = RowEncoding()
+        try value.encode(to: encoder)
+        guard encoder.usedKeyedContainer else {
+            throw ReservoirError(.invalidSchema, "\(T.self) does not encode as a keyed container (a struct with fields); a record must")
+        }
+        return encoder.row
+    }
+
+    static func encodeNested<T: Encodable>(_ value: T, column: String) throws -> Value {
+        if let convertible = value as? any ValueConvertible {
+            return try convertible.toValue()
+        }
+        let single = SingleValueEncoding(column: column)
+        do {
+            try value.encode(to: single)
+            if let captured = single.value { return captured }
+        } catch is NeedsJSON {
+            // fall through to JSON
+        }
+        let json = JSONEncoder()
+        json.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        do {
+            let data = try json.encode(value)
+            return .text(String(decoding: data, as: UTF8.self))
+        } catch {
+            throw ReservoirError(.typeMismatch, "cannot encode column \"\(column)\" of type \(T.self) as JSON: \(error)")
+        }
+    }
+}
+
+/// Thrown inside single-value probing when a type needs a keyed or unkeyed container.
+struct NeedsJSON: Error {}
+
+// MARK: - Top level
+
+private final class RowEncoding: Encoder {
+    var row = Row()
+    var usedKeyedContainer = false
+    /// Set when the record's encoding takes a shape rows cannot hold; every container then throws it.
+    let failure: (any Error)?
+    init(failure: (any Error)? = nil) { self.failure = failure }
+
+    var codingPath: [any CodingKey] { [] }
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
+        usedKeyedContainer = true
+        return KeyedEncodingContainer(RowKeyedContainer<Key>(encoding: self))
+    }
+
+    func unkeyedContainer() -> any UnkeyedEncodingContainer {
+        FailingUnkeyedContainer(error: failure ?? ReservoirError(.invalidSchema, "a record must encode as a keyed container (a struct with fields), not an array"))
+    }
+
+    func singleValueContainer() -> any SingleValueEncodingContainer {
+        SingleValueEncoding(column: "", failure: failure ?? ReservoirError(.invalidSchema, "a record must encode as a keyed container (a struct with fields), not a single value"))
+    }
+}
+
+private struct RowKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
+    let encoding: RowEncoding
+    var codingPath: [any CodingKey] { [] }
+
+    private func set(_ value: @autoclosure () throws -> Value, _ key: Key) throws {
+        if let failure = encoding.failure { throw failure }
+        encoding.row[key.stringValue] = try value()
+    }
+
+    mutating func encodeNil(forKey key: Key) throws { try set(.null, key) }
+    mutating func encode(_ value: Bool, forKey key: Key) throws { try set(.integer(value ? 1 : 0), key) }
+    mutating func encode(_ value: String, forKey key: Key) throws { try set(.text(value), key) }
+    mutating func encode(_ value: Double, forKey key: Key) throws { try set(try value.toValue(), key) }
+    mutating func encode(_ value: Float, forKey key: Key) throws { try set(try value.toValue(), key) }
+    mutating func encode(_ value: Int, forKey key: Key) throws { try set(.integer(Int64(value)), key) }
+    mutating func encode(_ value: Int8, forKey key: Key) throws { try set(.integer(Int64(value)), key) }
+    mutating func encode(_ value: Int16, forKey key: Key) throws { try set(.integer(Int64(value)), key) }
+    mutating func encode(_ value: Int32, forKey key: Key) throws { try set(.integer(Int64(value)), key) }
+    mutating func encode(_ value: Int64, forKey key: Key) throws { try set(.integer(value), key) }
+    mutating func encode(_ value: UInt, forKey key: Key) throws { try set(try value.toValue(), key) }
+    mutating func encode(_ value: UInt8, forKey key: Key) throws { try set(.integer(Int64(value)), key) }
+    mutating func encode(_ value: UInt16, forKey key: Key) throws { try set(.integer(Int64(value)), key) }
+    mutating func encode(_ value: UInt32, forKey key: Key) throws { try set(.integer(Int64(value)), key) }
+    mutating func encode(_ value: UInt64, forKey key: Key) throws { try set(try value.toValue(), key) }
+
+    mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
+        try set(try RowEncoder.encodeNested(value, column: key.stringValue), key)
+    }
+
+    // Synthesized Codable skips nil optionals through encodeIfPresent; store them as null
+    // so every row of a type carries every column.
+    mutating func encodeIfPresent(_ value: Bool?, forKey key: Key) throws { try encodeOptional(value, key) }
+    mutating func encodeIfPresent(_ value: String?, forKey key: Key) throws { try encodeOptional(value, key) }
+    mutating func encodeIfPresent(_ value: Double?, forKey key: Key) throws { try encodeOptional(value, key) }
+    mutating func encodeIfPresent(_ value: Float?, forKey key: Key) throws { try encodeOptional(value, key) }
+    mutating func encodeIfPresent(_ value: Int?, forKey key: Key) throws { try encodeOptional(value, key) }
+    mutating func encodeIfPresent(_ value: Int8?, forKey key: Key) throws { try encodeOptional(value, key) }
+    mutating func encodeIfPresent(_ value: Int16?, forKey key: Key) throws { try encodeOptional(value, key) }
+    mutating func encodeIfPresent(_ value: Int32?, forKey key: Key) throws { try encodeOptional(value, key) }
+    mutating func encodeIfPresent(_ value: Int64?, forKey key: Key) throws { try encodeOptional(value, key) }
+    mutating func encodeIfPresent(_ value: UInt?, forKey key: Key) throws { try encodeOptional(value, key) }
+    mutating func encodeIfPresent(_ value: UInt8?, forKey key: Key) throws { try encodeOptional(value, key) }
+    mutating func encodeIfPresent(_ value: UInt16?, forKey key: Key) throws { try encodeOptional(value, key) }
+    mutating func encodeIfPresent(_ value: UInt32?, forKey key: Key) throws { try encodeOptional(value, key) }
+    mutating func encodeIfPresent(_ value: UInt64?, forKey key: Key) throws { try encodeOptional(value, key) }
+    mutating func encodeIfPresent<T: Encodable>(_ value: T?, forKey key: Key) throws { try encodeOptional(value, key) }
+
+    private mutating func encodeOptional<T: Encodable>(_ value: T?, _ key: Key) throws {
+        if let value { try encode(value, forKey: key) } else { try set(.null, key) }
+    }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
+        KeyedEncodingContainer(RowKeyedContainer<NestedKey>(encoding: RowEncoding(failure: unsupported(key))))
+    }
+
+    mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
+        FailingUnkeyedContainer(error: unsupported(key))
+    }
+
+    mutating func superEncoder() -> any Encoder { RowEncoding(failure: unsupported(nil)) }
+    mutating func superEncoder(forKey key: Key) -> any Encoder { RowEncoding(failure: unsupported(key)) }
+
+    private func unsupported(_ key: Key?) -> ReservoirError {
+        ReservoirError(.invalidSchema, "column \"\(key?.stringValue ?? "super")\": nested containers and superEncoder inside a record's encode(to:) are not supported; encode a nested Codable value instead")
+    }
+}
+
+// MARK: - Single values (raw-value enums, wrappers)
+
+/// Captures the one value a type encodes through a single-value container; throws
+/// ``NeedsJSON`` when the type asks for a keyed or unkeyed container instead.
+private final class SingleValueEncoding: Encoder, SingleValueEncodingContainer {
+    let column: String
+    let failure: (any Error)?
+    var value: Value?
+    init(column: String, failure: (any Error)? = nil) {
+        self.column = column
+        self.failure = failure
+    }
+
+    var codingPath: [any CodingKey] { [] }
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
+        KeyedEncodingContainer(RowKeyedContainer<Key>(encoding: RowEncoding(failure: failure ?? NeedsJSON())))
+    }
+    func unkeyedContainer() -> any UnkeyedEncodingContainer { FailingUnkeyedContainer(error: failure ?? NeedsJSON()) }
+    func singleValueContainer() -> any SingleValueEncodingContainer { self }
+
+    private func set(_ v: @autoclosure () throws -> Value) throws {
+        if let failure { throw failure }
+        value = try v()
+    }
+
+    func encodeNil() throws { try set(.null) }
+    func encode(_ v: Bool) throws { try set(try v.toValue()) }
+    func encode(_ v: String) throws { try set(.text(v)) }
+    func encode(_ v: Double) throws { try set(try v.toValue()) }
+    func encode(_ v: Float) throws { try set(try v.toValue()) }
+    func encode(_ v: Int) throws { try set(try v.toValue()) }
+    func encode(_ v: Int8) throws { try set(try v.toValue()) }
+    func encode(_ v: Int16) throws { try set(try v.toValue()) }
+    func encode(_ v: Int32) throws { try set(try v.toValue()) }
+    func encode(_ v: Int64) throws { try set(try v.toValue()) }
+    func encode(_ v: UInt) throws { try set(try v.toValue()) }
+    func encode(_ v: UInt8) throws { try set(try v.toValue()) }
+    func encode(_ v: UInt16) throws { try set(try v.toValue()) }
+    func encode(_ v: UInt32) throws { try set(try v.toValue()) }
+    func encode(_ v: UInt64) throws { try set(try v.toValue()) }
+    func encode<T: Encodable>(_ v: T) throws { try set(try RowEncoder.encodeNested(v, column: column)) }
+}
+
+/// Handed out where an array shape is unsupported: throws on first use, so the
+/// error surfaces from `encode(to:)` instead of trapping.
+private struct FailingUnkeyedContainer: UnkeyedEncodingContainer {
+    let error: any Error
+    var codingPath: [any CodingKey] { [] }
+    var count: Int { 0 }
+    mutating func encodeNil() throws { throw error }
+    mutating func encode(_ value: Bool) throws { throw error }
+    mutating func encode(_ value: String) throws { throw error }
+    mutating func encode(_ value: Double) throws { throw error }
+    mutating func encode(_ value: Float) throws { throw error }
+    mutating func encode(_ value: Int) throws { throw error }
+    mutating func encode(_ value: Int8) throws { throw error }
+    mutating func encode(_ value: Int16) throws { throw error }
+    mutating func encode(_ value: Int32) throws { throw error }
+    mutating func encode(_ value: Int64) throws { throw error }
+    mutating func encode(_ value: UInt) throws { throw error }
+    mutating func encode(_ value: UInt8) throws { throw error }
+    mutating func encode(_ value: UInt16) throws { throw error }
+    mutating func encode(_ value: UInt32) throws { throw error }
+    mutating func encode(_ value: UInt64) throws { throw error }
+    mutating func encode<T: Encodable>(_ value: T) throws { throw error }
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
+        KeyedEncodingContainer(RowKeyedContainer<NestedKey>(encoding: RowEncoding(failure: error)))
+    }
+    mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer { self }
+    mutating func superEncoder() -> any Encoder { RowEncoding(failure: error) }
+}

@@ -1,0 +1,145 @@
+/// Declares how a record type is stored: its entity name, the fields queries may
+/// name by key path, and which of them are indexed.
+///
+///     struct Todo: Storable {
+///         var id: UUID
+///         var title: String
+///         var priority: Int
+///         var due: Date?
+///         static let schema = Schema<Todo>("todos", fields: [
+///             .field(\.title), .field(\.priority, indexed: true), .field(\.due),
+///         ])
+///     }
+///
+/// A field's column is the name its `CodingKey` encodes under. By default it is
+/// the key path's last component (`\.priority` → `"priority"`); pass `column:`
+/// when `CodingKeys` renames it. The id is always queryable as `\.id`. Mistakes
+/// (an unknown column, a repeated one) are reported as ``ReservoirError`` with code
+/// `.invalidSchema` the first time the store uses the type, not as a crash.
+public struct Schema<Root: Storable>: @unchecked Sendable {
+    // @unchecked: the only non-Sendable stored parts are key paths, which are immutable.
+
+    /// One queryable field.
+    public struct Field: @unchecked Sendable {
+        let keyPath: AnyKeyPath
+        /// The column name the field is stored under.
+        public let column: String
+        /// Whether backends keep an ordered index on it.
+        public let indexed: Bool
+        let extract: @Sendable (Root) throws -> Value
+
+        /// A queryable field. `column` defaults to the key path's last component.
+        public static func field<V: ValueConvertible>(
+            _ keyPath: KeyPath<Root, V>, column: String? = nil, indexed: Bool = false
+        ) -> Field {
+            let name = column ?? Schema.defaultColumnName(for: keyPath)
+            nonisolated(unsafe) let path = keyPath
+            return Field(keyPath: keyPath, column: name, indexed: indexed, extract: { try $0[keyPath: path].toValue() })
+        }
+    }
+
+    /// The entity (table, named database) name.
+    public let name: String
+    /// The column the record id is stored under.
+    public let idColumn: String
+    /// The queryable fields, the id first.
+    public let fields: [Field]
+    /// Problems found while building the schema, reported on first use.
+    let problems: [String]
+
+    /// A schema for `Root` stored as entity `name`.
+    /// - Parameters:
+    ///   - name: the entity name: letters, digits and `_`, not starting with a digit.
+    ///   - idColumn: the column the id encodes under, `"id"` unless `CodingKeys` renames it.
+    ///   - fields: the fields queries and sorts may use.
+    public init(_ name: String, idColumn: String = "id", fields: [Field] = []) {
+        self.name = name
+        self.idColumn = idColumn
+        let idPath = \Root.id
+        let idField = Field(keyPath: idPath, column: idColumn, indexed: false, extract: { try $0[keyPath: idPath].toValue() })
+        self.fields = [idField] + fields.filter { $0.keyPath != idPath }
+        var problems: [String] = []
+        if !Schema.isValidName(name) {
+            problems.append("entity name \"\(name)\" is not valid; expected letters, digits and _, not starting with a digit")
+        }
+        var seen: Set<String> = []
+        for field in self.fields {
+            if !Schema.isValidName(field.column) {
+                problems.append("column name \"\(field.column)\" is not valid; expected letters, digits and _, not starting with a digit (pass column: to name it)")
+            }
+            if !seen.insert(field.column).inserted {
+                problems.append("column \"\(field.column)\" is named by more than one field")
+            }
+        }
+        self.problems = problems
+    }
+
+    /// The field for a key path, or nil when the schema does not name it.
+    public func field(for keyPath: AnyKeyPath) -> Field? {
+        fields.first { $0.keyPath == keyPath }
+    }
+
+    /// The column for a key path; throws `.invalidQuery` naming the key path when the schema does not name it.
+    public func column(for keyPath: AnyKeyPath) throws -> String {
+        guard let field = field(for: keyPath) else {
+            throw ReservoirError(
+                .invalidQuery,
+                "\(keyPath) is not a queryable field of \(Root.self); the schema \"\(name)\" names \(fields.map(\.column).joined(separator: ", ")) (add .field(\(keyPath)) to it)"
+            )
+        }
+        return field.column
+    }
+
+    /// The backend-neutral description of this entity.
+    public var entity: EntityDescription {
+        EntityDescription(
+            name: name, idColumn: idColumn,
+            fields: fields.map(\.column),
+            indexes: fields.filter(\.indexed).map(\.column)
+        )
+    }
+
+    static func defaultColumnName(for keyPath: AnyKeyPath) -> String {
+        // "\Todo.priority" → "priority". Nested paths ("\Todo.a.b") give a name with a dot,
+        // which validation rejects with a message.
+        let text = String(describing: keyPath)
+        guard let dot = text.firstIndex(of: ".") else { return text }
+        return String(text[text.index(after: dot)...])
+    }
+
+    static func isValidName(_ name: String) -> Bool {
+        guard let first = name.utf8.first, !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) else { return false }
+        return name.utf8.allSatisfy { byte in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "_")
+        }
+    }
+}
+
+/// What a backend knows of an entity: its name, id column, queryable fields and indexes.
+public struct EntityDescription: Sendable, Hashable, CustomStringConvertible {
+    public var name: String
+    public var idColumn: String
+    /// Queryable columns, the id first. Rows may hold further (opaque) columns.
+    public var fields: [String]
+    /// Columns with an ordered index.
+    public var indexes: [String]
+
+    public init(name: String, idColumn: String = "id", fields: [String] = [], indexes: [String] = []) {
+        self.name = name
+        self.idColumn = idColumn
+        self.fields = fields.isEmpty ? [idColumn] : fields
+        self.indexes = indexes
+    }
+
+    public var description: String { name }
+}
+
+extension Schema {
+    /// Throws `.invalidSchema` listing every problem found when the schema was built.
+    public func validate() throws {
+        guard problems.isEmpty else {
+            throw ReservoirError(.invalidSchema, "schema of \(Root.self) (\"\(name)\"): " + problems.joined(separator: "; "))
+        }
+    }
+}

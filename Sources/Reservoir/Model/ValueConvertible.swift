@@ -1,0 +1,205 @@
+import Foundation
+
+/// A Swift type with one documented mapping onto a stored ``Value``.
+///
+/// The row encoder, the row decoder and query operands all use this mapping, so a
+/// predicate on a field compares exactly what the field stores. Conforming types:
+/// the integer family, `Double`, `Float`, `Bool`, `String`, `Data`, `Date`, `UUID`,
+/// `URL`, optionals of these, and any `RawRepresentable` enum whose raw value
+/// conforms (declare `extension Status: ValueConvertible {}`).
+/// Backends.md lists the mapping of each.
+public protocol ValueConvertible: Sendable {
+    /// The stored form of this value.
+    func toValue() throws -> Value
+    /// Reads a stored value back; throws ``ReservoirError`` with code `.typeMismatch`
+    /// when `value` cannot represent `Self`.
+    static func fromValue(_ value: Value) throws -> Self
+}
+
+extension ValueConvertible {
+    static func mismatch(_ value: Value, expected: String) -> ReservoirError {
+        ReservoirError(.typeMismatch, "cannot read \(value.kindName) value \(value) as \(Self.self); expected \(expected)")
+    }
+}
+
+// MARK: - Integers
+
+extension ValueConvertible where Self: FixedWidthInteger {
+    public func toValue() throws -> Value {
+        guard let i = Int64(exactly: self) else {
+            throw ReservoirError(.valueOutOfRange, "\(Self.self) value \(self) does not fit a 64-bit signed integer, the largest integer every backend stores")
+        }
+        return .integer(i)
+    }
+
+    public static func fromValue(_ value: Value) throws -> Self {
+        switch value {
+        case let .integer(i):
+            if let v = Self(exactly: i) { return v }
+        case let .real(d):
+            // Reals with an exact integer value read as integers (a plain SQL writer may store 3.0).
+            if let i = Int64(exactly: d), let v = Self(exactly: i) { return v }
+        default:
+            break
+        }
+        throw mismatch(value, expected: "an integer in \(Self.min)...\(Self.max)")
+    }
+}
+
+extension Int: ValueConvertible {}
+extension Int8: ValueConvertible {}
+extension Int16: ValueConvertible {}
+extension Int32: ValueConvertible {}
+extension Int64: ValueConvertible {}
+extension UInt: ValueConvertible {}
+extension UInt8: ValueConvertible {}
+extension UInt16: ValueConvertible {}
+extension UInt32: ValueConvertible {}
+extension UInt64: ValueConvertible {}
+
+// MARK: - Reals
+
+extension Double: ValueConvertible {
+    /// NaN is stored as null, as SQLite stores it; null reads back as NaN.
+    public func toValue() throws -> Value { isNaN ? .null : .real(self) }
+
+    public static func fromValue(_ value: Value) throws -> Double {
+        switch value {
+        case let .real(d): return d
+        case let .integer(i): return Double(i)
+        case .null: return .nan
+        default: throw mismatch(value, expected: "a number")
+        }
+    }
+}
+
+extension Float: ValueConvertible {
+    public func toValue() throws -> Value { try Double(self).toValue() }
+    public static func fromValue(_ value: Value) throws -> Float { Float(try Double.fromValue(value)) }
+}
+
+// MARK: - Bool, String, Data
+
+extension Bool: ValueConvertible {
+    /// Stored as integer 0 or 1; any non-zero number reads as true.
+    public func toValue() throws -> Value { .integer(self ? 1 : 0) }
+
+    public static func fromValue(_ value: Value) throws -> Bool {
+        switch value {
+        case let .integer(i): return i != 0
+        case let .real(d): return d != 0
+        default: throw mismatch(value, expected: "integer 0 or 1")
+        }
+    }
+}
+
+extension String: ValueConvertible {
+    public func toValue() throws -> Value { .text(self) }
+
+    public static func fromValue(_ value: Value) throws -> String {
+        guard case let .text(s) = value else { throw mismatch(value, expected: "text") }
+        return s
+    }
+}
+
+extension Data: ValueConvertible {
+    public func toValue() throws -> Value { .blob(self) }
+
+    public static func fromValue(_ value: Value) throws -> Data {
+        switch value {
+        case let .blob(d): return d
+        default: throw mismatch(value, expected: "a blob")
+        }
+    }
+}
+
+// MARK: - Date, UUID, URL
+
+extension Date: ValueConvertible {
+    /// Stored as real seconds since 2001-01-01 00:00:00 UTC (`timeIntervalSinceReferenceDate`,
+    /// as Core Data does), so every `Date` round-trips exactly. In SQL:
+    /// `datetime(due + 978307200, 'unixepoch')`.
+    public func toValue() throws -> Value { .real(timeIntervalSinceReferenceDate) }
+
+    public static func fromValue(_ value: Value) throws -> Date {
+        switch value {
+        case let .real(d) where !d.isNaN: return Date(timeIntervalSinceReferenceDate: d)
+        case let .integer(i): return Date(timeIntervalSinceReferenceDate: Double(i))
+        default: throw mismatch(value, expected: "a number of seconds since 2001-01-01")
+        }
+    }
+}
+
+extension UUID: ValueConvertible {
+    /// Stored as text in `uuidString` form (upper case, 36 characters); reads
+    /// accept either case, and a 16-byte blob.
+    public func toValue() throws -> Value { .text(uuidString) }
+
+    public static func fromValue(_ value: Value) throws -> UUID {
+        switch value {
+        case let .text(s):
+            if let uuid = UUID(uuidString: s) { return uuid }
+        case let .blob(d) where d.count == 16:
+            let b = [UInt8](d)
+            return UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
+                               b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
+        default:
+            break
+        }
+        throw mismatch(value, expected: "a UUID string")
+    }
+}
+
+extension URL: ValueConvertible {
+    /// Stored as text (`absoluteString`).
+    public func toValue() throws -> Value { .text(absoluteString) }
+
+    public static func fromValue(_ value: Value) throws -> URL {
+        if case let .text(s) = value, let url = URL(string: s) { return url }
+        throw mismatch(value, expected: "URL text")
+    }
+}
+
+extension Value: ValueConvertible {
+    public func toValue() throws -> Value { self }
+    public static func fromValue(_ value: Value) throws -> Value { value }
+}
+
+// MARK: - Optionals and raw-value enums
+
+extension Optional: ValueConvertible where Wrapped: ValueConvertible {
+    /// `nil` is stored as null.
+    public func toValue() throws -> Value {
+        switch self {
+        case .none: .null
+        case let .some(wrapped): try wrapped.toValue()
+        }
+    }
+
+    public static func fromValue(_ value: Value) throws -> Wrapped? {
+        value.isNull ? nil : try Wrapped.fromValue(value)
+    }
+}
+
+extension ValueConvertible where Self: RawRepresentable, RawValue: ValueConvertible {
+    /// Stored as the raw value.
+    public func toValue() throws -> Value { try rawValue.toValue() }
+
+    public static func fromValue(_ value: Value) throws -> Self {
+        let raw = try RawValue.fromValue(value)
+        guard let v = Self(rawValue: raw) else {
+            throw ReservoirError(.typeMismatch, "\(value) is not a raw value of \(Self.self)")
+        }
+        return v
+    }
+}
+
+// MARK: - Record ids
+
+/// The types a record's `id` may have: `UUID`, `String`, `Int` (and `Int64`).
+public protocol RecordID: ValueConvertible, Hashable {}
+
+extension UUID: RecordID {}
+extension String: RecordID {}
+extension Int: RecordID {}
+extension Int64: RecordID {}

@@ -1,0 +1,78 @@
+/// What to fetch: a record type, an optional predicate, a sort, a window.
+///
+///     FetchRequest<Todo>(where: \.done == false && \.priority >= 2,
+///                        sortBy: [.descending(\.priority), .ascending(\.title)],
+///                        limit: 50)
+public struct FetchRequest<Root: Storable>: Sendable {
+    public var predicate: RecordPredicate<Root>?
+    public var sortBy: [SortKey<Root>]
+    /// At most this many records; nil for all.
+    public var limit: Int?
+    /// Skip this many records of the sorted result first.
+    public var offset: Int
+
+    public init(where predicate: RecordPredicate<Root>? = nil, sortBy: [SortKey<Root>] = [], limit: Int? = nil, offset: Int = 0) {
+        self.predicate = predicate
+        self.sortBy = sortBy
+        self.limit = limit
+        self.offset = offset
+    }
+
+    /// Resolves key paths through the schema into a backend-neutral ``Query``.
+    public func query() throws -> Query {
+        let schema = Root.schema
+        try schema.validate()
+        let terms = try sortBy.map { try $0.term(in: schema) }
+        return try Query(
+            entity: schema.entity,
+            predicate: predicate?.resolve(schema),
+            sort: terms,
+            limit: limit,
+            offset: offset
+        )
+    }
+}
+
+/// A backend-neutral query: what a backend's read transaction answers.
+public struct Query: Sendable, Hashable, CustomStringConvertible {
+    public var entity: EntityDescription
+    /// nil matches every row.
+    public var predicate: PredicateExpression?
+    /// The complete sort: always ends with the id, so the order is total.
+    public private(set) var sort: [SortTerm]
+    public var limit: Int?
+    public var offset: Int
+
+    /// A query; `sort` gets the id-ascending tie-break appended (terms after an id term are dropped).
+    /// Throws `.invalidQuery` for a negative limit or offset.
+    public init(entity: EntityDescription, predicate: PredicateExpression? = nil, sort: [SortTerm] = [], limit: Int? = nil, offset: Int = 0) throws {
+        if let limit, limit < 0 {
+            throw ReservoirError(.invalidQuery, "limit \(limit) is negative; expected nil or a count of 0 or more")
+        }
+        if offset < 0 {
+            throw ReservoirError(.invalidQuery, "offset \(offset) is negative; expected 0 or more")
+        }
+        self.entity = entity
+        self.predicate = predicate
+        self.limit = limit
+        self.offset = offset
+        var terms: [SortTerm] = []
+        for term in sort {
+            terms.append(term)
+            if term.column == entity.idColumn { break }
+        }
+        if terms.last?.column != entity.idColumn {
+            terms.append(SortTerm(column: entity.idColumn, ascending: true))
+        }
+        self.sort = terms
+    }
+
+    public var description: String {
+        var text = "FROM \(entity.name)"
+        if let predicate { text += " WHERE \(predicate)" }
+        text += " ORDER BY " + sort.map(\.description).joined(separator: ", ")
+        if let limit { text += " LIMIT \(limit)" }
+        if offset > 0 { text += " OFFSET \(offset)" }
+        return text
+    }
+}

@@ -1,0 +1,55 @@
+/// The backend-neutral predicate tree: column names and stored values, no Swift types.
+///
+/// Built by ``RecordPredicate`` from typed key paths; backends either compile it
+/// (SQLite compiles it to SQL) or evaluate it with ``QueryEvaluator``. Backends.md
+/// defines each case's meaning, including nulls and mixed storage classes.
+public indirect enum PredicateExpression: Sendable, Hashable {
+    /// Always true or always false.
+    case constant(Bool)
+    /// `column op value`. `==` and `!=` are null-safe; ordering operators never match null.
+    case compare(column: String, ComparisonOperator, Value)
+    /// `column` equals (null-safe) one of the values.
+    case isIn(column: String, [Value])
+    /// The column's value is text starting with these UTF-8 bytes.
+    case hasPrefix(column: String, String)
+    /// The column's value is text containing these UTF-8 bytes.
+    case contains(column: String, String)
+    case and([PredicateExpression])
+    case or([PredicateExpression])
+    case not(PredicateExpression)
+
+    /// Every column the expression reads.
+    public var columns: Set<String> {
+        switch self {
+        case .constant: []
+        case let .compare(column, _, _), let .isIn(column, _), let .hasPrefix(column, _), let .contains(column, _): [column]
+        case let .and(parts), let .or(parts): parts.reduce(into: []) { $0.formUnion($1.columns) }
+        case let .not(inner): inner.columns
+        }
+    }
+}
+
+/// The comparison operators of ``PredicateExpression/compare(column:_:_:)``.
+public enum ComparisonOperator: String, Sendable, Hashable, CaseIterable {
+    case equal = "=="
+    case notEqual = "!="
+    case less = "<"
+    case lessOrEqual = "<="
+    case greater = ">"
+    case greaterOrEqual = ">="
+}
+
+extension PredicateExpression: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case let .constant(b): return b ? "TRUE" : "FALSE"
+        case let .compare(column, op, value): return "\(column) \(op.rawValue) \(value)"
+        case let .isIn(column, values): return "\(column) IN (\(values.map(\.description).joined(separator: ", ")))"
+        case let .hasPrefix(column, prefix): return "\(column) HAS PREFIX \(Value.text(prefix))"
+        case let .contains(column, part): return "\(column) CONTAINS \(Value.text(part))"
+        case let .and(parts): return "(" + parts.map(\.description).joined(separator: " AND ") + ")"
+        case let .or(parts): return "(" + parts.map(\.description).joined(separator: " OR ") + ")"
+        case let .not(inner): return "NOT \(inner)"
+        }
+    }
+}

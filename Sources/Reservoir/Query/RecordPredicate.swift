@@ -1,0 +1,95 @@
+/// A typed predicate over a record type, written with key paths:
+///
+///     \Todo.done == false && \.priority >= 2
+///     .hasPrefix(\Todo.title, "Buy") || \.due == nil
+///     .isIn(\Todo.priority, [1, 2, 3])
+///
+/// Key paths resolve to columns through the record's ``Schema`` when the request
+/// runs; a key path the schema does not name throws ``ReservoirError`` (`.invalidQuery`).
+/// Named `RecordPredicate` so it never clashes with Foundation's `Predicate`.
+public struct RecordPredicate<Root: Storable>: Sendable {
+    let resolve: @Sendable (Schema<Root>) throws -> PredicateExpression
+
+    init(_ resolve: @escaping @Sendable (Schema<Root>) throws -> PredicateExpression) {
+        self.resolve = resolve
+    }
+
+    /// The backend-neutral expression for this predicate.
+    public func expression() throws -> PredicateExpression {
+        try resolve(Root.schema)
+    }
+
+    /// Matches every record.
+    public static var all: RecordPredicate { RecordPredicate { _ in .constant(true) } }
+
+    /// Matches no record.
+    public static var none: RecordPredicate { RecordPredicate { _ in .constant(false) } }
+
+    /// A comparison of a field with a value.
+    public static func compare<V: ValueConvertible>(_ keyPath: KeyPath<Root, V>, _ op: ComparisonOperator, _ value: V) -> RecordPredicate {
+        let path = SendableKeyPath(keyPath)
+        return RecordPredicate { schema in try .compare(column: schema.column(for: path.path), op, value.toValue()) }
+    }
+
+    /// The field equals one of `values` (null-safe: `nil` in the list matches null).
+    public static func isIn<V: ValueConvertible>(_ keyPath: KeyPath<Root, V>, _ values: [V]) -> RecordPredicate {
+        let path = SendableKeyPath(keyPath)
+        return RecordPredicate { schema in try .isIn(column: schema.column(for: path.path), values.map { try $0.toValue() }) }
+    }
+
+    /// The field is text starting with `prefix`, compared by UTF-8 bytes (case-sensitive).
+    public static func hasPrefix<V: ValueConvertible>(_ keyPath: KeyPath<Root, V>, _ prefix: String) -> RecordPredicate {
+        let path = SendableKeyPath(keyPath)
+        return RecordPredicate { schema in try .hasPrefix(column: schema.column(for: path.path), prefix) }
+    }
+
+    /// The field is text containing `part`, compared by UTF-8 bytes (case-sensitive).
+    public static func contains<V: ValueConvertible>(_ keyPath: KeyPath<Root, V>, _ part: String) -> RecordPredicate {
+        let path = SendableKeyPath(keyPath)
+        return RecordPredicate { schema in try .contains(column: schema.column(for: path.path), part) }
+    }
+
+    public static func && (lhs: RecordPredicate, rhs: RecordPredicate) -> RecordPredicate {
+        RecordPredicate { schema in .and([try lhs.resolve(schema), try rhs.resolve(schema)]) }
+    }
+
+    public static func || (lhs: RecordPredicate, rhs: RecordPredicate) -> RecordPredicate {
+        RecordPredicate { schema in .or([try lhs.resolve(schema), try rhs.resolve(schema)]) }
+    }
+
+    public static prefix func ! (operand: RecordPredicate) -> RecordPredicate {
+        RecordPredicate { schema in .not(try operand.resolve(schema)) }
+    }
+}
+
+/// A key path carried inside `@Sendable` closures. Key paths are immutable objects.
+struct SendableKeyPath: @unchecked Sendable {
+    let path: AnyKeyPath
+    init(_ path: AnyKeyPath) { self.path = path }
+}
+
+// MARK: - Key path operators
+
+public func == <Root: Storable, V: ValueConvertible>(lhs: KeyPath<Root, V>, rhs: V) -> RecordPredicate<Root> {
+    .compare(lhs, .equal, rhs)
+}
+
+public func != <Root: Storable, V: ValueConvertible>(lhs: KeyPath<Root, V>, rhs: V) -> RecordPredicate<Root> {
+    .compare(lhs, .notEqual, rhs)
+}
+
+public func < <Root: Storable, V: ValueConvertible>(lhs: KeyPath<Root, V>, rhs: V) -> RecordPredicate<Root> {
+    .compare(lhs, .less, rhs)
+}
+
+public func <= <Root: Storable, V: ValueConvertible>(lhs: KeyPath<Root, V>, rhs: V) -> RecordPredicate<Root> {
+    .compare(lhs, .lessOrEqual, rhs)
+}
+
+public func > <Root: Storable, V: ValueConvertible>(lhs: KeyPath<Root, V>, rhs: V) -> RecordPredicate<Root> {
+    .compare(lhs, .greater, rhs)
+}
+
+public func >= <Root: Storable, V: ValueConvertible>(lhs: KeyPath<Root, V>, rhs: V) -> RecordPredicate<Root> {
+    .compare(lhs, .greaterOrEqual, rhs)
+}

@@ -1,0 +1,39 @@
+/// One sort term of a fetch request: a field and a direction.
+///
+///     sortBy: [.descending(\Todo.priority), .ascending(\.title)]
+///
+/// Values sort in the contract's order (null first when ascending). Every fetch
+/// ends with the record id ascending, so the order is total and the same on every
+/// backend. Named `SortKey` so it never clashes with Foundation's `SortDescriptor`.
+public struct SortKey<Root: Storable>: Sendable {
+    let keyPath: SendableKeyPath
+    /// Whether smaller values come first.
+    public let ascending: Bool
+
+    /// Smallest first (null first).
+    public static func ascending<V: ValueConvertible>(_ keyPath: KeyPath<Root, V>) -> SortKey {
+        SortKey(keyPath: SendableKeyPath(keyPath), ascending: true)
+    }
+
+    /// Largest first (null last).
+    public static func descending<V: ValueConvertible>(_ keyPath: KeyPath<Root, V>) -> SortKey {
+        SortKey(keyPath: SendableKeyPath(keyPath), ascending: false)
+    }
+
+    func term(in schema: Schema<Root>) throws -> SortTerm {
+        SortTerm(column: try schema.column(for: keyPath.path), ascending: ascending)
+    }
+}
+
+/// A backend-neutral sort term: a column and a direction.
+public struct SortTerm: Sendable, Hashable, CustomStringConvertible {
+    public var column: String
+    public var ascending: Bool
+
+    public init(column: String, ascending: Bool = true) {
+        self.column = column
+        self.ascending = ascending
+    }
+
+    public var description: String { "\(column) \(ascending ? "ASC" : "DESC")" }
+}

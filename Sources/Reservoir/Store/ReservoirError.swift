@@ -1,0 +1,79 @@
+import Foundation
+
+/// The one error type Reservoir throws.
+///
+/// Every error has a ``Code`` to match on, a message that names the offending
+/// input and what was expected, and, when a storage engine reported it, the
+/// engine's native result code and message.
+///
+///     do { try store.write { try $0.insert(todo) } }
+///     catch let error as ReservoirError where error.code == .duplicateID { … }
+public struct ReservoirError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What kind of failure this is.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// A configuration string that is malformed or names an unknown scheme.
+        public static let invalidConfiguration = Code(rawValue: "invalidConfiguration")
+        /// A path or store that cannot be opened (missing directory, not a database, …).
+        public static let cannotOpen = Code(rawValue: "cannotOpen")
+        /// A record type whose schema is inconsistent with its coding keys.
+        public static let invalidSchema = Code(rawValue: "invalidSchema")
+        /// A query on a key path the schema does not name, or otherwise malformed.
+        public static let invalidQuery = Code(rawValue: "invalidQuery")
+        /// A stored value that does not decode into the requested Swift type.
+        public static let typeMismatch = Code(rawValue: "typeMismatch")
+        /// A Swift value that no backend can store (e.g. a UInt64 above Int64.max).
+        public static let valueOutOfRange = Code(rawValue: "valueOutOfRange")
+        /// `insert` of an id that already exists.
+        public static let duplicateID = Code(rawValue: "duplicateID")
+        /// `update` or `delete(strict)` of an id that does not exist.
+        public static let notFound = Code(rawValue: "notFound")
+        /// A transaction used after its closure returned, or a write started inside a write.
+        public static let misuse = Code(rawValue: "misuse")
+        /// The store has been closed.
+        public static let closed = Code(rawValue: "closed")
+        /// The database is busy or locked by another process for too long.
+        public static let busy = Code(rawValue: "busy")
+        /// The disk or the storage map is full.
+        public static let full = Code(rawValue: "full")
+        /// Stored data is damaged or in a format this version cannot read.
+        public static let corrupt = Code(rawValue: "corrupt")
+        /// Any other failure reported by the storage engine.
+        public static let backend = Code(rawValue: "backend")
+    }
+
+    public var code: Code
+    /// A sentence naming what was given and what was expected.
+    public var message: String
+    /// The storage engine's own result code, when it reported one.
+    public var nativeCode: Int32?
+    /// The storage engine's own message, when it reported one.
+    public var nativeMessage: String?
+
+    public init(_ code: Code, _ message: String, nativeCode: Int32? = nil, nativeMessage: String? = nil) {
+        self.code = code
+        self.message = message
+        self.nativeCode = nativeCode
+        self.nativeMessage = nativeMessage
+    }
+
+    public var description: String {
+        var text = message
+        if let nativeCode {
+            text += " (native code \(nativeCode)"
+            if let nativeMessage, !nativeMessage.isEmpty { text += ": \(nativeMessage)" }
+            text += ")"
+        } else if let nativeMessage, !nativeMessage.isEmpty {
+            text += " (\(nativeMessage))"
+        }
+        return text
+    }
+}
+
+extension ReservoirError: LocalizedError {
+    /// The message, so `localizedDescription` shows it on every platform.
+    public var errorDescription: String? { description }
+}

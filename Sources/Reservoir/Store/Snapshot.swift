@@ -1,0 +1,181 @@
+/// A consistent read view of a store, passed to ``Store/read(_:)``.
+///
+/// Valid only inside the closure it was passed to; using it afterwards throws `.misuse`.
+public class Snapshot {
+    let reader: any ReadTransaction
+    private(set) var isOpen = true
+
+    init(reader: any ReadTransaction) {
+        self.reader = reader
+    }
+
+    func invalidate() { isOpen = false }
+
+    func checkOpen() throws {
+        guard isOpen else {
+            throw ReservoirError(.misuse, "a transaction was used after its read or write closure returned; use it only inside the closure")
+        }
+    }
+
+    /// The records `request` selects, in its order.
+    public func fetch<T: Storable>(_ request: FetchRequest<T>) throws -> [T] {
+        try checkOpen()
+        let query = try request.query()
+        return try reader.fetch(query).map { try RecordCoding.decode(T.self, from: $0) }
+    }
+
+    /// Every record of a type, in id order.
+    public func fetch<T: Storable>(_ type: T.Type) throws -> [T] {
+        try fetch(FetchRequest<T>())
+    }
+
+    /// The number of records `request` selects (after offset and limit).
+    public func count<T: Storable>(_ request: FetchRequest<T>) throws -> Int {
+        try checkOpen()
+        return try reader.count(request.query())
+    }
+
+    /// The record with this id, or nil.
+    public func get<T: Storable>(_ type: T.Type, id: T.ID) throws -> T? {
+        try checkOpen()
+        try T.schema.validate()
+        guard let row = try reader.row(T.schema.name, id: id.toValue()) else { return nil }
+        return try RecordCoding.decode(T.self, from: row)
+    }
+
+    /// Whether a record with this id exists.
+    public func contains<T: Storable>(_ type: T.Type, id: T.ID) throws -> Bool {
+        try checkOpen()
+        return try reader.row(T.schema.name, id: id.toValue()) != nil
+    }
+
+    /// Raw rows for a backend-neutral query: for tools that have no Swift types.
+    public func rows(_ query: Query) throws -> [Row] {
+        try checkOpen()
+        return try reader.fetch(query)
+    }
+
+    /// The entities the store holds rows for.
+    public func entities() throws -> [EntityDescription] {
+        try checkOpen()
+        return try reader.entities()
+    }
+
+    /// The sequence number of the newest committed change set.
+    public func lastSequence() throws -> UInt64 {
+        try checkOpen()
+        return try reader.lastSequence()
+    }
+}
+
+/// The write transaction passed to ``Store/write(_:)``: everything a ``Snapshot`` reads
+/// (including this transaction's own writes) plus insert, update, upsert and delete.
+///
+/// Everything done through it commits together when the closure returns, or not at all
+/// when it throws.
+public final class Transaction: Snapshot {
+    private let writer: any WriteTransaction
+    private var tracker = ChangeTracker()
+
+    init(writer: any WriteTransaction) {
+        self.writer = writer
+        super.init(reader: writer)
+    }
+
+    /// Inserts a new record; throws `.duplicateID` when one with its id exists.
+    public func insert<T: Storable>(_ record: T) throws {
+        let (entity, id, row) = try prepare(record)
+        if try writer.row(entity.name, id: id) != nil {
+            throw ReservoirError(.duplicateID, "cannot insert \(T.self) with id \(id) into \"\(entity.name)\": a record with that id exists (use upsert to replace it)")
+        }
+        try store(entity, id: id, row: row, previous: nil)
+    }
+
+    /// Replaces an existing record; throws `.notFound` when none has its id.
+    public func update<T: Storable>(_ record: T) throws {
+        let (entity, id, row) = try prepare(record)
+        guard let previous = try writer.row(entity.name, id: id) else {
+            throw ReservoirError(.notFound, "cannot update \(T.self) with id \(id) in \"\(entity.name)\": no record has that id (use insert or upsert)")
+        }
+        try store(entity, id: id, row: row, previous: previous)
+    }
+
+    /// Inserts the record, or replaces the one with its id. Returns what happened:
+    /// `.inserted`, `.updated`, or nil when the stored record was already identical
+    /// (nothing is written then, and no change is announced).
+    @discardableResult
+    public func upsert<T: Storable>(_ record: T) throws -> ChangeType? {
+        let (entity, id, row) = try prepare(record)
+        let previous = try writer.row(entity.name, id: id)
+        return try store(entity, id: id, row: row, previous: previous)
+    }
+
+    /// Deletes the record with this id; returns whether one existed.
+    @discardableResult
+    public func delete<T: Storable>(_ type: T.Type, id: T.ID) throws -> Bool {
+        try checkOpen()
+        try T.schema.validate()
+        let entity = T.schema.entity
+        let key = try id.toValue()
+        guard let previous = try writer.row(entity.name, id: key) else { return false }
+        try writer.delete(entity, id: key)
+        tracker.note(entity, id: key, before: previous, after: nil)
+        return true
+    }
+
+    /// Deletes this record (by its id); returns whether it existed.
+    @discardableResult
+    public func delete<T: Storable>(_ record: T) throws -> Bool {
+        try delete(T.self, id: record.id)
+    }
+
+    /// Deletes every record `request` selects; returns how many.
+    @discardableResult
+    public func delete<T: Storable>(_ request: FetchRequest<T>) throws -> Int {
+        try checkOpen()
+        let query = try request.query()
+        let idColumn = query.entity.idColumn
+        let rows = try writer.fetch(query)
+        for row in rows {
+            let id = row.value(idColumn)
+            try writer.delete(query.entity, id: id)
+            tracker.note(query.entity, id: id, before: row, after: nil)
+        }
+        return rows.count
+    }
+
+    /// Stores a raw row (insert or replace): for tools that copy stores without Swift types.
+    /// The row must hold the entity's id column.
+    @discardableResult
+    public func putRow(_ row: Row, in entity: EntityDescription) throws -> ChangeType? {
+        try checkOpen()
+        guard let id = row[entity.idColumn], !id.isNull else {
+            throw ReservoirError(.invalidSchema, "row for \"\(entity.name)\" has no value in its id column \"\(entity.idColumn)\": \(row)")
+        }
+        let previous = try writer.row(entity.name, id: id)
+        return try store(entity, id: id, row: row, previous: previous)
+    }
+
+    // MARK: - Internals
+
+    private func prepare<T: Storable>(_ record: T) throws -> (EntityDescription, Value, Row) {
+        try checkOpen()
+        let schema = T.schema
+        try schema.validate()
+        let row = try RecordCoding.encode(record)
+        return (schema.entity, try record.id.toValue(), row)
+    }
+
+    @discardableResult
+    private func store(_ entity: EntityDescription, id: Value, row: Row, previous: Row?) throws -> ChangeType? {
+        if let previous, previous == row { return nil }
+        try writer.put(entity, id: id, row: row)
+        tracker.note(entity, id: id, before: previous, after: row)
+        return previous == nil ? .inserted : .updated
+    }
+
+    /// The change set this transaction makes, numbered `sequence`, or nil when it changed nothing.
+    func makeChangeSet(sequence: UInt64) -> ChangeSet? {
+        tracker.changeSet(sequence: sequence)
+    }
+}

@@ -1,0 +1,110 @@
+/// The storage-engine SPI: what a backend implements so ``Store`` can run on it.
+///
+/// Users never call this; they use ``Store``. Backend authors implement it, register a
+/// ``BackendFactory`` for their URL scheme, and run `ReservoirConformance` in their tests.
+///
+/// ## Implementation requirements
+/// A backend supplies storage and little else; the core owns decoding, query
+/// semantics (``QueryEvaluator``), change sets, fan-out and subscriptions.
+/// - ``read(_:)`` runs its body against one consistent snapshot and always releases it,
+///   even when the body throws. Readers never wait for the writer.
+/// - ``write(_:)`` runs its body in the single write transaction (serialised with every
+///   other writer, in this process and in others sharing the store). It commits when the
+///   body returns and rolls back, leaving nothing behind, when it throws. When the commit
+///   itself fails, it throws and nothing is committed.
+/// - Inside a write, reads see the transaction's own writes.
+/// - ``WriteTransaction/record(_:)`` persists the change set's entries in the change log
+///   *in the same transaction*; ``ReadTransaction/lastSequence()`` reports the highest
+///   sequence committed, whichever process committed it. In-process-only backends may keep
+///   the log in memory.
+/// - ``commitToken()`` is cheap and changes whenever any process commits.
+/// - Errors are ``ReservoirError``s carrying the engine's native code and message, and
+///   naming the store's location.
+/// - All methods may be called from any thread.
+public protocol StorageBackend: AnyObject, Sendable {
+    /// What this backend can do; conformance cases needing more are skipped visibly.
+    var capabilities: BackendCapabilities { get }
+
+    /// Where the data lives, for messages and tools (a path, or "memory").
+    var location: String { get }
+
+    /// Runs `body` against a consistent read snapshot.
+    func read<R>(_ body: (any ReadTransaction) throws -> R) throws -> R
+
+    /// Runs `body` in the write transaction; commits when it returns, rolls back when it throws.
+    func write<R>(_ body: (any WriteTransaction) throws -> R) throws -> R
+
+    /// A number that changes whenever any process commits a write (SQLite's
+    /// `data_version`, LMDB's last transaction id). Probed to find external commits.
+    func commitToken() throws -> UInt64
+
+    /// Releases the engine's resources. Later calls throw `.closed`.
+    func close()
+}
+
+/// What a backend supports. The conformance suite skips, visibly, the cases that
+/// need a capability the backend lacks.
+public struct BackendCapabilities: OptionSet, Sendable, Hashable, CustomStringConvertible {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+
+    /// Data survives closing the store and reopening it at the same location.
+    public static let persistent = BackendCapabilities(rawValue: 1 << 0)
+    /// Several processes (or several `Store`s in one process) may open the same location;
+    /// commits by one reach the others' subscriptions through the change log.
+    public static let multiProcess = BackendCapabilities(rawValue: 1 << 1)
+    /// The backend compiles predicates and sorts natively instead of using ``QueryEvaluator``.
+    public static let nativeQueries = BackendCapabilities(rawValue: 1 << 2)
+
+    public var description: String {
+        var names: [String] = []
+        if contains(.persistent) { names.append("persistent") }
+        if contains(.multiProcess) { names.append("multi-process") }
+        if contains(.nativeQueries) { names.append("native queries") }
+        return names.isEmpty ? "none" : names.joined(separator: ", ")
+    }
+}
+
+/// A consistent view of the store, valid only inside the ``StorageBackend/read(_:)``
+/// or ``StorageBackend/write(_:)`` body it was passed to.
+public protocol ReadTransaction {
+    /// The row stored under `id` in the entity named `entity`, or nil.
+    func row(_ entity: String, id: Value) throws -> Row?
+
+    /// Exactly the rows `QueryEvaluator.evaluate(query, over: allRowsOfTheEntity)` returns,
+    /// in that order. An entity never written to has no rows.
+    func fetch(_ query: Query) throws -> [Row]
+
+    /// The number of rows `fetch(query)` would return.
+    func count(_ query: Query) throws -> Int
+
+    /// Every entity this store holds rows for, as it was last written.
+    func entities() throws -> [EntityDescription]
+
+    /// The sequence number of the newest change set committed (0 when none).
+    func lastSequence() throws -> UInt64
+
+    /// Change-log entries with a sequence above `sequence`, in sequence order, at most `limit`
+    /// change sets' worth. Backends keep a bounded history; entries older than it are gone.
+    func changeLog(after sequence: UInt64, limit: Int) throws -> [ChangeLogEntry]
+}
+
+extension ReadTransaction {
+    public func count(_ query: Query) throws -> Int {
+        try fetch(query).count
+    }
+}
+
+/// The write transaction: a ``ReadTransaction`` that also sees its own writes.
+public protocol WriteTransaction: ReadTransaction {
+    /// Stores `row` under `id`, inserting or replacing. Creates the entity's storage
+    /// (table, named database, indexes, new columns) on first use.
+    func put(_ entity: EntityDescription, id: Value, row: Row) throws
+
+    /// Removes the row stored under `id`, if any.
+    func delete(_ entity: EntityDescription, id: Value) throws
+
+    /// Appends `changeSet`'s entries to the persisted change log, in this transaction.
+    /// Called at most once, last, and only when the transaction changed something.
+    func record(_ changeSet: ChangeSet) throws
+}

@@ -1,0 +1,178 @@
+import Foundation
+
+/// A store of records on one backend: the type apps use.
+///
+///     let store = try Store.open("sqlite:./app.sqlite")      // or "memory:", "lmdb:./app.lmdb"
+///     try store.write { tx in
+///         try tx.insert(Todo(id: UUID(), title: "Buy milk", done: false, priority: 2))
+///     }
+///     let open = try store.fetch(FetchRequest<Todo>(where: \.done == false,
+///                                                   sortBy: [.descending(\.priority)]))
+///
+/// `Store` is thread-safe. Writes are serialised and atomic: an error thrown inside
+/// `write` leaves nothing behind. Reads see a consistent snapshot and never wait for a
+/// writer. Each committed write that changed something publishes one ``ChangeSet`` on
+/// ``changes`` before `write` returns.
+public final class Store: Sendable {
+    /// The backend the store runs on.
+    public let backend: any StorageBackend
+    /// The configuration the store was opened with, if it was opened from one.
+    public let configuration: StoreConfiguration?
+
+    let hub: ChangeHub
+    let writeLock: WriteLock
+    let poller: Locked<DispatchSourceTimer?>
+
+    /// Opens the store a configuration string names: `memory:`, `sqlite:PATH`, `lmdb:PATH`,
+    /// or any scheme registered in `registry`. Throws `.invalidConfiguration` naming the
+    /// string and the accepted schemes when the string is malformed or the scheme unknown.
+    public static func open(_ configuration: String, registry: BackendRegistry = .shared) throws -> Store {
+        let parsed = try StoreConfiguration(configuration)
+        return try Store(backend: registry.makeBackend(parsed), configuration: parsed)
+    }
+
+    /// A store on a backend made by hand.
+    /// - Parameter pollInterval: how often a multi-process backend is probed for commits
+    ///   by other processes.
+    public init(backend: any StorageBackend, configuration: StoreConfiguration? = nil, pollInterval: Duration = .milliseconds(50)) throws {
+        self.backend = backend
+        self.configuration = configuration
+        self.hub = ChangeHub(after: try backend.read { try $0.lastSequence() })
+        self.writeLock = WriteLock()
+        self.poller = Locked(nil)
+        if backend.capabilities.contains(.multiProcess) {
+            startPolling(every: pollInterval)
+        }
+    }
+
+    deinit {
+        poller.withLock { $0?.cancel() }
+    }
+
+    /// What the backend supports.
+    public var capabilities: BackendCapabilities { backend.capabilities }
+
+    /// Stops observing and releases the backend. Later calls throw `.closed`.
+    public func close() {
+        poller.withLock {
+            $0?.cancel()
+            $0 = nil
+        }
+        writeLock.withLock { backend.close() }
+    }
+
+    // MARK: - Reading
+
+    /// Runs `body` against a consistent snapshot.
+    public func read<R>(_ body: (Snapshot) throws -> R) throws -> R {
+        try backend.read { reader in
+            let snapshot = Snapshot(reader: reader)
+            defer { snapshot.invalidate() }
+            return try body(snapshot)
+        }
+    }
+
+    /// The records `request` selects, in its order.
+    public func fetch<T: Storable>(_ request: FetchRequest<T>) throws -> [T] {
+        try read { try $0.fetch(request) }
+    }
+
+    /// Every record of a type, in id order.
+    public func fetch<T: Storable>(_ type: T.Type) throws -> [T] {
+        try read { try $0.fetch(type) }
+    }
+
+    /// The number of records `request` selects.
+    public func count<T: Storable>(_ request: FetchRequest<T>) throws -> Int {
+        try read { try $0.count(request) }
+    }
+
+    /// The record with this id, or nil.
+    public func get<T: Storable>(_ type: T.Type, id: T.ID) throws -> T? {
+        try read { try $0.get(type, id: id) }
+    }
+
+    // MARK: - Writing
+
+    /// Runs `body` in a write transaction, committing when it returns and rolling back,
+    /// with nothing left behind, when it throws. Writes are serialised. Starting a write
+    /// inside another write's closure on the same store throws `.misuse`.
+    public func write<R>(_ body: (Transaction) throws -> R) throws -> R {
+        let (result, published) = try writeLock.withWriter { () -> (R, UInt64?) in
+            let (result, changeSet) = try backend.write { writer -> (R, ChangeSet?) in
+                let transaction = Transaction(writer: writer)
+                defer { transaction.invalidate() }
+                let result = try body(transaction)
+                guard let changeSet = try transaction.makeChangeSet(sequence: writer.lastSequence() + 1) else {
+                    return (result, nil)
+                }
+                try writer.record(changeSet)
+                return (result, changeSet)
+            }
+            guard let changeSet else { return (result, nil) }
+            if changeSet.sequence > hub.lastEnqueued + 1 {
+                // Another process committed in between: announce its change sets first.
+                try? enqueueExternalChanges(through: changeSet.sequence - 1)
+            }
+            hub.enqueue(changeSet)
+            return (result, changeSet.sequence)
+        }
+        if let published { hub.deliver(through: published) }
+        return result
+    }
+
+    // MARK: - Async
+
+    /// `read` off the caller's thread, for async code.
+    public func read<R: Sendable>(_ body: @escaping @Sendable (Snapshot) throws -> R) async throws -> R {
+        try await runDetached { try self.read(body) }
+    }
+
+    /// `write` off the caller's thread, for async code.
+    public func write<R: Sendable>(_ body: @escaping @Sendable (Transaction) throws -> R) async throws -> R {
+        try await runDetached { try self.write(body) }
+    }
+
+    private func runDetached<R: Sendable>(_ work: @escaping @Sendable () throws -> R) async throws -> R {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(with: Result { try work() })
+            }
+        }
+    }
+}
+
+/// The store's write lock, which also knows which thread is inside a write, so a nested
+/// write is reported instead of deadlocking.
+final class WriteLock: @unchecked Sendable {
+    // @unchecked: `owner` is guarded by `lock`.
+    private let lock = NSLock()
+    private let ownerLock = NSLock()
+    private var owner: pthread_t?
+
+    func withWriter<R>(_ body: () throws -> R) throws -> R {
+        ownerLock.lock()
+        let nested = owner.map { pthread_equal($0, pthread_self()) != 0 } ?? false
+        ownerLock.unlock()
+        if nested {
+            throw ReservoirError(.misuse, "write called inside another write's closure on the same store; do all the work in the outer transaction")
+        }
+        lock.lock()
+        ownerLock.lock()
+        owner = pthread_self()
+        ownerLock.unlock()
+        defer {
+            ownerLock.lock()
+            owner = nil
+            ownerLock.unlock()
+            lock.unlock()
+        }
+        return try body()
+    }
+
+    func withLock<R>(_ body: () throws -> R) rethrows -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
+    }
+}

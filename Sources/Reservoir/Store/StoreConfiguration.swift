@@ -1,0 +1,72 @@
+/// A parsed configuration string: `scheme:location?option=value&option=value`.
+///
+///     memory:
+///     sqlite:./app.sqlite
+///     sqlite:/var/lib/app/data.sqlite?durability=full
+///     lmdb:./app.lmdb?mapsize=1GiB
+///
+/// The scheme picks the backend; the location and options are the backend's to read.
+public struct StoreConfiguration: Sendable, Hashable, CustomStringConvertible {
+    /// The string as given.
+    public let string: String
+    /// The lower-cased scheme before the first `:`.
+    public let scheme: String
+    /// Everything between `:` and `?`: a path for file-backed schemes, empty for `memory:`.
+    public let location: String
+    /// `key=value` pairs after `?`, separated by `&`.
+    public let options: [String: String]
+
+    /// Parses `string`; throws `.invalidConfiguration` naming the string and the expected form.
+    public init(_ string: String) throws {
+        self.string = string
+        let trimmed = string.trimmingWhitespace()
+        guard let colon = trimmed.firstIndex(of: ":") else {
+            throw ReservoirError(.invalidConfiguration, "store configuration \"\(string)\" has no scheme; expected SCHEME:LOCATION, such as memory:, sqlite:./app.sqlite or lmdb:./app.lmdb")
+        }
+        let scheme = trimmed[..<colon].lowercased()
+        guard let first = scheme.first, first.isASCII, first.isLetter,
+              scheme.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) })
+        else {
+            throw ReservoirError(.invalidConfiguration, "store configuration \"\(string)\" has an invalid scheme \"\(scheme)\"; expected letters, digits, +, - or . starting with a letter, as in sqlite:./app.sqlite")
+        }
+        self.scheme = scheme
+        var rest = trimmed[trimmed.index(after: colon)...]
+        var options: [String: String] = [:]
+        if let question = rest.firstIndex(of: "?") {
+            for pair in rest[rest.index(after: question)...].split(separator: "&", omittingEmptySubsequences: true) {
+                let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                guard parts.count == 2, !parts[0].isEmpty else {
+                    throw ReservoirError(.invalidConfiguration, "store configuration \"\(string)\": option \"\(pair)\" is not of the form key=value")
+                }
+                let key = parts[0].lowercased()
+                guard options[key] == nil else {
+                    throw ReservoirError(.invalidConfiguration, "store configuration \"\(string)\": option \"\(key)\" is given twice")
+                }
+                options[key] = String(parts[1])
+            }
+            rest = rest[..<question]
+        }
+        self.location = String(rest)
+        self.options = options
+    }
+
+    /// Throws `.invalidConfiguration` when an option other than `allowed` is present.
+    public func checkOptions(allowed: [String]) throws {
+        for key in options.keys.sorted() where !allowed.contains(key) {
+            let accepted = allowed.isEmpty ? "none" : allowed.joined(separator: ", ")
+            throw ReservoirError(.invalidConfiguration, "store configuration \"\(string)\": unknown option \"\(key)\"; \(scheme): accepts \(accepted)")
+        }
+    }
+
+    public var description: String { string }
+}
+
+extension String {
+    func trimmingWhitespace() -> String {
+        let scalars = unicodeScalars
+        guard let start = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
+              let end = scalars.lastIndex(where: { !$0.properties.isWhitespace })
+        else { return "" }
+        return String(scalars[start...end])
+    }
+}
