@@ -1,11 +1,12 @@
 /// What one committed write transaction changed.
 ///
 /// Exactly one change set is published per committed write that changed something,
-/// in commit order, with a sequence number one above the previous one's, before
-/// `write` returns. It carries the new rows of inserted and updated records, so
+/// in commit order, with a sequence number above the previous one's, before
+/// `write` returns. (Backends number change sets consecutively when they can; a
+/// backend that folds commits by other SQL clients into one change set may skip numbers.) It carries the new rows of inserted and updated records, so
 /// observers need not read them back.
 public struct ChangeSet: Sendable, Equatable, CustomStringConvertible {
-    /// Increases by one per committed change set on this store (across processes).
+    /// Increases with every committed change set on this store (across processes).
     public let sequence: UInt64
     /// Per-entity changes, ordered by entity name.
     public let entities: [EntityChanges]
