@@ -21,7 +21,10 @@ let package = Package(
                 .product(name: "HashTreeCollections", package: "swift-collections"),
             ]
         ),
-        .target(name: "ReservoirConformance", dependencies: ["Reservoir"]),
+        .target(
+            name: "ReservoirConformance",
+            dependencies: ["Reservoir", .product(name: "OpenCombineShim", package: "OpenCombine")]
+        ),
         .testTarget(
             name: "ReservoirTests",
             dependencies: [
