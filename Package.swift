@@ -7,11 +7,13 @@ let package = Package(
     products: [
         .library(name: "Reservoir", targets: ["Reservoir"]),
         .library(name: "ReservoirConformance", targets: ["ReservoirConformance"]),
+        .executable(name: "reservoir", targets: ["ReservoirCLI"]),
     ],
     dependencies: [
         .package(url: "https://github.com/OpenCombine/OpenCombine.git", from: "0.14.0"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
     ],
     targets: [
         .target(
@@ -24,6 +26,14 @@ let package = Package(
         .target(
             name: "ReservoirConformance",
             dependencies: ["Reservoir", .product(name: "OpenCombineShim", package: "OpenCombine")]
+        ),
+        .executableTarget(
+            name: "ReservoirCLI",
+            dependencies: [
+                "Reservoir",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "OpenCombineShim", package: "OpenCombine"),
+            ]
         ),
         .testTarget(
             name: "ReservoirTests",
