@@ -15,9 +15,9 @@ struct DemoCommand: ParsableCommand {
     @OptionGroup var options: StoreOptions
 
     func run() throws {
-        let configuration = options.configuration(fallback: "memory:")
-        do {
-            let store = try Store.open(configuration)
+        let configuration = options.store ?? "memory:"
+        try reporting {
+            let store = try Store.open(configuration, registry: Backends.registry)
             defer { store.close() }
             print("Store: \(configuration) (\(store.capabilities))")
             let subscription = store.changes.sink { changeSet in
@@ -29,8 +29,6 @@ struct DemoCommand: ParsableCommand {
                 for todo in open { print("    [\(todo.priority)] \(todo.title)") }
                 if open.isEmpty { print("    (nothing open)") }
             })
-        } catch {
-            throw fail(error)
         }
     }
 }
