@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "Reservoir", targets: ["Reservoir"]),
         .library(name: "ReservoirConformance", targets: ["ReservoirConformance"]),
+        .library(name: "ReservoirSQLite", targets: ["ReservoirSQLite"]),
     ],
     dependencies: [
         .package(url: "https://github.com/OpenCombine/OpenCombine.git", from: "0.14.0"),
@@ -22,6 +23,12 @@ let package = Package(
             ]
         ),
         .target(name: "ReservoirConformance", dependencies: ["Reservoir"]),
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
+        ),
+        .target(name: "ReservoirSQLite", dependencies: ["Reservoir", "CSQLite"]),
         .testTarget(
             name: "ReservoirTests",
             dependencies: [
@@ -29,6 +36,10 @@ let package = Package(
                 "ReservoirConformance",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
+        ),
+        .testTarget(
+            name: "ReservoirSQLiteTests",
+            dependencies: ["ReservoirSQLite", "ReservoirConformance", "Reservoir", "CSQLite"]
         ),
     ],
     swiftLanguageModes: [.v6]

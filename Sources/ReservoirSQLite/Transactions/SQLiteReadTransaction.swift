@@ -1,0 +1,81 @@
+import Reservoir
+
+/// One connection with its catalog: the unit the reader pool hands out, and the writer.
+final class Session {
+    let connection: Connection
+    let catalog = Catalog()
+
+    init(connection: Connection) {
+        self.connection = connection
+    }
+
+    var path: String { connection.path }
+}
+
+/// A read snapshot: an open (deferred) transaction on one connection.
+class SQLiteReadTransaction: ReadTransaction {
+    let session: Session
+
+    init(session: Session) {
+        self.session = session
+    }
+
+    var connection: Connection { session.connection }
+
+    func table(_ entity: String) throws -> Catalog.Table? {
+        try session.catalog.table(entity, on: connection)
+    }
+
+    func row(_ entity: String, id: Value) throws -> Row? {
+        guard !id.isNull, let table = try table(entity) else { return nil }
+        let statement = try connection.cached("SELECT * FROM \(SQL.identifier(entity)) WHERE \(SQL.identifier(table.entity.idColumn)) = ?1")
+        defer { statement.reset() }
+        try statement.bind(id, at: 1)
+        guard try statement.step() else { return nil }
+        return statement.row(columns: statement.columnNames)
+    }
+
+    func fetch(_ query: Query) throws -> [Row] {
+        guard let table = try table(query.entity.name) else { return [] }
+        let compiled = SQLCompiler.compile(query, table: table, counting: false)
+        let statement = try connection.cached(compiled.sql)
+        defer { statement.reset() }
+        try compiled.bind(to: statement)
+        var rows: [Row] = []
+        if let limit = query.limit { rows.reserveCapacity(min(limit, 1024)) }
+        guard try statement.step() else { return rows }
+        let columns = statement.columnNames
+        repeat {
+            rows.append(statement.row(columns: columns))
+        } while try statement.step()
+        return rows
+    }
+
+    func count(_ query: Query) throws -> Int {
+        guard let table = try table(query.entity.name) else { return 0 }
+        let compiled = SQLCompiler.compile(query, table: table, counting: true)
+        let statement = try connection.cached(compiled.sql)
+        defer { statement.reset() }
+        try compiled.bind(to: statement)
+        guard try statement.step() else { return 0 }
+        return Int(statement.int64(at: 0))
+    }
+
+    func entities() throws -> [EntityDescription] {
+        try session.catalog.refreshIfNeeded(connection)
+        var result: [EntityDescription] = []
+        for entity in try Metadata.entities(connection) where session.catalog.tables[entity.name] != nil {
+            let nonEmpty = try connection.scalar("SELECT EXISTS (SELECT 1 FROM \(SQL.identifier(entity.name)))")
+            if nonEmpty.integerValue != 0 { result.append(entity) }
+        }
+        return result
+    }
+
+    func lastSequence() throws -> UInt64 {
+        try ChangeLog.lastSequence(connection)
+    }
+
+    func changeLog(after sequence: UInt64, limit: Int) throws -> [ChangeLogEntry] {
+        try ChangeLog.entries(after: sequence, limit: limit, connection)
+    }
+}
