@@ -39,7 +39,10 @@ let package = Package(
         ),
         .testTarget(
             name: "ReservoirSQLiteTests",
-            dependencies: ["ReservoirSQLite", "ReservoirConformance", "Reservoir", "CSQLite"]
+            dependencies: [
+                "ReservoirSQLite", "ReservoirConformance", "Reservoir", "CSQLite",
+                .product(name: "OpenCombineShim", package: "OpenCombine"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]
