@@ -8,11 +8,13 @@ let package = Package(
         .library(name: "Reservoir", targets: ["Reservoir"]),
         .library(name: "ReservoirConformance", targets: ["ReservoirConformance"]),
         .library(name: "ReservoirSQLite", targets: ["ReservoirSQLite"]),
+        .executable(name: "reservoir", targets: ["ReservoirCLI"]),
     ],
     dependencies: [
         .package(url: "https://github.com/OpenCombine/OpenCombine.git", from: "0.14.0"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
     ],
     targets: [
         .target(
@@ -22,13 +24,24 @@ let package = Package(
                 .product(name: "HashTreeCollections", package: "swift-collections"),
             ]
         ),
-        .target(name: "ReservoirConformance", dependencies: ["Reservoir"]),
+        .target(
+            name: "ReservoirConformance",
+            dependencies: ["Reservoir", .product(name: "OpenCombineShim", package: "OpenCombine")]
+        ),
         .systemLibrary(
             name: "CSQLite",
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
         ),
         .target(name: "ReservoirSQLite", dependencies: ["Reservoir", "CSQLite"]),
+        .executableTarget(
+            name: "ReservoirCLI",
+            dependencies: [
+                "Reservoir",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "OpenCombineShim", package: "OpenCombine"),
+            ]
+        ),
         .testTarget(
             name: "ReservoirTests",
             dependencies: [
