@@ -36,7 +36,7 @@ import Testing
     static let fragments = ["", "a", "A", "ab", "b", "é", "e", "\u{301}", "\0", "a\0", "%", "_", "日", "Z", "ze", "1", "abcd"]
     static let columns = ["a", "b", "c", "missing", "id"]
 
-    static func predicate(_ g: inout Generator, depth: Int) -> Reservoir.PredicateExpression {
+    static func predicate(_ g: inout Generator, depth: Int) -> RowPredicate {
         let choice = g.int(depth > 0 ? 10 : 7)
         switch choice {
         case 0, 1, 2:
@@ -80,7 +80,7 @@ import Testing
             for row in rows { try tx.put(entity, id: row.value("id"), row: row) }
         }
         for round in 0..<400 {
-            let predicate: Reservoir.PredicateExpression? = g.int(8) == 0 ? nil : Self.predicate(&g, depth: 3)
+            let predicate: RowPredicate? = g.int(8) == 0 ? nil : Self.predicate(&g, depth: 3)
             let sort = (0..<g.int(4)).map { _ in SortTerm(column: g.pick(Self.columns), ascending: g.int(2) == 0) }
             let limit: Int? = g.int(3) == 0 ? g.int(30) : nil
             let offset = g.int(4) == 0 ? g.int(50) : 0

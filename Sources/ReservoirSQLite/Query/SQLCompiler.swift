@@ -90,14 +90,14 @@ struct SQLCompiler {
 
     /// A two-valued SQL condition for `predicate`. A condition folded to a constant
     /// (`0` or `1`) leaves no parameters behind.
-    mutating func condition(_ predicate: PredicateExpression) -> String {
+    mutating func condition(_ predicate: RowPredicate) -> String {
         let saved = parameters.count
         let result = conditionBody(predicate)
         if result == "0" || result == "1" { parameters.removeSubrange(saved...) }
         return result
     }
 
-    private mutating func conditionBody(_ predicate: PredicateExpression) -> String {
+    private mutating func conditionBody(_ predicate: RowPredicate) -> String {
         switch predicate {
         case let .constant(value):
             return value ? "1" : "0"
