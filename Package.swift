@@ -34,6 +34,8 @@ let package = Package(
             providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
         ),
         .target(name: "ReservoirSQLite", dependencies: ["Reservoir", "CSQLite"]),
+        // The second process of ReservoirSQLiteTests' multi-process tests.
+        .executableTarget(name: "reservoir-sqlite-writer", dependencies: ["ReservoirSQLite", "Reservoir", "CSQLite"]),
         .executableTarget(
             name: "ReservoirCLI",
             dependencies: [
