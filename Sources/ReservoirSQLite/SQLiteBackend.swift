@@ -25,7 +25,8 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
     private let probeLock = NSLock()
     private var probe: Connection?
     private var lastDataVersion: Int64 = .min
-    private var pendingToNumber = false
+    /// Set when pending change rows were seen but not numbered yet (and at open).
+    private var pendingToNumber = true
     private let stateLock = NSLock()
     private var isClosed = false
 
@@ -44,7 +45,7 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
         let writerConnection = try Connection(path: path, create: true, busyTimeout: busyTimeout)
         try Self.configureWriter(writerConnection, options: options)
         let writer = Session(connection: writerConnection)
-        try Self.setUp(writer)
+        try Self.setUp(writer, busyTimeout: busyTimeout)
         self.writer = writer
         self.pool = ReaderPool(path: path, busyTimeout: busyTimeout, maxIdle: options.readers)
         let probe = try Connection(path: path, create: false, busyTimeout: busyTimeout)
@@ -71,16 +72,44 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
         try connection.execute("PRAGMA synchronous = \(options.durability == .full ? "FULL" : "NORMAL")")
     }
 
-    /// Creates the backend's tables and numbers change rows left by plain SQL writers.
-    private static func setUp(_ session: Session) throws {
+    /// Creates the backend's tables when missing (taking the write lock only then, so a
+    /// store opens while another process is writing) and checks the format version.
+    /// Change rows left by plain SQL writers while no store was open are numbered here
+    /// when the write lock is free at once, else by the first ``commitToken()``.
+    private static func setUp(_ session: Session, busyTimeout: Int32) throws {
         let connection = session.connection
-        try connection.run("BEGIN IMMEDIATE")
+        if try Metadata.isSetUp(connection) {
+            try Metadata.checkFormat(connection)
+            // Changes plain SQL clients made while no store was open are numbered now, so
+            // they are history rather than news; unless another process is writing.
+            if try ChangeLog.hasPending(connection) {
+                connection.setBusyTimeout(0)
+                defer { connection.setBusyTimeout(busyTimeout) }
+                try? numberPending(connection)
+            }
+            return
+        }
+        try numberPending(connection, creatingTables: true)
+    }
+
+    private static func numberPending(_ connection: Connection, creatingTables: Bool = false) throws {
+        try Self.beginWrite(connection)
         do {
-            try Metadata.setUp(connection)
+            if creatingTables { try Metadata.setUp(connection) }
             try ChangeLog.numberPending(connection)
             try connection.run("COMMIT")
         } catch {
-            try? connection.execute("ROLLBACK")
+            if connection.inTransaction { try? connection.execute("ROLLBACK") }
+            throw error
+        }
+    }
+
+    /// `BEGIN IMMEDIATE`: takes the database's write lock now, waiting up to the busy timeout.
+    private static func beginWrite(_ connection: Connection) throws {
+        do {
+            try connection.run("BEGIN IMMEDIATE")
+        } catch var error as ReservoirError {
+            error.message = "SQLite store \"\(connection.path)\": cannot start a write transaction: \(SQLiteFailure.cause(for: error.nativeCode ?? 1))"
             throw error
         }
     }
@@ -118,7 +147,7 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
         defer { writerLock.unlock() }
         guard let session = writer else { throw closedError() }
         let connection = session.connection
-        try connection.run("BEGIN IMMEDIATE")
+        try Self.beginWrite(connection)
         let transaction: SQLiteWriteTransaction
         let result: R
         do {
@@ -167,15 +196,16 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
         writerLock.lock()
         defer { writerLock.unlock() }
         guard let session = writer else { throw closedError() }
-        let connection = session.connection
-        try connection.run("BEGIN IMMEDIATE")
-        do {
-            try ChangeLog.numberPending(connection)
-            try connection.run("COMMIT")
-        } catch {
-            if connection.inTransaction { try? connection.execute("ROLLBACK") }
-            throw error
-        }
+        try Self.numberPending(session.connection)
+    }
+
+    /// Runs SQL on the writer connection between transactions. For tests (a full disk is
+    /// simulated with `PRAGMA max_page_count`).
+    func executeOnWriter(_ sql: String) throws {
+        writerLock.lock()
+        defer { writerLock.unlock() }
+        guard let session = writer else { throw closedError() }
+        try session.connection.execute(sql)
     }
 
     // MARK: - Closing

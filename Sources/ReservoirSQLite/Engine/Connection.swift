@@ -34,6 +34,10 @@ final class Connection {
         sqlite3_close_v2(handle)
     }
 
+    func setBusyTimeout(_ milliseconds: Int32) {
+        sqlite3_busy_timeout(handle, milliseconds)
+    }
+
     // MARK: - Statements
 
     /// The cached prepared statement for `sql`, reset and ready to bind.

@@ -32,6 +32,20 @@ enum Metadata {
             );
             INSERT OR IGNORE INTO _reservoir_meta(key, value) VALUES('format_version', \(formatVersion));
             """, action: "create the backend's tables")
+        try checkFormat(connection)
+    }
+
+    /// Whether every table of the backend exists already.
+    static func isSetUp(_ connection: Connection) throws -> Bool {
+        let count = try connection.scalar("""
+            SELECT count(*) FROM sqlite_master WHERE type = 'table'
+            AND name IN ('_reservoir_meta', '_reservoir_entities', '_reservoir_changes', '_reservoir_commits')
+            """)
+        return count.integerValue == 4
+    }
+
+    /// Throws `.corrupt` when the file was written in a newer format than this code reads.
+    static func checkFormat(_ connection: Connection) throws {
         let stored = try connection.scalar("SELECT value FROM _reservoir_meta WHERE key = 'format_version'")
         guard case let .integer(version) = stored, version <= formatVersion else {
             throw ReservoirError(.corrupt, "SQLite store \"\(connection.path)\": the file's Reservoir format version is \(stored), this library reads version \(formatVersion) or older; open it with a newer version of Reservoir")
