@@ -94,9 +94,10 @@ final class Statement {
         }
     }
 
-    private func check(_ result: Int32, _ action: String) throws {
+    @inline(__always)
+    private func check(_ result: Int32, _ action: @autoclosure () -> String) throws {
         guard result != SQLITE_OK else { return }
-        throw SQLiteFailure.error(result, path: path, action: "\(action) of \(Self.shorten(sql))", nativeMessage: String(cString: sqlite3_errmsg(database)))
+        throw SQLiteFailure.error(result, path: path, action: "\(action()) of \(Self.shorten(sql))", nativeMessage: String(cString: sqlite3_errmsg(database)))
     }
 
     private static func length(_ count: Int, path: String) throws -> Int32 {

@@ -30,6 +30,8 @@ final class Catalog {
     }
 
     private(set) var tables: [String: Table] = [:]
+    /// Counts reloads from disk, so statement caches built on older tables can be dropped.
+    private(set) var generation = 0
     /// The schema version the tables were loaded at; -1 forces a reload.
     private var version: Int64 = -1
     /// Whether the current transaction has checked the version already.
@@ -45,13 +47,6 @@ final class Catalog {
     /// Call when a transaction ends, so the next one checks the schema version again.
     func endTransaction() {
         checkedInTransaction = false
-    }
-
-    /// The table for `entity`, reloading the catalog first when the schema changed
-    /// since it was loaded (checked once per transaction).
-    func table(_ entity: String, on connection: Connection) throws -> Table? {
-        try refreshIfNeeded(connection)
-        return tables[entity]
     }
 
     /// Reloads when the schema version moved; checks at most once per transaction.
@@ -80,6 +75,7 @@ final class Catalog {
             loaded[entity.name] = Table(entity: entity, columns: columns)
         }
         tables = loaded
+        generation += 1
     }
 }
 

@@ -5,12 +5,23 @@ import Reservoir
 enum SQL {
     /// `name` as a quoted identifier: `"name"`, with inner quotes doubled.
     static func identifier(_ name: String) -> String {
-        "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        quote(name, with: "\"")
     }
 
     /// `text` as a string literal: `'text'`, with inner quotes doubled.
     static func literal(_ text: String) -> String {
-        "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+        quote(text, with: "'")
+    }
+
+    private static func quote(_ text: String, with mark: Character) -> String {
+        var result = String(mark)
+        result.reserveCapacity(text.utf8.count + 2)
+        for character in text {
+            result.append(character)
+            if character == mark { result.append(mark) }
+        }
+        result.append(mark)
+        return result
     }
 
     /// SQLite compares identifiers ignoring ASCII case; this is the key it compares by.

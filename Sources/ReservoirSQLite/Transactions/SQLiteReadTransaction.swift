@@ -4,9 +4,37 @@ import Reservoir
 final class Session {
     let connection: Connection
     let catalog = Catalog()
+    /// `SELECT * … WHERE id = ?1` per entity, the hottest statement.
+    var rowStatements: [String: Statement] = [:]
+    /// `INSERT … ON CONFLICT DO UPDATE` per entity and row shape (see `SQLiteWriteTransaction`).
+    var upserts: [UpsertKey: Statement] = [:]
+    /// The previous put's statement, and the entity description its table was prepared for.
+    var lastUpsert: (key: UpsertKey, statement: Statement, description: EntityDescription)?
+
+    struct UpsertKey: Hashable {
+        var entity: String
+        var columns: [String]
+        var tableColumnCount: Int
+    }
+
+    private var cacheGeneration = 0
 
     init(connection: Connection) {
         self.connection = connection
+    }
+
+    /// The catalog, checked against the schema version once per transaction; statement
+    /// caches built on tables that changed since are dropped.
+    @inline(__always)
+    func checkedCatalog() throws -> Catalog {
+        try catalog.refreshIfNeeded(connection)
+        if catalog.generation != cacheGeneration {
+            rowStatements = [:]
+            upserts = [:]
+            lastUpsert = nil
+            cacheGeneration = catalog.generation
+        }
+        return catalog
     }
 
     var path: String { connection.path }
@@ -23,12 +51,19 @@ class SQLiteReadTransaction: ReadTransaction {
     var connection: Connection { session.connection }
 
     func table(_ entity: String) throws -> Catalog.Table? {
-        try session.catalog.table(entity, on: connection)
+        try session.checkedCatalog().tables[entity]
     }
 
     func row(_ entity: String, id: Value) throws -> Row? {
         guard !id.isNull, let table = try table(entity) else { return nil }
-        let statement = try connection.cached("SELECT * FROM \(SQL.identifier(entity)) WHERE \(SQL.identifier(table.entity.idColumn)) = ?1")
+        let statement: Statement
+        if let cached = session.rowStatements[entity] {
+            statement = cached
+            statement.reset()
+        } else {
+            statement = try connection.cached("SELECT * FROM \(SQL.identifier(entity)) WHERE \(SQL.identifier(table.entity.idColumn)) = ?1")
+            session.rowStatements[entity] = statement
+        }
         defer { statement.reset() }
         try statement.bind(id, at: 1)
         guard try statement.step() else { return nil }
@@ -62,9 +97,9 @@ class SQLiteReadTransaction: ReadTransaction {
     }
 
     func entities() throws -> [EntityDescription] {
-        try session.catalog.refreshIfNeeded(connection)
+        let catalog = try session.checkedCatalog()
         var result: [EntityDescription] = []
-        for entity in try Metadata.entities(connection) where session.catalog.tables[entity.name] != nil {
+        for entity in try Metadata.entities(connection) where catalog.tables[entity.name] != nil {
             let nonEmpty = try connection.scalar("SELECT EXISTS (SELECT 1 FROM \(SQL.identifier(entity.name)))")
             if nonEmpty.integerValue != 0 { result.append(entity) }
         }

@@ -19,8 +19,18 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
         guard !id.isNull else {
             throw ReservoirError(.invalidSchema, "SQLite store \"\(session.path)\": cannot store a row of entity \"\(entity.name)\" with a null id")
         }
-        let table = try prepareTable(entity, for: row)
-        let statement = try upsert(table, row: row)
+        let statement: Statement
+        let catalog = try session.checkedCatalog()
+        if let last = session.lastUpsert, last.key.entity == entity.name, last.key.columns == row.columns,
+           last.description == entity, catalog.tables[entity.name]?.columns.count == last.key.tableColumnCount {
+            // The same entity and row shape as the previous put: the table is ready.
+            statement = last.statement
+            statement.reset()
+        } else {
+            let table = try prepareTable(entity, for: row)
+            statement = try upsert(table, row: row)
+            session.lastUpsert?.description = entity
+        }
         try statement.bind(id, at: 1)
         var index: Int32 = 2
         for (column, value) in zip(row.columns, row.values) where column != entity.idColumn {
@@ -111,6 +121,15 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
     /// The cached `INSERT … ON CONFLICT DO UPDATE` for this row's columns: parameter 1 is
     /// the id, then the row's other columns in order; table columns the row lacks become NULL.
     private func upsert(_ table: Catalog.Table, row: Row) throws -> Statement {
+        let key = Session.UpsertKey(entity: table.entity.name, columns: row.columns, tableColumnCount: table.columns.count)
+        let statement = try session.upserts[key] ?? makeUpsert(table, row: row)
+        statement.reset()
+        session.upserts[key] = statement
+        session.lastUpsert = (key, statement, table.entity)
+        return statement
+    }
+
+    private func makeUpsert(_ table: Catalog.Table, row: Row) throws -> Statement {
         let idColumn = table.entity.idColumn
         var sql = "INSERT INTO \(SQL.identifier(table.entity.name))(\(SQL.identifier(idColumn))"
         var values = "?1"
