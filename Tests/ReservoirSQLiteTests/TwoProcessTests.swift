@@ -32,7 +32,7 @@ import Testing
     }
 
     /// Runs a child process to completion (at most 30 s); returns the commit time it printed.
-    static func run(_ executable: URL, _ arguments: [String]) throws -> UInt64 {
+    static func run(_ executable: URL, _ arguments: [String]) async throws -> UInt64 {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
@@ -42,7 +42,7 @@ import Testing
         process.standardError = errors
         try process.run()
         let deadline = Date().addingTimeInterval(30)
-        while process.isRunning && Date() < deadline { usleep(2000) }
+        while process.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(2)) }
         if process.isRunning {
             process.terminate()
             throw ReservoirError(.backend, "\(executable.lastPathComponent) \(arguments) did not finish within 30 s")
@@ -70,7 +70,7 @@ import Testing
         let subscription = store.changes.sink { arrivals.append(Arrival(changeSet: $0, nanoseconds: Self.monotonicNanoseconds())) }
         defer { subscription.cancel() }
 
-        let committed = try Self.run(try Self.helper(), arguments(directory.databasePath))
+        let committed = try await Self.run(try Self.helper(), arguments(directory.databasePath))
         let arrived = await eventually(timeout: .seconds(5)) { !arrivals.values.isEmpty }
         try #require(arrived, "\(mode): the other process's commit never arrived")
         let arrival = arrivals.values[0]
@@ -108,7 +108,7 @@ import Testing
         let subscription = store.changes.sink { arrivals.append($0) }
         defer { subscription.cancel() }
         let process = try Process.run(shell, arguments: [directory.databasePath, "UPDATE todos SET title = 'from the shell' WHERE id = 1"])
-        process.waitUntilExit()
+        while process.isRunning { try await Task.sleep(for: .milliseconds(2)) }
         #expect(process.terminationStatus == 0)
         let arrived = await eventually(timeout: .seconds(5)) { !arrivals.values.isEmpty }
         try #require(arrived)

@@ -55,15 +55,24 @@ class SQLiteReadTransaction: ReadTransaction {
     }
 
     func row(_ entity: String, id: Value) throws -> Row? {
-        guard !id.isNull, let table = try table(entity) else { return nil }
-        let statement: Statement
+        guard !id.isNull else { return nil }
         if let cached = session.rowStatements[entity] {
-            statement = cached
-            statement.reset()
-        } else {
-            statement = try connection.cached("SELECT * FROM \(SQL.identifier(entity)) WHERE \(SQL.identifier(table.entity.idColumn)) = ?1")
-            session.rowStatements[entity] = statement
+            // The hot path: no catalog check. `SELECT *` re-prepares itself when columns
+            // were added; a table dropped since fails with SQLITE_ERROR and takes the slow path.
+            cached.reset()
+            do {
+                return try Self.row(cached, id: id)
+            } catch let error as ReservoirError where error.nativeCode == 1 {
+                session.rowStatements[entity] = nil
+            }
         }
+        guard let table = try table(entity) else { return nil }
+        let statement = try connection.cached("SELECT * FROM \(SQL.identifier(entity)) WHERE \(SQL.identifier(table.entity.idColumn)) = ?1")
+        session.rowStatements[entity] = statement
+        return try Self.row(statement, id: id)
+    }
+
+    private static func row(_ statement: Statement, id: Value) throws -> Row? {
         defer { statement.reset() }
         try statement.bind(id, at: 1)
         guard try statement.step() else { return nil }
