@@ -59,11 +59,6 @@ func measure(_ body: () throws -> Void) rethrows -> Duration {
     return clock.now - start
 }
 
-func best(_ runs: Int, _ body: () throws -> Duration) rethrows -> Duration {
-    var result = Duration.seconds(1_000_000)
-    for _ in 0..<runs { result = min(result, try body()) }
-    return result
-}
 
 // MARK: - Raw C API
 
@@ -167,85 +162,121 @@ final class RawDatabase {
 // MARK: - Runs
 
 struct Figures {
-    var bulkInsert = Duration.zero
-    var fetchAll = Duration.zero
-    var pointReads = Duration.zero
-    var commits = Duration.zero
+    var bulkInsert = Duration.seconds(1_000_000)
+    var fetchAll = Duration.seconds(1_000_000)
+    var pointReads = Duration.seconds(1_000_000)
+    var commits = Duration.seconds(1_000_000)
 }
 
-var checksum = 0
+nonisolated(unsafe) var checksum = 0
 
-@MainActor func runRaw() -> Figures {
+/// The backend alone, through the SPI with rows (no Codable, no change tracking): the
+/// part of each operation the SQLite backend is responsible for.
+@MainActor func runSPI(_ rows: [Row]) throws -> Figures {
     var figures = Figures()
-    var keep: URL?
-    figures.bulkInsert = best(repetitions) {
+    let entity = Item.schema.entity
+    let sorted = try FetchRequest<Item>(sortBy: [.ascending(\.name)]).query()
+    for repetition in 0..<repetitions {
         let directory = scratchDirectory()
-        defer { if keep == nil { keep = directory } else { try? FileManager.default.removeItem(at: directory) } }
-        let database = RawDatabase(path: directory.appendingPathComponent("raw.sqlite").path)
-        return measure { database.insert(items) }
-    }
-    guard let directory = keep else { return figures }
-    defer { try? FileManager.default.removeItem(at: directory) }
-    let database = RawDatabase(path: directory.appendingPathComponent("raw.sqlite").path)
-    figures.fetchAll = best(repetitions) {
-        measure { checksum &+= database.fetchAllSorted().count }
-    }
-    figures.pointReads = best(repetitions) {
-        measure { for id in lookupOrder { checksum &+= database.get(id)?.count ?? 0 } }
-    }
-    figures.commits = best(repetitions) {
-        measure {
-            for index in 0..<commitCount {
-                var item = items[lookupOrder[index] - 1]
-                item.score += 1
-                database.update(item)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let backend = try SQLiteBackend(path: directory.appendingPathComponent("spi.sqlite").path)
+        defer { backend.close() }
+        figures.bulkInsert = min(figures.bulkInsert, try measure {
+            try backend.write { tx in
+                for row in rows { try tx.put(entity, id: row.value("id"), row: row) }
+                try tx.record(ChangeSet(sequence: 1, entities: [EntityChanges(entity: "items", inserted: rows.map { RowChange(id: $0.value("id"), row: $0) })]))
             }
-        }
+        })
+        figures.fetchAll = min(figures.fetchAll, try measure { checksum &+= try backend.read { try $0.fetch(sorted) }.count })
+        figures.pointReads = min(figures.pointReads, try measure {
+            for id in lookupOrder { checksum &+= try backend.read { try $0.row("items", id: .integer(Int64(id))) }?.count ?? 0 }
+        })
+        figures.commits = min(figures.commits, try measure {
+            for index in 0..<commitCount {
+                var row = rows[lookupOrder[index] - 1]
+                row["score"] = .real(Double(index + repetition))
+                let sequence = UInt64(2 + repetition * commitCount + index)
+                try backend.write { tx in
+                    try tx.put(entity, id: row.value("id"), row: row)
+                    try tx.record(ChangeSet(sequence: sequence, entities: [EntityChanges(entity: "items", updated: [RowChange(id: row.value("id"), row: row)])]))
+                }
+            }
+        })
     }
     return figures
 }
 
-@MainActor func runReservoir() throws -> Figures {
-    var figures = Figures()
-    var keep: URL?
+/// Runs both sides, alternating raw and Reservoir within each repetition so that load
+/// from other processes on the machine falls on both alike; keeps the best time of each.
+@MainActor func runBoth() throws -> (raw: Figures, reservoir: Figures) {
+    var raw = Figures()
+    var reservoir = Figures()
     let registry = BackendRegistry([.sqlite])
-    figures.bulkInsert = try best(repetitions) {
-        let directory = scratchDirectory()
-        defer { if keep == nil { keep = directory } else { try? FileManager.default.removeItem(at: directory) } }
-        let store = try Store.open("sqlite:" + directory.appendingPathComponent("reservoir.sqlite").path, registry: registry)
-        defer { store.close() }
-        return try measure { try store.write { tx in for item in items { try tx.insert(item) } } }
+    let rawDirectory = scratchDirectory()
+    let reservoirDirectory = scratchDirectory()
+    defer {
+        try? FileManager.default.removeItem(at: rawDirectory)
+        try? FileManager.default.removeItem(at: reservoirDirectory)
     }
-    guard let directory = keep else { return figures }
-    defer { try? FileManager.default.removeItem(at: directory) }
-    let store = try Store.open("sqlite:" + directory.appendingPathComponent("reservoir.sqlite").path, registry: registry)
+    let rawPath = rawDirectory.appendingPathComponent("raw.sqlite").path
+    let reservoirPath = "sqlite:" + reservoirDirectory.appendingPathComponent("reservoir.sqlite").path
+
+    for repetition in 0..<repetitions {
+        // Bulk insert: the first repetition's databases are kept for the other operations.
+        let rawScratch = repetition == 0 ? rawDirectory : scratchDirectory()
+        let reservoirScratch = repetition == 0 ? reservoirDirectory : scratchDirectory()
+        do {
+            let database = RawDatabase(path: rawScratch.appendingPathComponent("raw.sqlite").path)
+            raw.bulkInsert = min(raw.bulkInsert, measure { database.insert(items) })
+        }
+        do {
+            let store = try Store.open("sqlite:" + reservoirScratch.appendingPathComponent("reservoir.sqlite").path, registry: registry)
+            defer { store.close() }
+            reservoir.bulkInsert = min(reservoir.bulkInsert, try measure { try store.write { tx in for item in items { try tx.insert(item) } } })
+        }
+        if repetition > 0 {
+            try? FileManager.default.removeItem(at: rawScratch)
+            try? FileManager.default.removeItem(at: reservoirScratch)
+        }
+    }
+    say("bulk insert done")
+
+    let database = RawDatabase(path: rawPath)
+    let store = try Store.open(reservoirPath, registry: registry)
     defer { store.close() }
     let sorted = FetchRequest<Item>(sortBy: [.ascending(\.name)])
-    figures.fetchAll = try best(repetitions) {
-        try measure { checksum &+= try store.fetch(sorted).count }
+    guard try store.fetch(sorted) == database.fetchAllSorted() else {
+        fatalError("Reservoir and raw SQLite disagree on the sorted records")
     }
-    figures.pointReads = try best(repetitions) {
-        try measure { for id in lookupOrder { checksum &+= try store.get(Item.self, id: id)?.count ?? 0 } }
+    for _ in 0..<repetitions {
+        raw.fetchAll = min(raw.fetchAll, measure { checksum &+= database.fetchAllSorted().count })
+        reservoir.fetchAll = min(reservoir.fetchAll, try measure { checksum &+= try store.fetch(sorted).count })
     }
-    figures.commits = try best(repetitions) {
-        try measure {
+    say("fetch all done")
+    for _ in 0..<repetitions {
+        raw.pointReads = min(raw.pointReads, measure { for id in lookupOrder { checksum &+= database.get(id)?.count ?? 0 } })
+        reservoir.pointReads = min(reservoir.pointReads, try measure {
+            for id in lookupOrder { checksum &+= try store.get(Item.self, id: id)?.count ?? 0 }
+        })
+    }
+    say("point reads done")
+    for repetition in 0..<repetitions {
+        raw.commits = min(raw.commits, measure {
             for index in 0..<commitCount {
                 var item = items[lookupOrder[index] - 1]
-                item.score += 1 + Double(checksum % 2)
+                item.score += Double(repetition + 1)
+                database.update(item)
+            }
+        })
+        reservoir.commits = min(reservoir.commits, try measure {
+            for index in 0..<commitCount {
+                var item = items[lookupOrder[index] - 1]
+                item.score += Double(repetition + 1)
                 try store.write { try $0.update(item) }
             }
-        }
+        })
     }
-    // The two must agree on what they store.
-    let check = scratchDirectory()
-    defer { try? FileManager.default.removeItem(at: check) }
-    let raw = RawDatabase(path: check.appendingPathComponent("raw.sqlite").path)
-    raw.insert(items)
-    let fresh = try Store.open("sqlite:" + check.appendingPathComponent("check.sqlite").path, registry: registry)
-    defer { fresh.close() }
-    try fresh.write { tx in for item in items { try tx.insert(item) } }
-    guard try fresh.fetch(sorted) == raw.fetchAllSorted() else { fatalError("Reservoir and raw SQLite disagree on the sorted records") }
-    return figures
+    return (raw, reservoir)
 }
 
 /// Unbuffered, so progress shows when the output is a file.
@@ -269,30 +300,53 @@ func ratio(_ a: Duration, _ b: Duration) -> String {
     return String(format: "%.2f×", x / y)
 }
 
-if ProcessInfo.processInfo.environment["BENCH_PROFILE_BULK"] != nil {
-    // Only the backend's bulk insert, for a profiler.
+if ProcessInfo.processInfo.environment["BENCH_PROFILE"] == "spi" {
+    let spi = try runSPI(try items.map { try RowEncoder().encode($0) })
+    say("spi bulk \(format(spi.bulkInsert)) fetch \(format(spi.fetchAll)) reads \(format(spi.pointReads, per: recordCount)) commits \(format(spi.commits, per: commitCount))")
+    exit(0)
+}
+if let operation = ProcessInfo.processInfo.environment["BENCH_PROFILE"] {
+    // One of the backend's operations alone, repeated, for a profiler: bulk, fetch, reads, commits.
     let directory = scratchDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
     let store = try Store.open("sqlite:" + directory.appendingPathComponent("profile.sqlite").path, registry: BackendRegistry([.sqlite]))
+    defer { store.close() }
     let time = try measure { try store.write { tx in for item in items { try tx.insert(item) } } }
-    store.close()
-    try? FileManager.default.removeItem(at: directory)
     say("bulk insert \(format(time))")
+    for round in 0..<(operation == "bulk" ? 0 : repetitions) {
+        let time = try measure {
+            switch operation {
+            case "fetch": checksum &+= try store.fetch(FetchRequest<Item>(sortBy: [.ascending(\.name)])).count
+            case "reads": for id in lookupOrder { checksum &+= try store.get(Item.self, id: id)?.count ?? 0 }
+            default:
+                for index in 0..<commitCount {
+                    var item = items[lookupOrder[index] - 1]
+                    item.score += Double(round + 1)
+                    try store.write { try $0.update(item) }
+                }
+            }
+        }
+        say("\(operation) \(format(time))")
+    }
     exit(0)
 }
 say("SQLite \(String(cString: sqlite3_libversion())), \(recordCount) records, best of \(repetitions)")
-let raw = runRaw()
-say("raw C API done")
-let reservoir = try runReservoir()
-let rows: [(String, Duration, Duration, Int, String)] = [
-    ("bulk insert, one transaction", raw.bulkInsert, reservoir.bulkInsert, 1, "1.5×"),
-    ("fetch all, sorted, decoded", raw.fetchAll, reservoir.fetchAll, 1, "1.5×"),
-    ("point read (per read)", raw.pointReads, reservoir.pointReads, recordCount, "2×"),
-    ("single-record commit (per commit)", raw.commits, reservoir.commits, commitCount, "1.5×"),
+let (raw, reservoir) = try runBoth()
+say("Store done")
+let spi = try runSPI(try items.map { try RowEncoder().encode($0) })
+let rows: [(String, Duration, Duration, Duration, Int, String)] = [
+    ("bulk insert, one transaction", raw.bulkInsert, reservoir.bulkInsert, spi.bulkInsert, 1, "1.5×"),
+    ("fetch all, sorted, decoded", raw.fetchAll, reservoir.fetchAll, spi.fetchAll, 1, "1.5×"),
+    ("point read (per read)", raw.pointReads, reservoir.pointReads, spi.pointReads, recordCount, "2×"),
+    ("single-record commit (per commit)", raw.commits, reservoir.commits, spi.commits, commitCount, "1.5×"),
 ]
 func pad(_ text: String, _ width: Int) -> String { text + String(repeating: " ", count: max(0, width - text.count)) }
-say(pad("operation", 36) + pad("raw C API", 13) + pad("Reservoir", 13) + pad("ratio", 8) + "target")
-for (name, rawTime, reservoirTime, count, target) in rows {
-    say(pad(name, 36) + pad(format(rawTime, per: count), 13) + pad(format(reservoirTime, per: count), 13)
-        + pad(ratio(reservoirTime, rawTime), 8) + "≤ " + target)
+say(pad("operation", 35) + pad("raw C API", 11) + pad("Store", 11) + pad("ratio", 8) + pad("target", 8)
+    + pad("SPI rows", 11) + "ratio")
+for (name, rawTime, storeTime, spiTime, count, target) in rows {
+    say(pad(name, 35) + pad(format(rawTime, per: count), 11) + pad(format(storeTime, per: count), 11)
+        + pad(ratio(storeTime, rawTime), 8) + pad("≤ " + target, 8) + pad(format(spiTime, per: count), 11) + ratio(spiTime, rawTime))
 }
+say("Store: through Store with Codable records (what apps see). SPI rows: the SQLite backend alone,")
+say("through the StorageBackend SPI with pre-encoded rows (fetch yields Rows, not decoded records).")
 say("(checksum \(checksum))")
