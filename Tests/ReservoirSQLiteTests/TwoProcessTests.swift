@@ -69,6 +69,11 @@ import Testing
         let arrivals = Collected<Arrival>()
         let subscription = store.changes.sink { arrivals.append(Arrival(changeSet: $0, nanoseconds: Self.monotonicNanoseconds())) }
         defer { subscription.cancel() }
+        // A live fetch, as an app shows it: the whole sorted list after each change.
+        let lists = Collected<[Int]>()
+        let live = store.objectsPublisher(for: FetchRequest<Todo>(sortBy: [.descending(\.priority)]))
+            .sink(receiveCompletion: { _ in }, receiveValue: { lists.append($0.map(\.id)) })
+        defer { live.cancel() }
 
         let committed = try await Self.run(try Self.helper(), arguments(directory.databasePath))
         let arrived = await eventually(timeout: .seconds(5)) { !arrivals.values.isEmpty }
@@ -84,6 +89,9 @@ import Testing
         try await Task.sleep(for: .milliseconds(200))
         #expect(arrivals.values.count == 1, "\(mode): announced more than once: \(arrivals.values.map(\.changeSet))")
         #expect(try store.fetch(Todo.self).map(\.id) == [1, Int(expectID)])
+        let liveUpdated = await eventually(timeout: .seconds(5)) { lists.values.last?.contains(Int(expectID)) == true }
+        #expect(liveUpdated, "\(mode): the live fetch never showed the other process's record: \(lists.values)")
+        #expect(lists.values.first == [1])
     }
 
     @Test func aCommitInAnotherProcessReachesASubscription() async throws {
