@@ -3,8 +3,11 @@
 //
 //     cd Benchmarks && swift run -c release reservoir-sqlite-bench [records] [repetitions]
 //
-// Each figure is the best of `repetitions` runs (3 by default), on a fresh database for
-// the bulk insert. Both sides use WAL mode with synchronous=NORMAL.
+// Each figure is the best of `repetitions` runs (3 by default; the bulk insert on a fresh
+// database each time), raw and Reservoir alternating so load from other processes falls on
+// both alike. Both sides use WAL mode with synchronous=NORMAL. A third column times the
+// backend alone through the StorageBackend SPI with pre-encoded rows.
+// BENCH_PROFILE=bulk|fetch|reads|commits|spi runs one part alone, for a profiler.
 import CSQLiteRaw
 import Foundation
 import Reservoir
