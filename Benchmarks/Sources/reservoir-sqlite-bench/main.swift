@@ -303,6 +303,24 @@ func ratio(_ a: Duration, _ b: Duration) -> String {
     return String(format: "%.2f×", x / y)
 }
 
+if ProcessInfo.processInfo.environment["BENCH_PROFILE"] == "spibulk" {
+    let rows = try items.map { try RowEncoder().encode($0) }
+    let entity = Item.schema.entity
+    for _ in 0..<repetitions {
+        let directory = scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let backend = try SQLiteBackend(path: directory.appendingPathComponent("spi.sqlite").path)
+        defer { backend.close() }
+        let time = try measure {
+            try backend.write { tx in
+                for row in rows { try tx.put(entity, id: row.value("id"), row: row) }
+                try tx.record(ChangeSet(sequence: 1, entities: [EntityChanges(entity: "items", inserted: rows.map { RowChange(id: $0.value("id"), row: $0) })]))
+            }
+        }
+        say("spi bulk \(format(time))")
+    }
+    exit(0)
+}
 if ProcessInfo.processInfo.environment["BENCH_PROFILE"] == "spi" {
     let spi = try runSPI(try items.map { try RowEncoder().encode($0) })
     say("spi bulk \(format(spi.bulkInsert)) fetch \(format(spi.fetchAll)) reads \(format(spi.pointReads, per: recordCount)) commits \(format(spi.commits, per: commitCount))")
