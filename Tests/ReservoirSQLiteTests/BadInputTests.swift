@@ -112,6 +112,27 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: directory.databasePath))
     }
 
+    @Test func namesThatDifferOnlyInCaseAreRejected() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanup() }
+        let store = try openStore(directory.databasePath)
+        defer { store.close() }
+        try store.write { tx in
+            try tx.putRow(Row([("id", 1), ("name", "a")]), in: EntityDescription(name: "people"))
+        }
+        let tableClash = try #require(throws: ReservoirError.self) {
+            try store.write { tx in try tx.putRow(Row([("id", 1)]), in: EntityDescription(name: "People")) }
+        }
+        #expect(tableClash.code == .invalidSchema)
+        #expect(tableClash.message.contains("People"))
+        let columnClash = try #require(throws: ReservoirError.self) {
+            try store.write { tx in try tx.putRow(Row([("id", 2), ("Name", "b")]), in: EntityDescription(name: "people")) }
+        }
+        #expect(columnClash.code == .invalidSchema)
+        #expect(columnClash.message.contains("Name"))
+        #expect(try store.read { try $0.rows(Query(entity: EntityDescription(name: "people"))) }.count == 1)
+    }
+
     @Test func fullDurabilityIsAccepted() throws {
         let directory = try TemporaryDirectory()
         defer { directory.cleanup() }

@@ -86,11 +86,15 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
             return table
         }
         try SQL.checkName(entity.name, kind: "entity", entity: entity.name, path: session.path)
+        let folded = SQL.fold(entity.name)
+        if let other = session.catalog.tables.keys.first(where: { SQL.fold($0) == folded }) {
+            throw ReservoirError(.invalidSchema, "SQLite store \"\(session.path)\": entity \"\(entity.name)\" differs only in letter case from entity \"\(other)\"; SQLite table names ignore case")
+        }
         var columns = [entity.idColumn]
-        var folded: Set<String> = [SQL.fold(entity.idColumn)]
+        var foldedColumns: Set<String> = [SQL.fold(entity.idColumn)]
         for column in entity.fields + row.columns where !columns.contains(column) {
             try SQL.checkName(column, kind: "column", entity: entity.name, path: session.path)
-            guard folded.insert(SQL.fold(column)).inserted else { throw caseClash(column, entity: entity.name, columns: columns) }
+            guard foldedColumns.insert(SQL.fold(column)).inserted else { throw caseClash(column, entity: entity.name, columns: columns) }
             columns.append(column)
         }
         changedSchema = true
