@@ -2,6 +2,8 @@
 //
 //     reservoir-sqlite-writer PATH store ID TITLE   commit one "todos" record through Reservoir
 //     reservoir-sqlite-writer PATH sql STATEMENT    run plain SQL through the C API, as any client would
+//     reservoir-sqlite-writer PATH crash COUNT      commit COUNT records one by one, then die by SIGKILL
+//                                                   without closing anything (a killed process)
 //
 // Prints "committed <CLOCK_MONOTONIC nanoseconds>" after the commit; exits 1 with the error otherwise.
 import CSQLite
@@ -22,7 +24,7 @@ func fail(_ message: String) -> Never {
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 4 else {
-    fail("usage: reservoir-sqlite-writer PATH store ID TITLE | reservoir-sqlite-writer PATH sql STATEMENT")
+    fail("usage: reservoir-sqlite-writer PATH store ID TITLE | PATH sql STATEMENT | PATH crash COUNT")
 }
 let path = arguments[1]
 
@@ -53,6 +55,24 @@ case "sql":
     }
     print("committed \(monotonicNanoseconds())")
     sqlite3_close_v2(database)
+
+case "crash":
+    guard let count = Int64(arguments[3]), count > 0 else { fail("crash needs COUNT, a positive integer") }
+    let entity = EntityDescription(name: "todos", fields: ["id", "title", "done", "priority", "note"], indexes: ["priority"])
+    do {
+        let store = try Store.open("sqlite:" + path, registry: BackendRegistry([.sqlite]))
+        for id in 1...count {
+            try store.write { tx in
+                _ = try tx.putRow(Row([("id", .integer(id)), ("title", .text("crash \(id)")), ("done", 0), ("priority", 1), ("note", nil)]), in: entity)
+            }
+        }
+        print("committed \(monotonicNanoseconds())")
+        fflush(nil)
+        kill(getpid(), SIGKILL)
+        _ = store  // never reached: the store is not closed
+    } catch {
+        fail("\(error)")
+    }
 
 default:
     fail("unknown mode \(arguments[2]); expected store or sql")

@@ -104,6 +104,32 @@ import Testing
         }, expectID: 43)
     }
 
+    @Test(arguments: ["", "?durability=full"])
+    func commitsSurviveAKilledProcess(options: String) async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanup() }
+        let process = Process()
+        process.executableURL = try Self.helper()
+        // The helper opens "sqlite:" + its first argument, so options pass through.
+        process.arguments = [directory.databasePath + options, "crash", "200"]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let deadline = Date().addingTimeInterval(30)
+        while process.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(2)) }
+        try #require(!process.isRunning, "the helper did not finish")
+        #expect(process.terminationReason == .uncaughtSignal)
+        #expect(process.terminationStatus == SIGKILL)
+        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(printed.contains("committed"))
+        // The -wal file holds the commits; the next open recovers them.
+        let store = try openStore(directory.databasePath, options: options)
+        defer { store.close() }
+        #expect(try store.count(FetchRequest<Todo>()) == 200)
+        #expect(try store.backend.read { try $0.lastSequence() } == 200)
+        #expect(try store.get(Todo.self, id: 200)?.title == "crash 200")
+    }
+
     @Test func theSQLiteShellIsAnotherClient() async throws {
         let shell = URL(fileURLWithPath: "/usr/bin/sqlite3")
         guard FileManager.default.isExecutableFile(atPath: shell.path) else { return }
