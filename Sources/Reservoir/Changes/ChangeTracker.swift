@@ -11,24 +11,22 @@ struct ChangeTracker {
         var entity: EntityDescription
         var order: [Value] = []
         var touches: [Value: Touch] = [:]
-
-        mutating func note(id: Value, before: Row?, after: Row?) {
-            if touches[id] != nil {
-                touches[id]?.after = after
-            } else {
-                order.append(id)
-                touches[id] = Touch(before: before, after: after)
-            }
-        }
     }
 
     private var entities: [String: EntityTouches] = [:]
 
     /// Records that `id` went from `before` to `after`; `before` counts only on first touch.
     mutating func note(_ entity: EntityDescription, id: Value, before: Row?, after: Row?) {
-        // Mutated in place: copying the entity's touches out and back would copy its
-        // whole array and dictionary on every call, making a write of n records O(n²).
-        entities[entity.name, default: EntityTouches(entity: entity)].note(id: id, before: before, after: after)
+        // Take the entry out while mutating it: a copy left in the dictionary would make
+        // every note copy the whole `order` and `touches` (quadratic in the transaction's size).
+        var touched = entities.removeValue(forKey: entity.name) ?? EntityTouches(entity: entity)
+        if touched.touches[id] != nil {
+            touched.touches[id]?.after = after
+        } else {
+            touched.order.append(id)
+            touched.touches[id] = Touch(before: before, after: after)
+        }
+        entities[entity.name] = touched
     }
 
     func changeSet(sequence: UInt64) -> ChangeSet? {

@@ -57,7 +57,14 @@ func measure(store: Store, records: Int, commits: Int, received: Counter, subscr
 }
 
 func live(records: Int, subscribers: Int, commits: Int) throws -> Double {
+    var clock = DispatchTime.now().uptimeNanoseconds
+    func lap(_ what: String) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        note(String(format: "%@: %.2f s", what, Double(now - clock) / 1e9))
+        clock = now
+    }
     let store = try makeStore(records: records)
+    lap("live \(records)/\(subscribers): filled the store")
     let received = Counter()
     var cancellables: [AnyCancellable] = []
     for _ in 0..<subscribers {
@@ -65,6 +72,7 @@ func live(records: Int, subscribers: Int, commits: Int) throws -> Double {
     }
     let initial = received.count
     guard initial == subscribers else { throw ReservoirError(.backend, "initial values: \(initial)") }
+    lap("subscribed (one fetch each)")
     let result = try measure(store: store, records: records, commits: commits, received: received, subscribers: subscribers)
     cancellables.forEach { $0.cancel() }
     return result
@@ -101,19 +109,29 @@ func format(_ ns: Double) -> String {
     ns >= 1_000_000 ? String(format: "%9.2f ms", ns / 1_000_000) : String(format: "%9.1f µs", ns / 1_000)
 }
 
+func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+func note(_ text: String) { FileHandle.standardError.write(Data("  \(text)\n".utf8)) }
+
+// `observation-benchmark profile RECORDS SUBSCRIBERS COMMITS` runs only the live case, for a profiler.
+let arguments = CommandLine.arguments
+if arguments.count == 5, arguments[1] == "profile", let records = Int(arguments[2]), let subscribers = Int(arguments[3]), let commits = Int(arguments[4]) {
+    say("live \(records)/\(subscribers): \(format(try live(records: records, subscribers: subscribers, commits: commits))) per commit")
+    exit(0)
+}
+
 var results: [String: Double] = [:]
-print("records  subscribers  live (median/commit)  naive re-fetch (median/commit)  naive/live")
+say("records  subscribers  live (median/commit)  naive re-fetch (median/commit)  naive/live")
 for records in [10_000, 100_000] {
     for subscribers in [1, 100] {
         let liveTime = try live(records: records, subscribers: subscribers, commits: 200)
         let naiveCommits = records * subscribers >= 1_000_000 ? 3 : 15
         let naiveTime = try naive(records: records, subscribers: subscribers, commits: naiveCommits)
         results["\(records)/\(subscribers)"] = liveTime
-        print(String(format: "%7d  %11d  %20@  %30@  %9.0fx", records, subscribers, format(liveTime), format(naiveTime), naiveTime / liveTime))
+        say(String(format: "%7d  %11d  %20@  %30@  %9.0fx", records, subscribers, format(liveTime), format(naiveTime), naiveTime / liveTime))
     }
 }
 for subscribers in [1, 100] {
     if let small = results["10000/\(subscribers)"], let large = results["100000/\(subscribers)"] {
-        print(String(format: "live cost at 100,000 / 10,000 records, %d subscriber(s): %.2fx", subscribers, large / small))
+        say(String(format: "live cost at 100,000 / 10,000 records, %d subscriber(s): %.2fx", subscribers, large / small))
     }
 }
