@@ -211,9 +211,13 @@ nonisolated(unsafe) var checksum = 0
 
 /// Runs both sides, alternating raw and Reservoir within each repetition so that load
 /// from other processes on the machine falls on both alike; keeps the best time of each.
-@MainActor func runBoth() throws -> (raw: Figures, reservoir: Figures) {
+@MainActor func runBoth(rows: [Row]) throws -> (raw: Figures, reservoir: Figures, spi: Figures) {
     var raw = Figures()
     var reservoir = Figures()
+    var spi = Figures()
+    let entity = Item.schema.entity
+    let spiDirectory = scratchDirectory()
+    defer { try? FileManager.default.removeItem(at: spiDirectory) }
     let registry = BackendRegistry([.sqlite])
     let rawDirectory = scratchDirectory()
     let reservoirDirectory = scratchDirectory()
@@ -237,6 +241,18 @@ nonisolated(unsafe) var checksum = 0
             defer { store.close() }
             reservoir.bulkInsert = min(reservoir.bulkInsert, try measure { try store.write { tx in for item in items { try tx.insert(item) } } })
         }
+        do {
+            let spiScratch = repetition == 0 ? spiDirectory : scratchDirectory()
+            defer { if repetition > 0 { try? FileManager.default.removeItem(at: spiScratch) } }
+            let backend = try SQLiteBackend(path: spiScratch.appendingPathComponent("spi.sqlite").path)
+            defer { backend.close() }
+            spi.bulkInsert = min(spi.bulkInsert, try measure {
+                try backend.write { tx in
+                    for row in rows { try tx.put(entity, id: row.value("id"), row: row) }
+                    try tx.record(ChangeSet(sequence: 1, entities: [EntityChanges(entity: "items", inserted: rows.map { RowChange(id: $0.value("id"), row: $0) })]))
+                }
+            })
+        }
         if repetition > 0 {
             try? FileManager.default.removeItem(at: rawScratch)
             try? FileManager.default.removeItem(at: reservoirScratch)
@@ -247,19 +263,26 @@ nonisolated(unsafe) var checksum = 0
     let database = RawDatabase(path: rawPath)
     let store = try Store.open(reservoirPath, registry: registry)
     defer { store.close() }
+    let backend = try SQLiteBackend(path: spiDirectory.appendingPathComponent("spi.sqlite").path)
+    defer { backend.close() }
     let sorted = FetchRequest<Item>(sortBy: [.ascending(\.name)])
+    let sortedQuery = try sorted.query()
     guard try store.fetch(sorted) == database.fetchAllSorted() else {
         fatalError("Reservoir and raw SQLite disagree on the sorted records")
     }
     for _ in 0..<repetitions {
         raw.fetchAll = min(raw.fetchAll, measure { checksum &+= database.fetchAllSorted().count })
         reservoir.fetchAll = min(reservoir.fetchAll, try measure { checksum &+= try store.fetch(sorted).count })
+        spi.fetchAll = min(spi.fetchAll, try measure { checksum &+= try backend.read { try $0.fetch(sortedQuery) }.count })
     }
     say("fetch all done")
     for _ in 0..<repetitions {
         raw.pointReads = min(raw.pointReads, measure { for id in lookupOrder { checksum &+= database.get(id)?.count ?? 0 } })
         reservoir.pointReads = min(reservoir.pointReads, try measure {
             for id in lookupOrder { checksum &+= try store.get(Item.self, id: id)?.count ?? 0 }
+        })
+        spi.pointReads = min(spi.pointReads, try measure {
+            for id in lookupOrder { checksum &+= try backend.read { try $0.row("items", id: .integer(Int64(id))) }?.count ?? 0 }
         })
     }
     say("point reads done")
@@ -278,8 +301,19 @@ nonisolated(unsafe) var checksum = 0
                 try store.write { try $0.update(item) }
             }
         })
+        spi.commits = min(spi.commits, try measure {
+            for index in 0..<commitCount {
+                var row = rows[lookupOrder[index] - 1]
+                row["score"] = .real(Double(index + repetition))
+                let sequence = UInt64(2 + repetition * commitCount + index)
+                try backend.write { tx in
+                    try tx.put(entity, id: row.value("id"), row: row)
+                    try tx.record(ChangeSet(sequence: sequence, entities: [EntityChanges(entity: "items", updated: [RowChange(id: row.value("id"), row: row)])]))
+                }
+            }
+        })
     }
-    return (raw, reservoir)
+    return (raw, reservoir, spi)
 }
 
 /// Unbuffered, so progress shows when the output is a file.
@@ -352,9 +386,7 @@ if let operation = ProcessInfo.processInfo.environment["BENCH_PROFILE"] {
     exit(0)
 }
 say("SQLite \(String(cString: sqlite3_libversion())), \(recordCount) records, best of \(repetitions)")
-let (raw, reservoir) = try runBoth()
-say("Store done")
-let spi = try runSPI(try items.map { try RowEncoder().encode($0) })
+let (raw, reservoir, spi) = try runBoth(rows: try items.map { try RowEncoder().encode($0) })
 let rows: [(String, Duration, Duration, Duration, Int, String)] = [
     ("bulk insert, one transaction", raw.bulkInsert, reservoir.bulkInsert, spi.bulkInsert, 1, "1.5×"),
     ("fetch all, sorted, decoded", raw.fetchAll, reservoir.fetchAll, spi.fetchAll, 1, "1.5×"),
