@@ -337,6 +337,31 @@ func ratio(_ a: Duration, _ b: Duration) -> String {
     return String(format: "%.2f×", x / y)
 }
 
+if ProcessInfo.processInfo.environment["BENCH_PROFILE"] == "spicommits" {
+    let rows = try items.map { try RowEncoder().encode($0) }
+    let entity = Item.schema.entity
+    let directory = scratchDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let backend = try SQLiteBackend(path: directory.appendingPathComponent("spi.sqlite").path)
+    defer { backend.close() }
+    try backend.write { tx in for row in rows { try tx.put(entity, id: row.value("id"), row: row) } }
+    var sequence: UInt64 = 0
+    for _ in 0..<repetitions {
+        let time = try measure {
+            for index in 0..<commitCount {
+                var row = rows[lookupOrder[index % lookupOrder.count] - 1]
+                row["score"] = .real(Double(index))
+                sequence += 1
+                try backend.write { tx in
+                    try tx.put(entity, id: row.value("id"), row: row)
+                    try tx.record(ChangeSet(sequence: sequence, entities: [EntityChanges(entity: "items", updated: [RowChange(id: row.value("id"), row: row)])]))
+                }
+            }
+        }
+        say("spi commits \(format(time, per: commitCount))")
+    }
+    exit(0)
+}
 if ProcessInfo.processInfo.environment["BENCH_PROFILE"] == "spibulk" {
     let rows = try items.map { try RowEncoder().encode($0) }
     let entity = Item.schema.entity
