@@ -4,32 +4,38 @@ import Reservoir
 ///
 /// Triggers on every entity table append one row to `_reservoir_changes` per insert,
 /// update and delete, whoever makes it (this library or any SQLite client), in the
-/// writing transaction. Rows carry no sequence number: `_reservoir_commits` maps each
-/// sequence to the contiguous range of change rows it covers. Because only one
-/// transaction writes at a time, the rows past the newest commit's range are exactly
-/// the changes made by writers that do not number their commits (plain SQL clients):
+/// writing transaction, with a NULL `sequence`. A change set is closed by writing its
+/// sequence number on its *last* row: a row belongs to the change set closed by the first
+/// row at or after it that has a sequence. (One more row-sized write per commit on the page
+/// the triggers just wrote, rather than a row in a second table, which would add a page to
+/// every commit.) Because only one transaction writes at a time, the rows after the last
+/// closed change set are exactly those written by clients that do not number their commits
+/// (plain SQL); they are *pending*:
 ///
-/// - this library's write transaction first gives such *pending* rows their own
-///   sequence, then its own rows get the sequence the core passes to
-///   ``WriteTransaction/record(_:)``, both before it commits;
-/// - ``SQLiteBackend/commitToken()`` numbers pending rows as soon as it notices a commit,
+/// - this library's write transaction first closes pending rows as their own change set,
+///   then its own rows get the sequence the core passes to ``WriteTransaction/record(_:)``,
+///   both before it commits;
+/// - ``SQLiteBackend/commitToken()`` closes pending rows as soon as it notices a commit,
 ///   so a plain SQL write reaches subscriptions within one poll.
 ///
-/// Readers net each sequence's rows per record (insert then delete is nothing, delete then
-/// insert is an update, …). Retention keeps the newest `retention` change sets.
+/// Sequences are consecutive. Readers net each change set's rows per record (insert then
+/// delete is nothing, delete then insert is an update, …). Retention keeps the newest
+/// `retention` change sets.
 enum ChangeLog {
     struct Head {
         /// The newest sequence number, 0 when none.
         var sequence: UInt64
-        /// The last change row that sequence covers.
+        /// The row that closes it (the last row of the newest change set), 0 when none.
         var lastChange: Int64
     }
 
+    /// The newest closed change set: a backward scan that passes only pending rows.
     static func head(_ connection: Connection) throws -> Head {
-        let statement = try connection.cached("SELECT sequence, last_change FROM _reservoir_commits ORDER BY sequence DESC LIMIT 1")
+        let statement = try connection.cached(
+            "SELECT change, sequence FROM _reservoir_changes WHERE sequence IS NOT NULL ORDER BY change DESC LIMIT 1")
         defer { statement.reset() }
         guard try statement.step() else { return Head(sequence: 0, lastChange: 0) }
-        return Head(sequence: UInt64(clamping: statement.int64(at: 0)), lastChange: statement.int64(at: 1))
+        return Head(sequence: UInt64(clamping: statement.int64(at: 1)), lastChange: statement.int64(at: 0))
     }
 
     static func lastSequence(_ connection: Connection) throws -> UInt64 {
@@ -41,28 +47,29 @@ enum ChangeLog {
         try connection.scalar("SELECT max(change) FROM _reservoir_changes").integerValue
     }
 
-    /// Whether change rows exist past the newest commit's range (read on any connection).
+    /// Whether the newest change row belongs to no change set yet (read on any connection).
     static func hasPending(_ connection: Connection) throws -> Bool {
-        try lastChange(connection) > head(connection).lastChange
+        try connection.scalar("SELECT sequence IS NULL FROM _reservoir_changes ORDER BY change DESC LIMIT 1").integerValue == 1
     }
 
-    /// Numbers pending change rows as one change set. Call inside a write transaction.
+    /// Closes pending change rows as one change set. Call inside a write transaction.
     /// Returns the id of the newest change row afterwards.
     @discardableResult
     static func numberPending(_ connection: Connection) throws -> Int64 {
         let head = try head(connection)
         let last = try lastChange(connection)
         if last > head.lastChange {
-            try connection.run(
-                "INSERT INTO _reservoir_commits(sequence, first_change, last_change) VALUES(?1, ?2, ?3)",
-                [.integer(Int64(head.sequence) + 1), .integer(head.lastChange + 1), .integer(last)]
-            )
+            try close(last, sequence: Int64(clamping: head.sequence) + 1, connection)
         }
         return max(last, head.lastChange)
     }
 
-    /// Records `changeSet` as covering the change rows after `start`. Call inside the
-    /// write transaction that made them.
+    private static func close(_ change: Int64, sequence: Int64, _ connection: Connection) throws {
+        try connection.run("UPDATE _reservoir_changes SET sequence = ?1 WHERE change = ?2", [.integer(sequence), .integer(change)])
+    }
+
+    /// Records `changeSet` as the change rows after `start`. Call inside the write
+    /// transaction that made them.
     static func record(_ changeSet: ChangeSet, after start: Int64, retention: Int, _ connection: Connection) throws {
         guard let sequence = Int64(exactly: changeSet.sequence) else {
             throw ReservoirError(.valueOutOfRange, "SQLite store \"\(connection.path)\": sequence \(changeSet.sequence) does not fit SQLite's integers")
@@ -80,10 +87,7 @@ enum ChangeLog {
             }
             last = try lastChange(connection)
         }
-        try connection.run(
-            "INSERT INTO _reservoir_commits(sequence, first_change, last_change) VALUES(?1, ?2, ?3)",
-            [.integer(sequence), .integer(start + 1), .integer(last)]
-        )
+        try close(last, sequence: sequence, connection)
         if retention > 0 && sequence % trimInterval == 0 {
             try trim(keeping: retention, newest: sequence, connection)
         }
@@ -92,17 +96,19 @@ enum ChangeLog {
     /// Trimming runs every this many change sets, so its cost is spread thin.
     static let trimInterval: Int64 = 64
 
-    /// Deletes the change sets older than the newest `keeping`, and their change rows.
+    /// Deletes the change sets older than the newest `keeping`: every row up to the one
+    /// closing change set `newest - keeping`, found by a forward scan over the rows about
+    /// to be deleted.
     static func trim(keeping: Int, newest: Int64, _ connection: Connection) throws {
-        let oldestKept = newest - Int64(keeping) + 1
-        guard oldestKept > 1 else { return }
-        let boundary = try connection.scalar(
-            "SELECT last_change FROM _reservoir_commits WHERE sequence < ?1 ORDER BY sequence DESC LIMIT 1",
-            [.integer(oldestKept)]
-        )
-        guard case let .integer(lastDropped) = boundary else { return }
-        try connection.run("DELETE FROM _reservoir_changes WHERE change <= ?1", [.integer(lastDropped)])
-        try connection.run("DELETE FROM _reservoir_commits WHERE sequence < ?1", [.integer(oldestKept)])
+        let lastDropped = newest - Int64(keeping)
+        guard lastDropped >= 1 else { return }
+        let statement = try connection.cached(
+            "SELECT change, sequence FROM _reservoir_changes WHERE sequence >= ?1 ORDER BY change LIMIT 1")
+        try statement.bind(lastDropped, at: 1)
+        guard try statement.step(), statement.int64(at: 1) == lastDropped else { return statement.reset() }
+        let boundary = statement.int64(at: 0)
+        statement.reset()
+        try connection.run("DELETE FROM _reservoir_changes WHERE change <= ?1", [.integer(boundary)])
     }
 
     /// Removes change rows after `start` (logged by a transaction that turned out to
@@ -117,41 +123,30 @@ enum ChangeLog {
     /// per record, in sequence order.
     static func entries(after sequence: UInt64, limit: Int, _ connection: Connection) throws -> [ChangeLogEntry] {
         guard limit > 0 else { return [] }
-        struct Commit { var sequence: UInt64; var first: Int64; var last: Int64 }
-        var commits: [Commit] = []
-        let select = try connection.cached(
-            "SELECT sequence, first_change, last_change FROM _reservoir_commits WHERE sequence > ?1 ORDER BY sequence LIMIT ?2")
-        try select.bind(Int64(clamping: sequence), at: 1)
-        try select.bind(Int64(limit), at: 2)
-        while try select.step() {
-            commits.append(Commit(sequence: UInt64(clamping: select.int64(at: 0)), first: select.int64(at: 1), last: select.int64(at: 2)))
-        }
-        select.reset()
-        guard let low = commits.first?.first, let high = commits.last?.last, low <= high else { return [] }
-
+        // The row closing change set `sequence` (or the newest older one): a backward scan
+        // over the rows newer than it, which are the rows wanted.
+        let boundary = try connection.scalar(
+            "SELECT change FROM _reservoir_changes WHERE sequence <= ?1 ORDER BY change DESC LIMIT 1",
+            [.integer(Int64(clamping: sequence))]
+        ).integerValue
         let rows = try connection.cached(
-            "SELECT change, entity, id, kind FROM _reservoir_changes WHERE change BETWEEN ?1 AND ?2 ORDER BY change")
+            "SELECT change, entity, id, kind, sequence FROM _reservoir_changes WHERE change > ?1 ORDER BY change")
         defer { rows.reset() }
-        try rows.bind(low, at: 1)
-        try rows.bind(high, at: 2)
+        try rows.bind(boundary, at: 1)
         var result: [ChangeLogEntry] = []
-        var commitIndex = 0
         var netting = Netting()
-        while try rows.step() {
-            let change = rows.int64(at: 0)
-            while commitIndex < commits.count && change > commits[commitIndex].last {
-                netting.flush(sequence: commits[commitIndex].sequence, into: &result)
-                commitIndex += 1
+        var closed = 0
+        while closed < limit, try rows.step() {
+            if case let .text(entity) = rows.value(at: 1), case let .text(kind) = rows.value(at: 3),
+               let event = Netting.Event(rawValue: kind) {
+                netting.add(entity: entity, id: rows.value(at: 2), event)
             }
-            guard commitIndex < commits.count, change >= commits[commitIndex].first,
-                  case let .text(entity) = rows.value(at: 1), case let .text(kind) = rows.value(at: 3),
-                  let event = Netting.Event(rawValue: kind)
-            else { continue }
-            netting.add(entity: entity, id: rows.value(at: 2), event)
+            if !rows.isNull(at: 4) {
+                netting.flush(sequence: UInt64(clamping: rows.int64(at: 4)), into: &result)
+                closed += 1
+            }
         }
-        if commitIndex < commits.count {
-            netting.flush(sequence: commits[commitIndex].sequence, into: &result)
-        }
+        // Rows after the last closed change set are pending: not part of the log yet.
         return result
     }
 }

@@ -9,9 +9,8 @@ import Reservoir
 ///   keeps each value exactly as bound (no affinity conversions);
 /// - `_reservoir_meta(key, value)`: the format version;
 /// - `_reservoir_entities(name, id_column, fields, indexes)`: entity descriptions;
-/// - `_reservoir_changes(change, entity, id, kind)`: the change log, filled by triggers;
-/// - `_reservoir_commits(sequence, first_change, last_change)`: which change-log rows
-///   each change set (sequence number) covers.
+/// - `_reservoir_changes(change, entity, id, kind, sequence)`: the change log, filled by
+///   triggers; `sequence` is set on the last row of each change set (see ``ChangeLog``).
 enum Metadata {
     /// The on-disk format this code writes; a higher one in a file is refused.
     static let formatVersion: Int64 = 1
@@ -25,10 +24,7 @@ enum Metadata {
                 name TEXT PRIMARY KEY NOT NULL, id_column TEXT NOT NULL, fields TEXT NOT NULL, indexes TEXT NOT NULL
             ) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS _reservoir_changes(
-                change INTEGER PRIMARY KEY, entity TEXT NOT NULL, id, kind TEXT NOT NULL
-            );
-            CREATE TABLE IF NOT EXISTS _reservoir_commits(
-                sequence INTEGER PRIMARY KEY, first_change INTEGER NOT NULL, last_change INTEGER NOT NULL
+                change INTEGER PRIMARY KEY, entity TEXT NOT NULL, id, kind TEXT NOT NULL, sequence INTEGER
             );
             INSERT OR IGNORE INTO _reservoir_meta(key, value) VALUES('format_version', \(formatVersion));
             """, action: "create the backend's tables")
@@ -39,9 +35,9 @@ enum Metadata {
     static func isSetUp(_ connection: Connection) throws -> Bool {
         let count = try connection.scalar("""
             SELECT count(*) FROM sqlite_master WHERE type = 'table'
-            AND name IN ('_reservoir_meta', '_reservoir_entities', '_reservoir_changes', '_reservoir_commits')
+            AND name IN ('_reservoir_meta', '_reservoir_entities', '_reservoir_changes')
             """)
-        return count.integerValue == 4
+        return count.integerValue == 3
     }
 
     /// Throws `.corrupt` when the file was written in a newer format than this code reads.
