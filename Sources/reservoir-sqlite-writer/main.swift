@@ -2,6 +2,7 @@
 //
 //     reservoir-sqlite-writer PATH store ID TITLE   commit one "todos" record through Reservoir
 //     reservoir-sqlite-writer PATH sql STATEMENT    run plain SQL through the C API, as any client would
+//     reservoir-sqlite-writer PATH many FIRST COUNT commit records FIRST..<FIRST+COUNT, one per transaction
 //     reservoir-sqlite-writer PATH crash COUNT      commit COUNT records one by one, then die by SIGKILL
 //                                                   without closing anything (a killed process)
 //
@@ -55,6 +56,24 @@ case "sql":
     }
     print("committed \(monotonicNanoseconds())")
     sqlite3_close_v2(database)
+
+case "many":
+    guard arguments.count == 5, let first = Int64(arguments[3]), let count = Int64(arguments[4]), count > 0 else {
+        fail("many needs FIRST and COUNT, integers")
+    }
+    let entity = EntityDescription(name: "todos", fields: ["id", "title", "done", "priority", "note"], indexes: ["priority"])
+    do {
+        let store = try Store.open("sqlite:" + path, registry: BackendRegistry([.sqlite]))
+        for id in first..<(first + count) {
+            try store.write { tx in
+                _ = try tx.putRow(Row([("id", .integer(id)), ("title", .text("many \(id)")), ("done", 0), ("priority", 1), ("note", nil)]), in: entity)
+            }
+        }
+        print("committed \(monotonicNanoseconds())")
+        store.close()
+    } catch {
+        fail("\(error)")
+    }
 
 case "crash":
     guard let count = Int64(arguments[3]), count > 0 else { fail("crash needs COUNT, a positive integer") }

@@ -130,6 +130,36 @@ import Testing
         #expect(try store.get(Todo.self, id: 200)?.title == "crash 200")
     }
 
+    @Test func concurrentWritersInOtherProcessesQueueAndEveryCommitIsAnnouncedOnce() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanup() }
+        let store = try openStore(directory.databasePath)
+        defer { store.close() }
+        try await store.write { try $0.insert(Todo(id: 1, title: "here", done: false, priority: 1)) }
+        let arrivals = Collected<ChangeSet>()
+        let subscription = store.changes.sink { arrivals.append($0) }
+        defer { subscription.cancel() }
+
+        // Two processes and this one write at the same time, each its own records.
+        let helper = try Self.helper()
+        async let first = Self.run(helper, [directory.databasePath, "many", "1000", "100"])
+        async let second = Self.run(helper, [directory.databasePath, "many", "2000", "100"])
+        for id in 3000..<3050 {
+            try await store.write { try $0.insert(Todo(id: id, title: "local", done: false, priority: 1)) }
+        }
+        _ = try await (first, second)
+
+        let all = await eventually(timeout: .seconds(10)) { arrivals.values.count >= 250 }
+        try await Task.sleep(for: .milliseconds(200))  // any duplicate would arrive by now
+        let seen = arrivals.values
+        #expect(all, "saw \(seen.count) of 250 change sets")
+        #expect(seen.count == 250)
+        #expect(seen.map(\.sequence) == Array(2...251), "sequences must be consecutive, each announced once")
+        let inserted = seen.flatMap { $0.changes(to: "todos")?.inserted.map(\.id) ?? [] }
+        #expect(Set(inserted).count == 250)
+        #expect(try store.count(FetchRequest<Todo>()) == 251)
+    }
+
     @Test func theSQLiteShellIsAnotherClient() async throws {
         let shell = URL(fileURLWithPath: "/usr/bin/sqlite3")
         guard FileManager.default.isExecutableFile(atPath: shell.path) else { return }
