@@ -338,75 +338,83 @@ func ratio(_ a: Duration, _ b: Duration) -> String {
 }
 
 if ProcessInfo.processInfo.environment["BENCH_PROFILE"] == "spicommits" {
-    let rows = try items.map { try RowEncoder().encode($0) }
-    let entity = Item.schema.entity
-    let directory = scratchDirectory()
-    defer { try? FileManager.default.removeItem(at: directory) }
-    let backend = try SQLiteBackend(path: directory.appendingPathComponent("spi.sqlite").path)
-    defer { backend.close() }
-    try backend.write { tx in for row in rows { try tx.put(entity, id: row.value("id"), row: row) } }
-    var sequence: UInt64 = 0
-    for _ in 0..<repetitions {
-        let time = try measure {
-            for index in 0..<commitCount {
-                var row = rows[lookupOrder[index % lookupOrder.count] - 1]
-                row["score"] = .real(Double(index))
-                sequence += 1
-                try backend.write { tx in
-                    try tx.put(entity, id: row.value("id"), row: row)
-                    try tx.record(ChangeSet(sequence: sequence, entities: [EntityChanges(entity: "items", updated: [RowChange(id: row.value("id"), row: row)])]))
-                }
-            }
-        }
-        say("spi commits \(format(time, per: commitCount))")
-    }
-    exit(0)
-}
-if ProcessInfo.processInfo.environment["BENCH_PROFILE"] == "spibulk" {
-    let rows = try items.map { try RowEncoder().encode($0) }
-    let entity = Item.schema.entity
-    for _ in 0..<repetitions {
+    do {  // scoped, so the defers clean up before exit
+        let rows = try items.map { try RowEncoder().encode($0) }
+        let entity = Item.schema.entity
         let directory = scratchDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let backend = try SQLiteBackend(path: directory.appendingPathComponent("spi.sqlite").path)
         defer { backend.close() }
-        let time = try measure {
-            try backend.write { tx in
-                for row in rows { try tx.put(entity, id: row.value("id"), row: row) }
-                try tx.record(ChangeSet(sequence: 1, entities: [EntityChanges(entity: "items", inserted: rows.map { RowChange(id: $0.value("id"), row: $0) })]))
+        try backend.write { tx in for row in rows { try tx.put(entity, id: row.value("id"), row: row) } }
+        var sequence: UInt64 = 0
+        for _ in 0..<repetitions {
+            let time = try measure {
+                for index in 0..<commitCount {
+                    var row = rows[lookupOrder[index % lookupOrder.count] - 1]
+                    row["score"] = .real(Double(index))
+                    sequence += 1
+                    try backend.write { tx in
+                        try tx.put(entity, id: row.value("id"), row: row)
+                        try tx.record(ChangeSet(sequence: sequence, entities: [EntityChanges(entity: "items", updated: [RowChange(id: row.value("id"), row: row)])]))
+                    }
+                }
             }
+            say("spi commits \(format(time, per: commitCount))")
         }
-        say("spi bulk \(format(time))")
+    }
+    exit(0)
+}
+if ProcessInfo.processInfo.environment["BENCH_PROFILE"] == "spibulk" {
+    do {  // scoped, so the defers clean up before exit
+        let rows = try items.map { try RowEncoder().encode($0) }
+        let entity = Item.schema.entity
+        for _ in 0..<repetitions {
+            let directory = scratchDirectory()
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let backend = try SQLiteBackend(path: directory.appendingPathComponent("spi.sqlite").path)
+            defer { backend.close() }
+            let time = try measure {
+                try backend.write { tx in
+                    for row in rows { try tx.put(entity, id: row.value("id"), row: row) }
+                    try tx.record(ChangeSet(sequence: 1, entities: [EntityChanges(entity: "items", inserted: rows.map { RowChange(id: $0.value("id"), row: $0) })]))
+                }
+            }
+            say("spi bulk \(format(time))")
+        }
     }
     exit(0)
 }
 if ProcessInfo.processInfo.environment["BENCH_PROFILE"] == "spi" {
-    let spi = try runSPI(try items.map { try RowEncoder().encode($0) })
-    say("spi bulk \(format(spi.bulkInsert)) fetch \(format(spi.fetchAll)) reads \(format(spi.pointReads, per: recordCount)) commits \(format(spi.commits, per: commitCount))")
+    do {  // scoped, so the defers clean up before exit
+        let spi = try runSPI(try items.map { try RowEncoder().encode($0) })
+        say("spi bulk \(format(spi.bulkInsert)) fetch \(format(spi.fetchAll)) reads \(format(spi.pointReads, per: recordCount)) commits \(format(spi.commits, per: commitCount))")
+    }
     exit(0)
 }
 if let operation = ProcessInfo.processInfo.environment["BENCH_PROFILE"] {
-    // One of the backend's operations alone, repeated, for a profiler: bulk, fetch, reads, commits.
-    let directory = scratchDirectory()
-    defer { try? FileManager.default.removeItem(at: directory) }
-    let store = try Store.open("sqlite:" + directory.appendingPathComponent("profile.sqlite").path, registry: BackendRegistry([.sqlite]))
-    defer { store.close() }
-    let time = try measure { try store.write { tx in for item in items { try tx.insert(item) } } }
-    say("bulk insert \(format(time))")
-    for round in 0..<(operation == "bulk" ? 0 : repetitions) {
-        let time = try measure {
-            switch operation {
-            case "fetch": checksum &+= try store.fetch(FetchRequest<Item>(sortBy: [.ascending(\.name)])).count
-            case "reads": for id in lookupOrder { checksum &+= try store.get(Item.self, id: id)?.count ?? 0 }
-            default:
-                for index in 0..<commitCount {
-                    var item = items[lookupOrder[index] - 1]
-                    item.score += Double(round + 1)
-                    try store.write { try $0.update(item) }
+    do {  // scoped, so the defers clean up before exit
+        // One of the backend's operations alone, repeated, for a profiler: bulk, fetch, reads, commits.
+        let directory = scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try Store.open("sqlite:" + directory.appendingPathComponent("profile.sqlite").path, registry: BackendRegistry([.sqlite]))
+        defer { store.close() }
+        let time = try measure { try store.write { tx in for item in items { try tx.insert(item) } } }
+        say("bulk insert \(format(time))")
+        for round in 0..<(operation == "bulk" ? 0 : repetitions) {
+            let time = try measure {
+                switch operation {
+                case "fetch": checksum &+= try store.fetch(FetchRequest<Item>(sortBy: [.ascending(\.name)])).count
+                case "reads": for id in lookupOrder { checksum &+= try store.get(Item.self, id: id)?.count ?? 0 }
+                default:
+                    for index in 0..<commitCount {
+                        var item = items[lookupOrder[index] - 1]
+                        item.score += Double(round + 1)
+                        try store.write { try $0.update(item) }
+                    }
                 }
             }
+            say("\(operation) \(format(time))")
         }
-        say("\(operation) \(format(time))")
     }
     exit(0)
 }
