@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "Reservoir", targets: ["Reservoir"]),
         .library(name: "ReservoirConformance", targets: ["ReservoirConformance"]),
+        .library(name: "ReservoirSQLite", targets: ["ReservoirSQLite"]),
         .executable(name: "reservoir", targets: ["ReservoirCLI"]),
     ],
     dependencies: [
@@ -27,6 +28,14 @@ let package = Package(
             name: "ReservoirConformance",
             dependencies: ["Reservoir", .product(name: "OpenCombineShim", package: "OpenCombine")]
         ),
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
+        ),
+        .target(name: "ReservoirSQLite", dependencies: ["Reservoir", "CSQLite"]),
+        // The second process of ReservoirSQLiteTests' multi-process tests.
+        .executableTarget(name: "reservoir-sqlite-writer", dependencies: ["ReservoirSQLite", "Reservoir", "CSQLite"]),
         .executableTarget(
             name: "ReservoirCLI",
             dependencies: [
@@ -41,6 +50,13 @@ let package = Package(
                 "Reservoir",
                 "ReservoirConformance",
                 .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
+        ),
+        .testTarget(
+            name: "ReservoirSQLiteTests",
+            dependencies: [
+                "ReservoirSQLite", "ReservoirConformance", "Reservoir", "CSQLite",
+                .product(name: "OpenCombineShim", package: "OpenCombine"),
             ]
         ),
     ],

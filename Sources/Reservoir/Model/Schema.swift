@@ -49,6 +49,8 @@ public struct Schema<Root: Storable>: @unchecked Sendable {
     public let fields: [Field]
     /// Problems found while building the schema, reported on first use.
     let problems: [String]
+    /// ``entity``, built once: every insert, update and delete asks for it.
+    private let entityDescription: EntityDescription
 
     /// A schema for `Root` stored as entity `name`.
     /// - Parameters:
@@ -77,6 +79,11 @@ public struct Schema<Root: Storable>: @unchecked Sendable {
             }
         }
         self.problems = problems
+        self.entityDescription = EntityDescription(
+            name: name, idColumn: idColumn,
+            fields: self.fields.map { $0.column },
+            indexes: self.fields.filter { $0.indexed }.map { $0.column }
+        )
     }
 
     /// The field for a key path, or nil when the schema does not name it.
@@ -96,13 +103,7 @@ public struct Schema<Root: Storable>: @unchecked Sendable {
     }
 
     /// The backend-neutral description of this entity.
-    public var entity: EntityDescription {
-        EntityDescription(
-            name: name, idColumn: idColumn,
-            fields: fields.map(\.column),
-            indexes: fields.filter(\.indexed).map(\.column)
-        )
-    }
+    public var entity: EntityDescription { entityDescription }
 
     static func defaultColumnName(for keyPath: AnyKeyPath) -> String {
         // "\Todo.priority" → "priority". Nested paths ("\Todo.a.b") give a name with a dot,
