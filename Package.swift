@@ -40,6 +40,7 @@ let package = Package(
             name: "ReservoirCLI",
             dependencies: [
                 "Reservoir",
+                "ReservoirSQLite",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
             ]
@@ -59,6 +60,7 @@ let package = Package(
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
             ]
         ),
+        .testTarget(name: "ReservoirCLITests", dependencies: ["ReservoirCLI", "CSQLite"]),
     ],
     swiftLanguageModes: [.v6]
 )
