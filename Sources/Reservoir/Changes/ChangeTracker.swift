@@ -13,25 +13,30 @@ struct ChangeTracker {
         var touches: [Value: Touch] = [:]
     }
 
-    private var entities: [String: EntityTouches] = [:]
+    /// The entities touched, few per transaction, each mutated in place (a copy taken out and
+    /// put back would copy its `order` and `touches` on every note: quadratic in the size).
+    private var entities: [EntityTouches] = []
 
     /// Records that `id` went from `before` to `after`; `before` counts only on first touch.
     mutating func note(_ entity: EntityDescription, id: Value, before: Row?, after: Row?) {
-        // Take the entry out while mutating it: a copy left in the dictionary would make
-        // every note copy the whole `order` and `touches` (quadratic in the transaction's size).
-        var touched = entities.removeValue(forKey: entity.name) ?? EntityTouches(entity: entity)
-        if touched.touches[id] != nil {
-            touched.touches[id]?.after = after
+        let position: Int
+        if let found = entities.firstIndex(where: { $0.entity.name == entity.name }) {
+            position = found
         } else {
-            touched.order.append(id)
-            touched.touches[id] = Touch(before: before, after: after)
+            entities.append(EntityTouches(entity: entity))
+            position = entities.count - 1
         }
-        entities[entity.name] = touched
+        if let index = entities[position].touches.index(forKey: id) {
+            entities[position].touches.values[index].after = after
+        } else {
+            entities[position].order.append(id)
+            entities[position].touches[id] = Touch(before: before, after: after)
+        }
     }
 
     func changeSet(sequence: UInt64) -> ChangeSet? {
         var result: [EntityChanges] = []
-        for touched in entities.values {
+        for touched in entities {
             var changes = EntityChanges(entity: touched.entity.name)
             for id in touched.order {
                 guard let touch = touched.touches[id] else { continue }

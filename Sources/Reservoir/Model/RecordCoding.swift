@@ -1,18 +1,24 @@
 /// Encodes and decodes records with the errors and schema checks the store wants:
 /// messages name the type, the entity and the id.
 enum RecordCoding {
-    private static let verified = Locked<Set<ObjectIdentifier>>([])
+    /// Per record type, once its schema is verified: the columns its last record encoded,
+    /// so the next encoding can follow them without searching and share the array.
+    private static let layouts = Locked<[ObjectIdentifier: [String]]>([:])
 
     static func encode<T: Storable>(_ record: T) throws -> Row {
+        let type = ObjectIdentifier(T.self)
+        let layout = layouts.withLock { $0[type] }
         let row: Row
         do {
-            row = try RowEncoder().encode(record)
+            row = try RowEncoder().encode(record, expecting: layout)
         } catch let error as ReservoirError {
             throw ReservoirError(error.code, "cannot encode \(T.self) with id \(record.id) for \"\(T.schema.name)\": \(error.message)")
         }
-        if !verified.withLock({ $0.contains(ObjectIdentifier(T.self)) }) {
+        if layout == nil {
             try verifySchema(record, row)
-            verified.withLock { _ = $0.insert(ObjectIdentifier(T.self)) }
+        }
+        if layout == nil || layout != row.columns {
+            layouts.withLock { $0[type] = row.columns }
         }
         return row
     }

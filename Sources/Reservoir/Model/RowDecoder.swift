@@ -56,7 +56,7 @@ private struct RowDecoding: Decoder {
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        KeyedDecodingContainer(RowKeyedDecodingContainer<Key>(row: row))
+        KeyedDecodingContainer(RowKeyedDecodingContainer<Key>(row: row, cursor: ColumnCursor()))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
@@ -68,15 +68,37 @@ private struct RowDecoding: Decoder {
     }
 }
 
+/// Where the next column probably is: records decode their fields in the order they were
+/// encoded, so trying the column after the last one found usually avoids a search.
+private final class ColumnCursor {
+    var next = 0
+}
+
 private struct RowKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     let row: Row
+    let cursor: ColumnCursor
     var codingPath: [any CodingKey] { [] }
 
     var allKeys: [Key] { row.columns.compactMap { Key(stringValue: $0) } }
 
-    func contains(_ key: Key) -> Bool { row.index(of: key.stringValue) != nil }
+    func contains(_ key: Key) -> Bool { position(of: key.stringValue) != nil }
 
-    private func value(_ key: Key) -> Value { row.value(key.stringValue) }
+    private func position(of column: String) -> Int? {
+        let columns = row.columns
+        let guess = cursor.next
+        if guess < columns.count, columns[guess] == column {
+            cursor.next = guess + 1
+            return guess
+        }
+        guard let found = columns.firstIndex(of: column) else { return nil }
+        cursor.next = found + 1
+        return found
+    }
+
+    private func value(_ key: Key) -> Value {
+        guard let index = position(of: key.stringValue) else { return .null }
+        return row.values[index]
+    }
 
     private func read<T: ValueConvertible>(_ type: T.Type, _ key: Key) throws -> T {
         do {

@@ -12,12 +12,18 @@ public struct RowEncoder: Sendable {
 
     /// The row for `value`, whose encoding must be a keyed container.
     public func encode<T: Encodable>(_ value: T) throws -> Row {
-        let encoder = RowEncoding()
+        try encode(value, expecting: nil)
+    }
+
+    /// Encodes `value`; when it writes exactly the columns of `layout`, in order, the row
+    /// shares that columns array and no column is searched for.
+    func encode<T: Encodable>(_ value: T, expecting layout: [String]?) throws -> Row {
+        let encoder = RowEncoding(layout: layout)
         try value.encode(to: encoder)
         guard encoder.usedKeyedContainer else {
             throw ReservoirError(.invalidSchema, "\(T.self) does not encode as a keyed container (a struct with fields); a record must")
         }
-        return encoder.row
+        return encoder.finishedRow()
     }
 
     static func encodeNested<T: Encodable>(_ value: T, column: String) throws -> Value {
@@ -52,7 +58,41 @@ private final class RowEncoding: Encoder {
     var usedKeyedContainer = false
     /// Set when the record's encoding takes a shape rows cannot hold; every container then throws it.
     let failure: (any Error)?
-    init(failure: (any Error)? = nil) { self.failure = failure }
+    /// The columns a record of this type wrote last time, and the values written along them
+    /// while this one follows the same order.
+    private let layout: [String]?
+    private var layoutValues: [Value] = []
+    private var followsLayout: Bool
+
+    init(failure: (any Error)? = nil, layout: [String]? = nil) {
+        self.failure = failure
+        self.layout = layout
+        followsLayout = layout != nil
+        if let layout { layoutValues.reserveCapacity(layout.count) }
+    }
+
+    func set(_ column: String, _ value: Value) {
+        if followsLayout, let layout, layoutValues.count < layout.count, layout[layoutValues.count] == column {
+            layoutValues.append(value)
+            return
+        }
+        if followsLayout, let layout {
+            // Off the usual order: carry on with a row built column by column.
+            followsLayout = false
+            row = Row(columns: Array(layout[..<layoutValues.count]), values: layoutValues)
+        }
+        row[column] = value
+    }
+
+    func finishedRow() -> Row {
+        if followsLayout, let layout, layoutValues.count == layout.count {
+            return Row(columns: layout, values: layoutValues)
+        }
+        if followsLayout, let layout {
+            return Row(columns: Array(layout[..<layoutValues.count]), values: layoutValues)
+        }
+        return row
+    }
 
     var codingPath: [any CodingKey] { [] }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
@@ -77,7 +117,7 @@ private struct RowKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol
 
     private func set(_ value: @autoclosure () throws -> Value, _ key: Key) throws {
         if let failure = encoding.failure { throw failure }
-        encoding.row[key.stringValue] = try value()
+        encoding.set(key.stringValue, try value())
     }
 
     mutating func encodeNil(forKey key: Key) throws { try set(.null, key) }

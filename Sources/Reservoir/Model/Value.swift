@@ -175,9 +175,11 @@ extension Value: Hashable {
                 hasher.combine(d)
             }
         case let .text(s):
+            // By UTF-8 bytes (String's own hash follows canonical equivalence, which == does not).
             hasher.combine(3 as UInt8)
-            for byte in s.utf8 { hasher.combine(byte) }
-            hasher.combine(s.utf8.count)
+            var text = s
+            text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+            hasher.combine(text.utf8.count)
         case let .blob(data):
             hasher.combine(4 as UInt8)
             hasher.combine(data)
