@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "Reservoir", targets: ["Reservoir"]),
         .library(name: "ReservoirConformance", targets: ["ReservoirConformance"]),
+        .library(name: "ReservoirLMDB", targets: ["ReservoirLMDB"]),
     ],
     dependencies: [
         .package(url: "https://github.com/OpenCombine/OpenCombine.git", from: "0.14.0"),
@@ -22,6 +23,27 @@ let package = Package(
             ]
         ),
         .target(name: "ReservoirConformance", dependencies: ["Reservoir"]),
+        .systemLibrary(
+            name: "CLMDB",
+            pkgConfig: "lmdb",
+            providers: [.apt(["liblmdb-dev"]), .brew(["lmdb"])]
+        ),
+        .target(name: "ReservoirLMDB", dependencies: ["Reservoir", "CLMDB"]),
+        .executableTarget(
+            name: "ReservoirLMDBTestHelper",
+            dependencies: ["ReservoirLMDB"],
+            path: "Tests/ReservoirLMDBTestHelper"
+        ),
+        .testTarget(
+            name: "ReservoirLMDBTests",
+            dependencies: [
+                "ReservoirLMDB",
+                "ReservoirConformance",
+                "Reservoir",
+                "ReservoirLMDBTestHelper",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
+        ),
         .testTarget(
             name: "ReservoirTests",
             dependencies: [

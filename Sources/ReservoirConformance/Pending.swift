@@ -1,0 +1,3 @@
+// Placeholder so the package builds on branch `lmdb` until main's ReservoirConformance
+// lands; removed when main is merged.
+import Reservoir

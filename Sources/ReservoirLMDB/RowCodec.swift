@@ -1,0 +1,184 @@
+import Foundation
+import Reservoir
+
+/// The compact binary row format stored as LMDB values.
+///
+///     version (1 byte, 1) · column count (varint) · per column:
+///         name length (varint) · name (UTF-8) · tag (1 byte) · payload
+///
+/// Tags: 0 null; 1 integer, zigzag varint; 2 real, 8 bytes little-endian bit pattern;
+/// 3 text, length varint + UTF-8; 4 blob, length varint + bytes. A row written before
+/// a field existed simply lacks that column, which readers treat as null. The same
+/// value encoding (tag + payload) stores ids in the change log, keeping their type.
+enum RowCodec {
+    static let version: UInt8 = 1
+
+    enum Tag: UInt8 {
+        case null = 0, integer, real, text, blob
+    }
+
+    // MARK: - Encoding
+
+    static func encode(_ row: Row) -> [UInt8] {
+        var out = ByteWriter()
+        out.bytes.reserveCapacity(16 + row.count * 16)
+        out.bytes.append(version)
+        out.varint(UInt64(row.count))
+        for (column, value) in zip(row.columns, row.values) {
+            out.string(column)
+            appendValue(value, to: &out)
+        }
+        return out.bytes
+    }
+
+    static func appendValue(_ value: Value, to out: inout ByteWriter) {
+        switch value {
+        case .null:
+            out.bytes.append(Tag.null.rawValue)
+        case let .integer(i):
+            out.bytes.append(Tag.integer.rawValue)
+            out.varint(UInt64(bitPattern: (i << 1) ^ (i >> 63)))
+        case let .real(d):
+            out.bytes.append(Tag.real.rawValue)
+            out.fixed64(d.bitPattern)
+        case let .text(s):
+            out.bytes.append(Tag.text.rawValue)
+            out.string(s)
+        case let .blob(data):
+            out.bytes.append(Tag.blob.rawValue)
+            out.varint(UInt64(data.count))
+            out.bytes.append(contentsOf: data)
+        }
+    }
+
+    // MARK: - Decoding
+
+    /// Decodes a stored row; nil when the bytes are not a row this version can read.
+    static func decode(_ bytes: UnsafeRawBufferPointer, names: inout ColumnNameCache) -> Row? {
+        var reader = ByteReader(bytes)
+        guard let version = reader.byte(), version == Self.version,
+              let count = reader.varint(), count <= UInt64(bytes.count)
+        else { return nil }
+        var columns: [String] = []
+        var values: [Value] = []
+        columns.reserveCapacity(Int(count))
+        values.reserveCapacity(Int(count))
+        for _ in 0..<count {
+            guard let nameBytes = reader.lengthPrefixed(),
+                  let name = names.name(for: nameBytes),
+                  let value = readValue(&reader)
+            else { return nil }
+            columns.append(name)
+            values.append(value)
+        }
+        guard reader.isAtEnd else { return nil }
+        return Row(columns: columns, values: values)
+    }
+
+    static func readValue(_ reader: inout ByteReader) -> Value? {
+        guard let raw = reader.byte(), let tag = Tag(rawValue: raw) else { return nil }
+        switch tag {
+        case .null:
+            return .null
+        case .integer:
+            guard let z = reader.varint() else { return nil }
+            return .integer(Int64(bitPattern: (z >> 1) ^ (0 &- (z & 1))))
+        case .real:
+            guard let bits = reader.fixed64() else { return nil }
+            return .real(Double(bitPattern: bits))
+        case .text:
+            guard let utf8 = reader.lengthPrefixed(),
+                  let text = String(validating: utf8.assumingMemoryBound(to: UInt8.self), as: UTF8.self)
+            else { return nil }
+            return .text(text)
+        case .blob:
+            guard let bytes = reader.lengthPrefixed() else { return nil }
+            return .blob(Data(bytes))
+        }
+    }
+}
+
+/// Interns column names while decoding, so a scan over many rows does not build the
+/// same strings again and again.
+struct ColumnNameCache {
+    private var entries: [(bytes: [UInt8], name: String)] = []
+
+    mutating func name(for bytes: UnsafeRawBufferPointer) -> String? {
+        for entry in entries where entry.bytes.count == bytes.count {
+            if entry.bytes.withUnsafeBytes({ compareBytes($0, bytes) == 0 }) { return entry.name }
+        }
+        guard let name = String(validating: bytes.assumingMemoryBound(to: UInt8.self), as: UTF8.self) else { return nil }
+        if entries.count < 64 { entries.append((Array(bytes), name)) }
+        return name
+    }
+}
+
+// MARK: - Byte helpers
+
+struct ByteWriter {
+    var bytes: [UInt8] = []
+
+    mutating func varint(_ value: UInt64) {
+        var v = value
+        while v >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        bytes.append(UInt8(v))
+    }
+
+    mutating func fixed64(_ value: UInt64) {
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    mutating func string(_ text: String) {
+        var text = text
+        text.withUTF8 { utf8 in
+            varint(UInt64(utf8.count))
+            bytes.append(contentsOf: utf8)
+        }
+    }
+}
+
+struct ByteReader {
+    let buffer: UnsafeRawBufferPointer
+    var offset = 0
+
+    init(_ buffer: UnsafeRawBufferPointer) { self.buffer = buffer }
+
+    var isAtEnd: Bool { offset == buffer.count }
+
+    mutating func byte() -> UInt8? {
+        guard offset < buffer.count else { return nil }
+        defer { offset += 1 }
+        return buffer[offset]
+    }
+
+    mutating func varint() -> UInt64? {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while offset < buffer.count, shift < 64 {
+            let b = buffer[offset]
+            offset += 1
+            result |= UInt64(b & 0x7F) << shift
+            if b < 0x80 { return result }
+            shift += 7
+        }
+        return nil
+    }
+
+    mutating func fixed64() -> UInt64? {
+        guard buffer.count - offset >= 8 else { return nil }
+        var value: UInt64 = 0
+        withUnsafeMutableBytes(of: &value) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + 8])) }
+        offset += 8
+        return UInt64(littleEndian: value)
+    }
+
+    mutating func lengthPrefixed() -> UnsafeRawBufferPointer? {
+        guard let length = varint(), length <= UInt64(buffer.count - offset) else { return nil }
+        let slice = UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + Int(length)])
+        offset += Int(length)
+        return slice
+    }
+}

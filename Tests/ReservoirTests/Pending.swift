@@ -1,0 +1,2 @@
+// Placeholder so the package builds on branch `lmdb` until main's ReservoirTests land;
+// removed when main is merged.
