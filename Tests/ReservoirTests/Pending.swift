@@ -1,2 +1,0 @@
-// Placeholder so the package builds on branch `lmdb` until main's ReservoirTests land;
-// removed when main is merged.
