@@ -8,11 +8,13 @@ let package = Package(
         .library(name: "Reservoir", targets: ["Reservoir"]),
         .library(name: "ReservoirConformance", targets: ["ReservoirConformance"]),
         .library(name: "ReservoirLMDB", targets: ["ReservoirLMDB"]),
+        .executable(name: "reservoir", targets: ["ReservoirCLI"]),
     ],
     dependencies: [
         .package(url: "https://github.com/OpenCombine/OpenCombine.git", from: "0.14.0"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
     ],
     targets: [
         .target(
@@ -22,13 +24,32 @@ let package = Package(
                 .product(name: "HashTreeCollections", package: "swift-collections"),
             ]
         ),
-        .target(name: "ReservoirConformance", dependencies: ["Reservoir"]),
+        .target(
+            name: "ReservoirConformance",
+            dependencies: ["Reservoir", .product(name: "OpenCombineShim", package: "OpenCombine")]
+        ),
         .systemLibrary(
             name: "CLMDB",
             pkgConfig: "lmdb",
             providers: [.apt(["liblmdb-dev"]), .brew(["lmdb"])]
         ),
         .target(name: "ReservoirLMDB", dependencies: ["Reservoir", "CLMDB"]),
+        .executableTarget(
+            name: "ReservoirCLI",
+            dependencies: [
+                "Reservoir",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "OpenCombineShim", package: "OpenCombine"),
+            ]
+        ),
+        .testTarget(
+            name: "ReservoirTests",
+            dependencies: [
+                "Reservoir",
+                "ReservoirConformance",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
+        ),
         .executableTarget(
             name: "ReservoirLMDBTestHelper",
             dependencies: ["ReservoirLMDB"],
@@ -42,14 +63,7 @@ let package = Package(
                 "Reservoir",
                 "ReservoirLMDBTestHelper",
                 .product(name: "PropertyBased", package: "swift-property-based"),
-            ]
-        ),
-        .testTarget(
-            name: "ReservoirTests",
-            dependencies: [
-                "Reservoir",
-                "ReservoirConformance",
-                .product(name: "PropertyBased", package: "swift-property-based"),
+                .product(name: "OpenCombineShim", package: "OpenCombine"),
             ]
         ),
     ],

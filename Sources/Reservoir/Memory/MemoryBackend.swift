@@ -148,7 +148,7 @@ final class MemoryTransaction: WriteTransaction {
     }
 
     /// Ids that may match, from an index, or nil when no index narrows the predicate.
-    private static func candidates(_ predicate: PredicateExpression, in table: MemoryBackend.Table) -> [Value]? {
+    private static func candidates(_ predicate: RowPredicate, in table: MemoryBackend.Table) -> [Value]? {
         switch predicate {
         case let .compare(column, .equal, value):
             guard let index = table.indexes[column] else { return nil }

@@ -13,7 +13,10 @@
 ///
 /// A field's column is the name its `CodingKey` encodes under. By default it is
 /// the key path's last component (`\.priority` → `"priority"`); pass `column:`
-/// when `CodingKeys` renames it. The id is always queryable as `\.id`. Mistakes
+/// when `CodingKeys` renames it. The id is always stored, indexed and used as the
+/// final sort key; to name `\.id` in predicates and sorts, list `.field(\.id)` too
+/// (Swift gives a generic `\Root.id` a different identity from the `\Todo.id` written
+/// at a call site, so the schema needs the concrete one). Mistakes
 /// (an unknown column, a repeated one) are reported as ``ReservoirError`` with code
 /// `.invalidSchema` the first time the store uses the type, not as a crash.
 public struct Schema<Root: Storable>: @unchecked Sendable {
@@ -57,7 +60,9 @@ public struct Schema<Root: Storable>: @unchecked Sendable {
         self.idColumn = idColumn
         let idPath = \Root.id
         let idField = Field(keyPath: idPath, column: idColumn, indexed: false, extract: { try $0[keyPath: idPath].toValue() })
-        self.fields = [idField] + fields.filter { $0.keyPath != idPath }
+        // A listed `.field(\.id)` carries the concrete key path queries use; it stands in for the generic one.
+        let listedID = fields.first { $0.column == idColumn }
+        self.fields = [listedID ?? idField] + fields.filter { $0.column != idColumn }
         var problems: [String] = []
         if !Schema.isValidName(name) {
             problems.append("entity name \"\(name)\" is not valid; expected letters, digits and _, not starting with a digit")

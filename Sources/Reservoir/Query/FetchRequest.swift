@@ -37,7 +37,7 @@ public struct FetchRequest<Root: Storable>: Sendable {
 public struct Query: Sendable, Hashable, CustomStringConvertible {
     public var entity: EntityDescription
     /// nil matches every row.
-    public var predicate: PredicateExpression?
+    public var predicate: RowPredicate?
     /// The complete sort: always ends with the id, so the order is total.
     public private(set) var sort: [SortTerm]
     public var limit: Int?
@@ -45,7 +45,7 @@ public struct Query: Sendable, Hashable, CustomStringConvertible {
 
     /// A query; `sort` gets the id-ascending tie-break appended (terms after an id term are dropped).
     /// Throws `.invalidQuery` for a negative limit or offset.
-    public init(entity: EntityDescription, predicate: PredicateExpression? = nil, sort: [SortTerm] = [], limit: Int? = nil, offset: Int = 0) throws {
+    public init(entity: EntityDescription, predicate: RowPredicate? = nil, sort: [SortTerm] = [], limit: Int? = nil, offset: Int = 0) throws {
         if let limit, limit < 0 {
             throw ReservoirError(.invalidQuery, "limit \(limit) is negative; expected nil or a count of 0 or more")
         }

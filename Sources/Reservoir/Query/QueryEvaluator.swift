@@ -12,7 +12,7 @@
 /// - `and`, `or`, `not` are two-valued boolean logic (there is no SQL "unknown").
 public enum QueryEvaluator {
     /// Whether `row` satisfies `predicate`. A missing column reads as null.
-    public static func matches(_ predicate: PredicateExpression, _ row: Row) -> Bool {
+    public static func matches(_ predicate: RowPredicate, _ row: Row) -> Bool {
         switch predicate {
         case let .constant(result):
             return result

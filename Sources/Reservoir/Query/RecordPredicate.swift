@@ -8,22 +8,22 @@
 /// runs; a key path the schema does not name throws ``ReservoirError`` (`.invalidQuery`).
 /// Named `RecordPredicate` so it never clashes with Foundation's `Predicate`.
 public struct RecordPredicate<Root: Storable>: Sendable {
-    let resolve: @Sendable (Schema<Root>) throws -> PredicateExpression
+    let resolve: @Sendable (Schema<Root>) throws -> RowPredicate
 
-    init(_ resolve: @escaping @Sendable (Schema<Root>) throws -> PredicateExpression) {
+    init(_ resolve: @escaping @Sendable (Schema<Root>) throws -> RowPredicate) {
         self.resolve = resolve
     }
 
     /// The backend-neutral expression for this predicate.
-    public func expression() throws -> PredicateExpression {
+    public func expression() throws -> RowPredicate {
         try resolve(Root.schema)
     }
 
-    /// Matches every record.
-    public static var all: RecordPredicate { RecordPredicate { _ in .constant(true) } }
+    /// Matches every record. (Not `.all`/`.none`: `where: .none` would read as "no predicate".)
+    public static var always: RecordPredicate { RecordPredicate { _ in .constant(true) } }
 
     /// Matches no record.
-    public static var none: RecordPredicate { RecordPredicate { _ in .constant(false) } }
+    public static var never: RecordPredicate { RecordPredicate { _ in .constant(false) } }
 
     /// A comparison of a field with a value.
     public static func compare<V: ValueConvertible>(_ keyPath: KeyPath<Root, V>, _ op: ComparisonOperator, _ value: V) -> RecordPredicate {

@@ -55,6 +55,12 @@ public class Snapshot {
         return try reader.fetch(query)
     }
 
+    /// The number of rows a backend-neutral query selects.
+    public func count(_ query: Query) throws -> Int {
+        try checkOpen()
+        return try reader.count(query)
+    }
+
     /// The entities the store holds rows for.
     public func entities() throws -> [EntityDescription] {
         try checkOpen()

@@ -3,7 +3,7 @@
 /// Built by ``RecordPredicate`` from typed key paths; backends either compile it
 /// (SQLite compiles it to SQL) or evaluate it with ``QueryEvaluator``. Backends.md
 /// defines each case's meaning, including nulls and mixed storage classes.
-public indirect enum PredicateExpression: Sendable, Hashable {
+public indirect enum RowPredicate: Sendable, Hashable {
     /// Always true or always false.
     case constant(Bool)
     /// `column op value`. `==` and `!=` are null-safe; ordering operators never match null.
@@ -14,9 +14,9 @@ public indirect enum PredicateExpression: Sendable, Hashable {
     case hasPrefix(column: String, String)
     /// The column's value is text containing these UTF-8 bytes.
     case contains(column: String, String)
-    case and([PredicateExpression])
-    case or([PredicateExpression])
-    case not(PredicateExpression)
+    case and([RowPredicate])
+    case or([RowPredicate])
+    case not(RowPredicate)
 
     /// Every column the expression reads.
     public var columns: Set<String> {
@@ -29,7 +29,7 @@ public indirect enum PredicateExpression: Sendable, Hashable {
     }
 }
 
-/// The comparison operators of ``PredicateExpression/compare(column:_:_:)``.
+/// The comparison operators of ``RowPredicate/compare(column:_:_:)``.
 public enum ComparisonOperator: String, Sendable, Hashable, CaseIterable {
     case equal = "=="
     case notEqual = "!="
@@ -39,7 +39,7 @@ public enum ComparisonOperator: String, Sendable, Hashable, CaseIterable {
     case greaterOrEqual = ">="
 }
 
-extension PredicateExpression: CustomStringConvertible {
+extension RowPredicate: CustomStringConvertible {
     public var description: String {
         switch self {
         case let .constant(b): return b ? "TRUE" : "FALSE"

@@ -1,0 +1,79 @@
+import Foundation
+import Reservoir
+
+extension ConformanceSuite {
+    static let persistenceCases: [ConformanceCase] = [
+        ConformanceCase("persistence", "data survives closing and reopening", requires: .persistent) { context in
+            try context.store.insertItems(standardItems)
+            try context.store.write { tx in try tx.insert(AllTypes.sample(3)) }
+            let sequence = try context.store.read { try $0.lastSequence() }
+            context.store.close()
+            let reopened = try context.openAnother()
+            try expectEqual(try reopened.fetch(Item.self), standardItems.sorted { $0.id < $1.id }, "items after reopening")
+            try expectEqual(try reopened.fetch(AllTypes.self).count, 1, "all-types records after reopening")
+            try expectEqual(try reopened.read { try $0.lastSequence() }, sequence, "last sequence after reopening")
+            let recorder = ChangeRecorder(reopened)
+            try reopened.write { tx in try tx.insert(Item(id: 100, name: "after")) }
+            try expect((recorder.changeSets.first?.sequence ?? 0) > sequence, "a new commit's sequence \(recorder.changeSets.map(\.sequence)) follows \(sequence)")
+            try expectEqual(try reopened.fetch(FetchRequest<Item>(where: \.score == 2.5)).map(\.id), [1, 3], "indexed query after reopening")
+        },
+
+        ConformanceCase("persistence", "a field added later reads as nil", requires: .persistent) { context in
+            try context.store.write { tx in
+                try tx.insert(EvolvingV1(id: "a", title: "first"))
+                try tx.insert(EvolvingV1(id: "b", title: "second"))
+            }
+            context.store.close()
+            let reopened = try context.openAnother()
+            try expectEqual(try reopened.fetch(EvolvingV2.self), [EvolvingV2(id: "a", title: "first"), EvolvingV2(id: "b", title: "second")], "old rows as V2")
+            try reopened.write { tx in try tx.insert(EvolvingV2(id: "c", title: "third", rating: 5, tags: ["x"])) }
+            try expectEqual(try reopened.fetch(FetchRequest<EvolvingV2>(where: \.rating == nil)).map(\.id), ["a", "b"], "rating == nil")
+            try expectEqual(try reopened.fetch(FetchRequest<EvolvingV2>(where: \.rating >= 1)).map(\.id), ["c"], "rating >= 1")
+            try expectEqual(try reopened.fetch(EvolvingV1.self).map(\.title), ["first", "second", "third"], "V1 still reads every row")
+        },
+
+        ConformanceCase("multi-store", "a commit in one store reaches another's changes", requires: .multiProcess, waiting: { context in
+            let other = try context.openAnother()
+            let recorder = ChangeRecorder(other)
+            try await context.store.write { tx in try tx.insert(Item(id: 1, name: "from the first store", rank: 7)) }
+            let arrived = await eventually { recorder.changeSets.count >= 1 }
+            try expect(arrived, "the other store saw no change set within 5 s")
+            guard let changeSet = recorder.changeSets.first else { return }
+            try expect(changeSet.isExternal, "a commit by another store is external")
+            let rows = changeSet.changes(to: "conformance_items")?.inserted ?? []
+            try expectEqual(try rows.map { try RowDecoder().decode(Item.self, from: $0.row) }, [Item(id: 1, name: "from the first store", rank: 7)], "rows carried")
+            try expectEqual(try other.get(Item.self, id: 1)?.rank, 7, "the other store reads the record")
+        }),
+
+        ConformanceCase("multi-store", "every commit is announced once, in order, in both stores", requires: .multiProcess, waiting: { context in
+            let other = try context.openAnother()
+            let mine = ChangeRecorder(context.store)
+            let theirs = ChangeRecorder(other)
+            for i in 0..<6 {
+                let writer = i % 2 == 0 ? context.store : other
+                try await writer.write { tx in try tx.insert(Item(id: i, name: "n\(i)")) }
+            }
+            let settled = await eventually { mine.changeSets.count >= 6 && theirs.changeSets.count >= 6 }
+            try expect(settled, "change sets seen: \(mine.changeSets.count) and \(theirs.changeSets.count), expected 6 each")
+            try? await Task.sleep(nanoseconds: 200_000_000)  // a late duplicate would arrive within a few polls
+            try expectEqual(mine.changeSets.map(\.sequence), theirs.changeSets.map(\.sequence), "sequences seen by both stores")
+            let sequences = mine.changeSets.map(\.sequence)
+            try expectEqual(sequences.count, 6, "change sets per store")
+            try expect(zip(sequences, sequences.dropFirst()).allSatisfy { $0 < $1 }, "sequences increase: \(sequences)")
+        }),
+    ]
+
+    static let configurationCases: [ConformanceCase] = [
+        ConformanceCase("configuration", "an unknown option is rejected by name") { context in
+            let bad = context.configuration + (context.configuration.contains("?") ? "&" : "?") + "bogus=1"
+            let error = try expectError(.invalidConfiguration, "opening \(bad)") { try Store.open(bad, registry: context.harness.registry) }
+            try expect(error.message.contains("bogus"), "message names the option: \(error.message)")
+        },
+
+        ConformanceCase("configuration", "an unknown scheme names the accepted ones") { context in
+            let error = try expectError(.invalidConfiguration, "opening nosuch:x") { try Store.open("nosuch:x", registry: context.harness.registry) }
+            let scheme = context.configuration.prefix { $0 != ":" }
+            try expect(error.message.contains("nosuch") && error.message.contains("\(scheme):"), "message names the scheme given and \(scheme): among the accepted: \(error.message)")
+        },
+    ]
+}
