@@ -40,7 +40,7 @@ extension LMDBTransaction {
     }
 
     /// The index access for `predicate`, or nil when it needs a full scan.
-    static func access(for predicate: Reservoir.PredicateExpression, indexed: Set<String>) -> Access? {
+    static func access(for predicate: RowPredicate, indexed: Set<String>) -> Access? {
         switch predicate {
         case .constant(false):
             return .nothing

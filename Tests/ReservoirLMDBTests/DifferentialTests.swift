@@ -17,7 +17,7 @@ import Testing
 
     static func pick(_ g: inout SplitMix) -> Value { pool[Int(g.next() % UInt64(pool.count))] }
 
-    static func predicate(_ g: inout SplitMix, depth: Int = 0) -> Reservoir.PredicateExpression {
+    static func predicate(_ g: inout SplitMix, depth: Int = 0) -> RowPredicate {
         let column = ["a", "b", "a", "id"][Int(g.next() % 4)]
         switch g.next() % (depth > 1 ? 5 : 8) {
         case 0, 1:

@@ -31,6 +31,7 @@ struct Note: Storable {
     var tag: String?
 
     static let schema = Schema<Note>("notes", fields: [
+        .field(\.id),
         .field(\.title), .field(\.priority, indexed: true), .field(\.score, indexed: true), .field(\.tag),
     ])
 }
