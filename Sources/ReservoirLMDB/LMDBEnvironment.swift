@@ -48,6 +48,8 @@ final class LMDBEnvironment: @unchecked Sendable {
     private let openerOwner = Locked<pthread_t?>(nil)
 
     private var references = 0
+    /// Reader slots of dead processes cleared when the environment was opened.
+    let staleReadersCleared: Int
 
     // MARK: - Shared instances
 
@@ -154,6 +156,7 @@ final class LMDBEnvironment: @unchecked Sendable {
         // Clear reader slots left by processes that died with a read transaction open.
         var dead: Int32 = 0
         _ = mdb_reader_check(env, &dead)
+        staleReadersCleared = Int(dead)
         self.env = env
         maxKeySize = Int(mdb_env_get_maxkeysize(env))
         var info = MDB_envinfo()
@@ -285,6 +288,10 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// Doubles the map (up to the configured maximum). Call with no transaction of this
     /// thread live. Throws `.full` naming the sizes when it may not grow further.
     func growMap() throws {
+        // Readers of dead processes pin old pages; freeing them may be all the room needed,
+        // but grow anyway: the write that filled the map is about to be replayed.
+        var dead: Int32 = 0
+        _ = mdb_reader_check(env, &dead)
         try whileNoTransactions("grown") {
             let current = currentMapSize
             guard current < options.maxMapSize else {

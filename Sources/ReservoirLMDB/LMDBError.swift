@@ -39,6 +39,9 @@ enum LMDBErrors {
         case ENOSPC, EDQUOT:
             kind = .full
             hint = "; the disk is full"
+        case EFBIG:
+            kind = .full
+            hint = "; the file may not grow (file size limit)"
         case CLMDB_TXN_FULL:
             kind = .full
             hint = "; the transaction touches too many pages, split it into smaller ones"
