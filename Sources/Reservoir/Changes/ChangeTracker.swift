@@ -17,7 +17,9 @@ struct ChangeTracker {
 
     /// Records that `id` went from `before` to `after`; `before` counts only on first touch.
     mutating func note(_ entity: EntityDescription, id: Value, before: Row?, after: Row?) {
-        var touched = entities[entity.name] ?? EntityTouches(entity: entity)
+        // Take the entry out while mutating it: a copy left in the dictionary would make
+        // every note copy the whole `order` and `touches` (quadratic in the transaction's size).
+        var touched = entities.removeValue(forKey: entity.name) ?? EntityTouches(entity: entity)
         if touched.touches[id] != nil {
             touched.touches[id]?.after = after
         } else {
