@@ -343,6 +343,31 @@ final class LMDBEnvironment: @unchecked Sendable {
         return UInt64(info.me_last_txnid)
     }
 
+    /// The error for a failed commit. LMDB reports a short write as `EIO`, which is what a
+    /// full disk or a file-size limit usually looks like; those are told apart by looking.
+    func diagnoseWriteFailure(code: Int32, _ message: String) -> ReservoirError {
+        var error = LMDBErrors.error(code: code, message)
+        guard code == EIO || code == ENOSPC || code == EFBIG || code == EDQUOT else { return error }
+        var stats = statvfs()
+        if statvfs(path, &stats) == 0 {
+            let free = UInt64(stats.f_bavail) * UInt64(stats.f_frsize)
+            if free < UInt64(max(1 << 20, 64 * pageSize)) {
+                error.code = .full
+                error.message = message + "; the disk is full (\(free) bytes free)"
+                return error
+            }
+        }
+        var limit = rlimit()
+        if getrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max,
+           let attributes = try? FileManager.default.attributesOfItem(atPath: path + "/data.mdb"),
+           let size = attributes[.size] as? NSNumber,
+           size.uint64Value + UInt64(16 * pageSize) >= UInt64(limit.rlim_cur) {
+            error.code = .full
+            error.message = message + "; data.mdb (\(size) bytes) reached this process's file size limit (\(limit.rlim_cur) bytes)"
+        }
+        return error
+    }
+
     // MARK: - Named-database handles
 
     /// The committed handles, for a transaction about to begin.

@@ -71,6 +71,9 @@ public struct LMDBOptions: Sendable, Hashable {
         if options["maxmapsize"] == nil, mapSize > maxMapSize {
             maxMapSize = mapSize
         }
+        if options["mapsize"] == nil, mapSize > maxMapSize {
+            mapSize = maxMapSize
+        }
         if mapSize > maxMapSize {
             throw bad("mapsize", "at most maxmapsize (\(maxMapSize) bytes)")
         }

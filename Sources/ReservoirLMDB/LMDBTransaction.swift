@@ -143,7 +143,7 @@ final class LMDBTransaction: WriteTransaction {
                 return
             }
             guard rc == CLMDB_MAP_FULL else {
-                throw LMDBErrors.error(code: rc, "lmdb:\(path): cannot commit the write transaction; nothing was committed")
+                throw environment.diagnoseWriteFailure(code: rc, "lmdb:\(path): cannot commit the write transaction; nothing was committed")
             }
             try rebuild(grow: true)
         }
