@@ -68,6 +68,14 @@ final class ChangeHub: @unchecked Sendable {
         return true
     }
 
+    /// Marks `sequence` as seen without announcing anything: for a commit that netted to
+    /// no change (another SQL client wrote a row back as it was).
+    func skip(through sequence: UInt64) {
+        condition.lock()
+        defer { condition.unlock() }
+        enqueued = max(enqueued, sequence)
+    }
+
     /// Returns once every change set up to `sequence` has reached every observer,
     /// delivering them on this thread if no other thread is.
     func deliver(through sequence: UInt64) {

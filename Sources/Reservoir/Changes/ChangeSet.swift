@@ -52,12 +52,17 @@ public struct EntityChanges: Sendable, Equatable, CustomStringConvertible {
     public var updated: [RowChange]
     /// Ids of records that existed before the transaction and not after.
     public var deleted: [Value]
+    /// The rows deleted records had before the transaction, where known: always for commits
+    /// made through this store; for other processes' commits only when the backend logs
+    /// deleted rows (the change log otherwise holds ids only).
+    public var deletedRows: [RowChange]
 
-    public init(entity: String, inserted: [RowChange] = [], updated: [RowChange] = [], deleted: [Value] = []) {
+    public init(entity: String, inserted: [RowChange] = [], updated: [RowChange] = [], deleted: [Value] = [], deletedRows: [RowChange] = []) {
         self.entity = entity
         self.inserted = inserted
         self.updated = updated
         self.deleted = deleted
+        self.deletedRows = deletedRows
     }
 
     public var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty }

@@ -38,8 +38,9 @@ struct ChangeTracker {
                 switch (touch.before, touch.after) {
                 case (nil, let row?):
                     changes.inserted.append(RowChange(id: id, row: row))
-                case (_?, nil):
+                case (let before?, nil):
                     changes.deleted.append(id)
+                    changes.deletedRows.append(RowChange(id: id, row: before))
                 case let (before?, after?) where before != after:
                     changes.updated.append(RowChange(id: id, row: after))
                 default:

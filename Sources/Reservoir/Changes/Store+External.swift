@@ -51,7 +51,12 @@ extension Store {
             }
             var progressed = false
             for changeSet in changeSets where changeSet.sequence <= sequence {
-                progressed = hub.enqueue(changeSet) || progressed
+                if changeSet.entities.isEmpty {
+                    progressed = changeSet.sequence > hub.lastEnqueued || progressed
+                    hub.skip(through: changeSet.sequence)
+                } else {
+                    progressed = hub.enqueue(changeSet) || progressed
+                }
             }
             // A log that holds nothing more up to `sequence` (trimmed by retention) ends the catch-up.
             guard progressed else { return }
@@ -61,30 +66,46 @@ extension Store {
 
 /// Turns change-log entries back into change sets, loading the current rows.
 enum ChangeLogReader {
-    /// One change set per sequence. An inserted or updated record whose row is gone
-    /// (deleted by a later commit) is left out; that later commit's deletion removes it.
+    /// One change set per sequence, with the entries of each id netted (a plain SQL
+    /// transaction may log one id several times): first inserted and last deleted is
+    /// nothing; first inserted is an insert; last deleted is a delete; else an update.
+    /// An inserted or updated record whose row is gone (deleted by a later commit) is left
+    /// out; that later commit's deletion removes it.
     static func changeSets(from entries: [ChangeLogEntry], reader: any ReadTransaction) throws -> [ChangeSet] {
         var result: [ChangeSet] = []
         var index = entries.startIndex
         while index < entries.endIndex {
             let sequence = entries[index].sequence
-            var byEntity: [String: EntityChanges] = [:]
+            var order: [(entity: String, id: Value)] = []
+            var kinds: [String: [Value: (first: ChangeType, last: ChangeType)]] = [:]
             while index < entries.endIndex && entries[index].sequence == sequence {
                 let entry = entries[index]
-                var changes = byEntity[entry.entity] ?? EntityChanges(entity: entry.entity)
-                switch entry.kind {
-                case .deleted:
-                    changes.deleted.append(entry.id)
-                case .inserted, .updated:
-                    if let row = try reader.row(entry.entity, id: entry.id) {
-                        let change = RowChange(id: entry.id, row: row)
-                        if entry.kind == .inserted { changes.inserted.append(change) } else { changes.updated.append(change) }
-                    }
+                if let seen = kinds[entry.entity]?[entry.id] {
+                    kinds[entry.entity]?[entry.id] = (seen.first, entry.kind)
+                } else {
+                    kinds[entry.entity, default: [:]][entry.id] = (entry.kind, entry.kind)
+                    order.append((entry.entity, entry.id))
                 }
-                byEntity[entry.entity] = changes
                 index += 1
             }
-            result.append(ChangeSet(sequence: sequence, entities: Array(byEntity.values), isExternal: true))
+            var byEntity: [String: EntityChanges] = [:]
+            for (entity, id) in order {
+                guard let kind = kinds[entity]?[id] else { continue }
+                var changes = byEntity[entity] ?? EntityChanges(entity: entity)
+                switch (kind.first, kind.last) {
+                case (.inserted, .deleted):
+                    break
+                case (_, .deleted):
+                    changes.deleted.append(id)
+                case (let first, _):
+                    if let row = try reader.row(entity, id: id) {
+                        let change = RowChange(id: id, row: row)
+                        if first == .inserted { changes.inserted.append(change) } else { changes.updated.append(change) }
+                    }
+                }
+                byEntity[entity] = changes
+            }
+            result.append(ChangeSet(sequence: sequence, entities: byEntity.values.filter { !$0.isEmpty }, isExternal: true))
         }
         return result
     }

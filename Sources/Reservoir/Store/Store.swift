@@ -97,6 +97,7 @@ public final class Store: Sendable {
     /// Runs `body` in a write transaction, committing when it returns and rolling back,
     /// with nothing left behind, when it throws. Writes are serialised. Starting a write
     /// inside another write's closure on the same store throws `.misuse`.
+    @discardableResult
     public func write<R>(_ body: (Transaction) throws -> R) throws -> R {
         let (result, published) = try writeLock.withWriter { () -> (R, UInt64?) in
             let (result, changeSet) = try backend.write { writer -> (R, ChangeSet?) in
@@ -129,6 +130,7 @@ public final class Store: Sendable {
     }
 
     /// `write` off the caller's thread, for async code.
+    @discardableResult
     public func write<R: Sendable>(_ body: @escaping @Sendable (Transaction) throws -> R) async throws -> R {
         try await runDetached { try self.write(body) }
     }

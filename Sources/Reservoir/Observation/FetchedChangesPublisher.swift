@@ -1,0 +1,33 @@
+import OpenCombineShim
+
+extension Store {
+    /// A live fetch: the request's results as a stream of `CollectionDifference`s.
+    ///
+    ///     store.changesPublisher(for: FetchRequest<Todo>(where: \.done == false, sortBy: [.descending(\.priority)]))
+    ///         .applyingChanges([TodoRow]()) { TodoRow($0) }
+    ///         .sink(receiveCompletion: { print($0) }, receiveValue: { rows = $0 })
+    ///
+    /// Each subscriber fetches when it attaches and keeps its own results. The first value
+    /// inserts the whole current result into an empty list; after that, one difference per
+    /// commit that changed the result (never an empty one), against what that subscriber
+    /// last received. While a subscriber has no demand, changes pile up and arrive as one
+    /// difference when it asks. Applying every difference in order to `[]` gives exactly
+    /// what `fetch(request)` returns. Values arrive on the committing thread, before that
+    /// `write` returns.
+    public func changesPublisher<T: Storable>(for request: FetchRequest<T>) -> FetchedChangesPublisher<T> {
+        FetchedChangesPublisher(store: self, request: request)
+    }
+}
+
+/// The publisher ``Store/changesPublisher(for:)`` returns.
+public struct FetchedChangesPublisher<T: Storable>: Publisher {
+    public typealias Output = CollectionDifference<T>
+    public typealias Failure = any Error
+
+    public let store: Store
+    public let request: FetchRequest<T>
+
+    public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
+        LiveSubscription<DifferenceOutput<T>, S>.attach(subscriber, to: store, request: request)
+    }
+}

@@ -1,0 +1,186 @@
+/// One version of one record in a live result: its id, row and decoded value.
+///
+/// A class so the sorted list moves pointers, not records, and so "the same version"
+/// is object identity: an update replaces the entry, an untouched record keeps it.
+final class LiveEntry<T: Sendable>: @unchecked Sendable {
+    // @unchecked: immutable after init.
+    let id: Value
+    let row: Row
+    let record: T
+
+    init(id: Value, row: Row, record: T) {
+        self.id = id
+        self.row = row
+        self.record = record
+    }
+}
+
+/// A fetch request's results, kept up to date from change sets without re-running the
+/// fetch: each changed record is removed and re-inserted by binary search in the
+/// query's total order, so a commit touching k records costs O(k log n) plus pointer
+/// moves. It falls back to a re-fetch only where it must: a full `limit` window that
+/// loses a member it cannot replace, and any change under a non-zero `offset` (whose
+/// hidden prefix it does not hold).
+final class LiveResults<T: Storable> {
+    typealias Entry = LiveEntry<T>
+
+    /// What applying a change set did, as positions: `removed` in the list before,
+    /// `inserted` in the list after.
+    struct Delta {
+        var removed: [(offset: Int, entry: Entry)]
+        var inserted: [(offset: Int, entry: Entry)]
+        var isEmpty: Bool { removed.isEmpty && inserted.isEmpty }
+    }
+
+    let query: Query
+    private(set) var entries: [Entry]
+    private var byID: [Value: Entry]
+    /// The newest change set reflected in `entries`.
+    private(set) var sequence: UInt64
+
+    /// Fetches the results in one snapshot of `backend`.
+    init(query: Query, backend: any StorageBackend) throws {
+        self.query = query
+        entries = []
+        byID = [:]
+        sequence = 0
+        try load(from: backend)
+    }
+
+    /// Re-runs the fetch; returns what changed, by identity.
+    private func refetch(from backend: any StorageBackend) throws -> Delta {
+        let old = entries
+        try load(from: backend)
+        return identityDelta(from: old, to: entries)
+    }
+
+    /// Runs the fetch and records the snapshot's sequence.
+    private func load(from backend: any StorageBackend) throws {
+        let query = self.query
+        let (rows, sequence) = try backend.read { reader in
+            (try reader.fetch(query), try reader.lastSequence())
+        }
+        let idColumn = query.entity.idColumn
+        var entries: [Entry] = []
+        entries.reserveCapacity(rows.count)
+        var byID: [Value: Entry] = [:]
+        byID.reserveCapacity(rows.count)
+        for row in rows {
+            let entry = Entry(id: row.value(idColumn), row: row, record: try RecordCoding.decode(T.self, from: row))
+            entries.append(entry)
+            byID[entry.id] = entry
+        }
+        self.entries = entries
+        self.byID = byID
+        self.sequence = sequence
+    }
+
+    /// Brings the results up to date with `changeSet`; returns what changed (empty when nothing did).
+    func apply(_ changeSet: ChangeSet, backend: any StorageBackend) throws -> Delta {
+        let none = Delta(removed: [], inserted: [])
+        guard changeSet.sequence > sequence else { return none }
+        sequence = changeSet.sequence
+        guard let changes = changeSet.changes(to: query.entity.name), !changes.isEmpty else { return none }
+        if query.offset > 0 {
+            // Records before the window are not held, so any change may shift it.
+            return try refetch(from: backend)
+        }
+
+        // Each touched id once: its new row, or nil when deleted.
+        var touched: [Value: Row?] = [:]
+        for id in changes.deleted { touched[id] = .some(nil) }
+        for change in changes.inserted + changes.updated { touched[change.id] = .some(change.row) }
+
+        // Old versions leaving the list, and new versions that match.
+        var leaving: [Entry] = []
+        var arriving: [Entry] = []
+        for (id, newRow) in touched {
+            if let old = byID[id] { leaving.append(old) }
+            if let row = newRow, query.predicate.map({ QueryEvaluator.matches($0, row) }) ?? true {
+                arriving.append(Entry(id: id, row: row, record: try RecordCoding.decode(T.self, from: row)))
+            }
+        }
+        if leaving.isEmpty && arriving.isEmpty { return none }
+
+        // A full window only knows records up to its last one: anything sorting after it
+        // stays outside, and a window left short must be re-fetched to find its new members.
+        if let limit = query.limit, entries.count >= limit, let last = entries.last {
+            arriving.removeAll { compare($0.row, last.row) > 0 }
+            if entries.count - leaving.count + arriving.count < limit {
+                return try refetch(from: backend)
+            }
+        }
+
+        let oldCount = entries.count
+        var removed = leaving.map { (offset: offset(of: $0.row), entry: $0) }
+        removed.sort { $0.offset > $1.offset }
+        for (offset, entry) in removed {
+            entries.remove(at: offset)
+            byID[entry.id] = nil
+        }
+        for entry in arriving {
+            entries.insert(entry, at: insertionPoint(for: entry.row))
+            byID[entry.id] = entry
+        }
+        if let limit = query.limit, entries.count > limit {
+            // Past the window now: new arrivals (never inserted, as far as the subscriber
+            // knows) and old members pushed out, which are the last surviving old entries.
+            let tail = entries[limit...]
+            let pushedOut = tail.filter { entry in !arriving.contains { $0 === entry } }
+            let leavingOffsets = Set(removed.map(\.offset))
+            var oldOffsets: [Int] = []
+            var candidate = oldCount - 1
+            while oldOffsets.count < pushedOut.count && candidate >= 0 {
+                if !leavingOffsets.contains(candidate) { oldOffsets.append(candidate) }
+                candidate -= 1
+            }
+            for (entry, offset) in zip(pushedOut, oldOffsets.reversed()) {
+                removed.append((offset: offset, entry: entry))
+            }
+            for entry in tail { byID[entry.id] = nil }
+            arriving.removeAll { arrival in tail.contains { $0 === arrival } }
+            entries.removeSubrange(limit...)
+        }
+        removed.sort { $0.offset < $1.offset }
+        let inserted = arriving.map { (offset: offset(of: $0.row), entry: $0) }.sorted { $0.offset < $1.offset }
+        return Delta(removed: removed, inserted: inserted)
+    }
+
+    // MARK: - Binary search in the query's total order
+
+    private func compare(_ lhs: Row, _ rhs: Row) -> Int {
+        QueryEvaluator.compare(lhs, rhs, by: query.sort)
+    }
+
+    /// The index of the first entry that does not sort before `row`.
+    private func insertionPoint(for row: Row) -> Int {
+        var low = 0, high = entries.count
+        while low < high {
+            let mid = (low + high) / 2
+            if compare(entries[mid].row, row) < 0 { low = mid + 1 } else { high = mid }
+        }
+        return low
+    }
+
+    /// The index of the entry holding `row` (rows are unique in the total order: the id ends every sort).
+    private func offset(of row: Row) -> Int {
+        insertionPoint(for: row)
+    }
+}
+
+/// What changed between two lists of entries, by identity: O(n), for coalesced sends
+/// and re-fetches. Entries in both keep their relative order, so removals (old offsets)
+/// then insertions (new offsets) turn `old` into `new`.
+func identityDelta<T>(from old: [LiveEntry<T>], to new: [LiveEntry<T>]) -> LiveResults<T>.Delta {
+    let oldSet = Set(old.lazy.map(ObjectIdentifier.init))
+    let newSet = Set(new.lazy.map(ObjectIdentifier.init))
+    var removed: [(offset: Int, entry: LiveEntry<T>)] = []
+    for (offset, entry) in old.enumerated() where !newSet.contains(ObjectIdentifier(entry)) {
+        removed.append((offset, entry))
+    }
+    var inserted: [(offset: Int, entry: LiveEntry<T>)] = []
+    for (offset, entry) in new.enumerated() where !oldSet.contains(ObjectIdentifier(entry)) {
+        inserted.append((offset, entry))
+    }
+    return LiveResults<T>.Delta(removed: removed, inserted: inserted)
+}
