@@ -98,7 +98,7 @@ extension LMDBTransaction {
         case let .union(parts):
             for part in parts { try candidates(part, entity: entity, into: &keys) }
         case let .ranges(column, ranges, _):
-            guard let index = try database(Catalog.indexDatabase(entity, column)) else { return }
+            guard let index = try indexDatabase(entity, column) else { return }
             for range in ranges {
                 try range.lower.withUnsafeBytes { lower in
                     try scan(index, from: range.lower) { key, _ in
@@ -135,7 +135,7 @@ extension LMDBTransaction {
         try LMDBErrors.convert(path: path) {
             let entity = query.entity.name
             if query.predicate == nil {
-                guard let rows = try database(Catalog.rowsDatabase(entity)) else { return 0 }
+                guard let rows = try rowsDatabase(entity) else { return 0 }
                 return windowed(try entryCount(rows), query)
             }
             return try matchingRows(query, countOnly: true).count
@@ -150,7 +150,7 @@ extension LMDBTransaction {
     /// The query's rows (or just their number), narrowed by an index when possible.
     private func matchingRows(_ query: Query, countOnly: Bool) throws -> (rows: [Row], count: Int) {
         let entity = query.entity.name
-        guard let rowsDB = try database(Catalog.rowsDatabase(entity)) else { return ([], 0) }
+        guard let rowsDB = try rowsDatabase(entity) else { return ([], 0) }
         let indexed = Set(try storedDescription(entity)?.indexes ?? [])
         var rows: [Row] = []
         var inIDOrder = false

@@ -29,6 +29,12 @@ final class LMDBTransaction: WriteTransaction {
     private var opened: [String: MDB_dbi] = [:]
     /// Stored entity descriptions read in this transaction.
     private var descriptions: [String: EntityDescription?] = [:]
+    /// Row databases by entity name, and index databases by entity and column.
+    private var rowHandles: [String: MDB_dbi] = [:]
+    private var lastRows: (entity: String, handle: MDB_dbi)?
+    /// Reused for encoding lookup keys.
+    private var keyScratch: [UInt8] = []
+    private var indexHandles: [String: [String: MDB_dbi]] = [:]
     var names = ColumnNameCache()
 
     // Write state.
@@ -121,6 +127,9 @@ final class LMDBTransaction: WriteTransaction {
         }
         opened = [:]
         descriptions = [:]
+        rowHandles = [:]
+        lastRows = nil
+        indexHandles = [:]
         if inGate {
             inGate = false
             environment.exit()
@@ -225,6 +234,28 @@ final class LMDBTransaction: WriteTransaction {
         try check(rc, "open the named database \"\(name)\"")
         opened[name] = dbi
         return dbi
+    }
+
+    /// The row database of `entity` (cached by entity name).
+    func rowsDatabase(_ entity: String, create: Bool = false) throws -> MDB_dbi? {
+        // Most transactions touch one entity: skip hashing its name.
+        if let last = lastRows, last.entity == entity { return last.handle }
+        if let handle = rowHandles[entity] {
+            lastRows = (entity, handle)
+            return handle
+        }
+        guard let handle = try database(Catalog.rowsDatabase(entity), create: create) else { return nil }
+        rowHandles[entity] = handle
+        lastRows = (entity, handle)
+        return handle
+    }
+
+    /// The index database of `entity`'s `column` (cached).
+    func indexDatabase(_ entity: String, _ column: String, create: Bool = false) throws -> MDB_dbi? {
+        if let handle = indexHandles[entity]?[column] { return handle }
+        guard let handle = try database(Catalog.indexDatabase(entity, column), create: create) else { return nil }
+        indexHandles[entity, default: [:]][column] = handle
+        return handle
     }
 
     func liveTransaction() throws -> OpaquePointer {
@@ -357,11 +388,14 @@ final class LMDBTransaction: WriteTransaction {
 
     func row(_ entity: String, id: Value) throws -> Row? {
         try LMDBErrors.convert(path: path) {
-            let key = KeyEncoding.encode(id)
-            guard key.count < environment.maxKeySize,
-                  let rows = try database(Catalog.rowsDatabase(entity)),
-                  let bytes = try get(rows, key)
-            else { return nil }
+            guard let rows = try rowsDatabase(entity) else { return nil }
+            var key = keyScratch
+            keyScratch = []
+            defer { keyScratch = key }
+            key.removeAll(keepingCapacity: true)
+            KeyEncoding.append(id, to: &key)
+            guard key.count < environment.maxKeySize, let bytes = try get(rows, key) else { return nil }
+            if let row = RowCodec.decode(bytes, names: &names) { return row }
             return try key.withUnsafeBytes { try decodeRow(bytes, entity: entity, key: $0) }
         }
     }
@@ -380,7 +414,7 @@ final class LMDBTransaction: WriteTransaction {
                 return true
             }
             return try found.filter { entity in
-                guard let rows = try database(Catalog.rowsDatabase(entity.name)) else { return false }
+                guard let rows = try rowsDatabase(entity.name) else { return false }
                 return try entryCount(rows) > 0
             }.sorted { $0.name < $1.name }
         }
@@ -439,14 +473,14 @@ final class LMDBTransaction: WriteTransaction {
 
     private func applyPut(_ entity: EntityDescription, key: [UInt8], row: Row) throws {
         try ensureEntity(entity)
-        guard let rows = try database(Catalog.rowsDatabase(entity.name), create: true) else { return }
+        guard let rows = try rowsDatabase(entity.name, create: true) else { return }
         var old: Row?
         if !entity.indexes.isEmpty, let bytes = try get(rows, key) {
             old = try? key.withUnsafeBytes { try decodeRow(bytes, entity: entity.name, key: $0) }
         }
         try put(rows, key, RowCodec.encode(row))
         for column in entity.indexes {
-            guard let index = try database(Catalog.indexDatabase(entity.name, column), create: true) else { continue }
+            guard let index = try indexDatabase(entity.name, column, create: true) else { continue }
             let newKey = indexKey(row.value(column), id: key)
             if let old {
                 let oldKey = indexKey(old.value(column), id: key)
@@ -458,7 +492,7 @@ final class LMDBTransaction: WriteTransaction {
     }
 
     private func applyDelete(_ entity: EntityDescription, key: [UInt8]) throws {
-        guard let rows = try database(Catalog.rowsDatabase(entity.name)), let bytes = try get(rows, key) else { return }
+        guard let rows = try rowsDatabase(entity.name), let bytes = try get(rows, key) else { return }
         let stored = try storedDescription(entity.name) ?? entity
         // A row that cannot be decoded is still deleted; its index entries then point
         // nowhere, which lookups skip.
@@ -466,7 +500,7 @@ final class LMDBTransaction: WriteTransaction {
         try del(rows, key)
         guard let old else { return }
         for column in stored.indexes {
-            guard let index = try database(Catalog.indexDatabase(entity.name, column)) else { continue }
+            guard let index = try indexDatabase(entity.name, column) else { continue }
             try del(index, indexKey(old.value(column), id: key))
         }
     }
@@ -497,16 +531,16 @@ final class LMDBTransaction: WriteTransaction {
         let stored = try storedDescription(entity.name)
         guard stored != entity else { return }
         guard let meta = try database(Catalog.metaDatabase, create: true),
-              let rows = try database(Catalog.rowsDatabase(entity.name), create: true)
+              let rows = try rowsDatabase(entity.name, create: true)
         else { return }
         let previous = Set(stored?.indexes ?? [])
         for column in stored?.indexes ?? [] where !entity.indexes.contains(column) {
-            if let index = try database(Catalog.indexDatabase(entity.name, column)) {
+            if let index = try indexDatabase(entity.name, column) {
                 try check(mdb_drop(try liveTransaction(), index, 0), "empty the index on \(entity.name).\(column)")
             }
         }
         for column in entity.indexes where !previous.contains(column) {
-            guard let index = try database(Catalog.indexDatabase(entity.name, column), create: true) else { continue }
+            guard let index = try indexDatabase(entity.name, column, create: true) else { continue }
             try check(mdb_drop(try liveTransaction(), index, 0), "empty the index on \(entity.name).\(column)")
             var entries: [[UInt8]] = []
             try scan(rows) { key, value in

@@ -77,6 +77,11 @@ public struct Schema<Root: Storable>: @unchecked Sendable {
             }
         }
         self.problems = problems
+        self.entity = EntityDescription(
+            name: name, idColumn: idColumn,
+            fields: self.fields.map { $0.column },
+            indexes: self.fields.filter { $0.indexed }.map { $0.column }
+        )
     }
 
     /// The field for a key path, or nil when the schema does not name it.
@@ -95,14 +100,10 @@ public struct Schema<Root: Storable>: @unchecked Sendable {
         return field.column
     }
 
-    /// The backend-neutral description of this entity.
-    public var entity: EntityDescription {
-        EntityDescription(
-            name: name, idColumn: idColumn,
-            fields: fields.map(\.column),
-            indexes: fields.filter(\.indexed).map(\.column)
-        )
-    }
+    /// The backend-neutral description of this entity (built once, in `init`: the store
+    /// asks for it on every insert, and key-path literals in this generic context cost a
+    /// runtime key-path instantiation per use).
+    public let entity: EntityDescription
 
     static func defaultColumnName(for keyPath: AnyKeyPath) -> String {
         // "\Todo.priority" → "priority". Nested paths ("\Todo.a.b") give a name with a dot,
