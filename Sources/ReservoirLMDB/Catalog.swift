@@ -7,9 +7,8 @@ import Reservoir
 /// | database | key | value |
 /// | --- | --- | --- |
 /// | `meta` | `format` | format version, 4 bytes big-endian (1) |
-/// | `meta` | `sequence` | newest change-set sequence, 8 bytes big-endian |
 /// | `meta` | `entity/NAME` | the entity's description |
-/// | `log` | sequence, 8 bytes big-endian | the change set's entries |
+/// | `log` | sequence, 8 bytes big-endian | the change set's entries (the last key is the newest sequence) |
 /// | `rows/NAME` | encoded id | encoded row |
 /// | `index/NAME/COLUMN` | encoded value, then encoded id | empty |
 enum Catalog {
@@ -17,7 +16,6 @@ enum Catalog {
     static let metaDatabase = "meta"
     static let logDatabase = "log"
     static let formatKey = Array("format".utf8)
-    static let sequenceKey = Array("sequence".utf8)
     static let entityKeyPrefix = Array("entity/".utf8)
 
     static func rowsDatabase(_ entity: String) -> String { "rows/" + entity }

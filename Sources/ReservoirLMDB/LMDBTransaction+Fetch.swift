@@ -185,24 +185,66 @@ extension LMDBTransaction {
         return (result, result.count)
     }
 
-    /// Sorts rows by the query's terms, extracting each row's sort values once.
+    /// One sort term's values for every row: typed arrays when the column holds only
+    /// integers or only (non-NaN) reals, which compare without going through `Value`.
+    private enum SortColumn {
+        case integers([Int64])
+        case reals([Double])
+        case values([Value])
+
+        init(_ rows: [Row], _ column: String) {
+            var integers: [Int64] = []
+            integers.reserveCapacity(rows.count)
+            var allIntegers = true
+            for row in rows {
+                guard case let .integer(i) = row.value(column) else { allIntegers = false; break }
+                integers.append(i)
+            }
+            if allIntegers { self = .integers(integers); return }
+            var reals: [Double] = []
+            reals.reserveCapacity(rows.count)
+            var allReals = true
+            for row in rows {
+                guard case let .real(d) = row.value(column), !d.isNaN else { allReals = false; break }
+                reals.append(d)
+            }
+            if allReals { self = .reals(reals); return }
+            self = .values(rows.map { $0.value(column) })
+        }
+
+        @inline(__always)
+        func compare(_ a: Int, _ b: Int) -> Int {
+            switch self {
+            case let .integers(k): return k[a] < k[b] ? -1 : (k[a] == k[b] ? 0 : 1)
+            case let .reals(k): return k[a] < k[b] ? -1 : (k[a] == k[b] ? 0 : 1)
+            case let .values(k): return Value.compare(k[a], k[b])
+            }
+        }
+    }
+
+    /// Sorts rows by the query's terms (the contract's order), extracting each row's sort
+    /// values once.
     static func sorted(_ rows: [Row], by sort: [SortTerm]) -> [Row] {
         guard rows.count > 1 else { return rows }
-        let width = sort.count
-        var keys: [Value] = []
-        keys.reserveCapacity(rows.count * width)
-        for row in rows {
-            for term in sort { keys.append(row.value(term.column)) }
-        }
+        let columns = sort.map { SortColumn(rows, $0.column) }
         let ascending = sort.map(\.ascending)
         var order = Array(rows.indices)
-        keys.withUnsafeBufferPointer { k in
+        if columns.count == 2, case let .reals(first) = columns[0], case let .integers(second) = columns[1] {
+            // The common "by a real field, then id" case, without the generic loop.
+            let up0 = ascending[0], up1 = ascending[1]
+            first.withUnsafeBufferPointer { f in
+                second.withUnsafeBufferPointer { s in
+                    order.sort { a, b in
+                        if f[a] != f[b] { return up0 ? f[a] < f[b] : f[a] > f[b] }
+                        return up1 ? s[a] < s[b] : s[a] > s[b]
+                    }
+                }
+            }
+        } else {
             order.sort { a, b in
-                var i = 0
-                while i < width {
-                    let c = Value.compare(k[a * width + i], k[b * width + i])
+                for (i, column) in columns.enumerated() {
+                    let c = column.compare(a, b)
                     if c != 0 { return ascending[i] ? c < 0 : c > 0 }
-                    i += 1
                 }
                 return false
             }

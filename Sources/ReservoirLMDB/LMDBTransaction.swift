@@ -32,6 +32,8 @@ final class LMDBTransaction: WriteTransaction {
     /// Row databases by entity name, and index databases by entity and column.
     private var rowHandles: [String: MDB_dbi] = [:]
     private var lastRows: (entity: String, handle: MDB_dbi)?
+    /// The description the last put made sure of.
+    private var lastEnsured: EntityDescription?
     /// Reused for encoding lookup keys.
     private var keyScratch: [UInt8] = []
     private var indexHandles: [String: [String: MDB_dbi]] = [:]
@@ -129,6 +131,7 @@ final class LMDBTransaction: WriteTransaction {
         descriptions = [:]
         rowHandles = [:]
         lastRows = nil
+        lastEnsured = nil
         indexHandles = [:]
         if inGate {
             inGate = false
@@ -422,11 +425,19 @@ final class LMDBTransaction: WriteTransaction {
 
     func lastSequence() throws -> UInt64 {
         try LMDBErrors.convert(path: path) {
-            guard let meta = try database(Catalog.metaDatabase), let bytes = try get(meta, Catalog.sequenceKey) else { return 0 }
-            guard let sequence = Catalog.readBigEndian(bytes) else {
-                throw ReservoirError(.corrupt, "lmdb:\(path): the stored sequence number is damaged (\(bytes.count) bytes)")
+            // Retention always keeps the newest record, so the log's last key is the newest sequence.
+            guard let log = try database(Catalog.logDatabase) else { return 0 }
+            var newest: UInt64?
+            var damaged = false
+            try scan(log, reverse: true) { key, _ in
+                newest = Catalog.readBigEndian(key)
+                damaged = newest == nil
+                return false
             }
-            return sequence
+            if damaged {
+                throw ReservoirError(.corrupt, "lmdb:\(path): the change log's newest key is not a sequence number")
+            }
+            return newest ?? 0
         }
     }
 
@@ -506,11 +517,8 @@ final class LMDBTransaction: WriteTransaction {
     }
 
     private func applyRecord(_ sequence: UInt64, _ entries: [ChangeLogEntry]) throws {
-        guard let log = try database(Catalog.logDatabase, create: true),
-              let meta = try database(Catalog.metaDatabase, create: true)
-        else { return }
+        guard let log = try database(Catalog.logDatabase, create: true) else { return }
         try put(log, Catalog.bigEndian(sequence), Catalog.encode(entries))
-        try put(meta, Catalog.sequenceKey, Catalog.bigEndian(sequence))
         let retention = UInt64(environment.options.logRetention)
         guard sequence > retention else { return }
         let cutoff = sequence - retention
@@ -528,8 +536,12 @@ final class LMDBTransaction: WriteTransaction {
     /// Makes the stored description of `entity` match: builds indexes it adds, empties
     /// indexes it drops.
     private func ensureEntity(_ entity: EntityDescription) throws {
+        if let last = lastEnsured, last == entity { return }
         let stored = try storedDescription(entity.name)
-        guard stored != entity else { return }
+        guard stored != entity else {
+            lastEnsured = entity
+            return
+        }
         guard let meta = try database(Catalog.metaDatabase, create: true),
               let rows = try rowsDatabase(entity.name, create: true)
         else { return }
@@ -553,6 +565,7 @@ final class LMDBTransaction: WriteTransaction {
         }
         try put(meta, Catalog.entityKey(entity.name), Catalog.encode(entity))
         descriptions[entity.name] = .some(entity)
+        lastEnsured = entity
     }
 
     private func applyPrepareStore() throws {

@@ -63,9 +63,9 @@ enum RowCodec {
         var values: [Value] = []
         columns.reserveCapacity(Int(count))
         values.reserveCapacity(Int(count))
-        for _ in 0..<count {
+        for position in 0..<Int(count) {
             guard let nameBytes = reader.lengthPrefixed(),
-                  let name = names.name(for: nameBytes),
+                  let name = names.name(for: nameBytes, position: position),
                   let value = readValue(&reader)
             else { return nil }
             columns.append(name)
@@ -102,14 +102,37 @@ enum RowCodec {
 /// same strings again and again.
 struct ColumnNameCache {
     private var entries: [(bytes: [UInt8], name: String)] = []
+    /// The entry the column at each position matched last: rows of one entity usually
+    /// list their columns in the same order, so the first comparison nearly always hits.
+    private var byPosition: [Int] = []
 
-    mutating func name(for bytes: UnsafeRawBufferPointer) -> String? {
-        for entry in entries where entry.bytes.count == bytes.count {
-            if entry.bytes.withUnsafeBytes({ compareBytes($0, bytes) == 0 }) { return entry.name }
+    mutating func name(for bytes: UnsafeRawBufferPointer, position: Int) -> String? {
+        if position < byPosition.count {
+            let entry = entries[byPosition[position]]
+            if entry.bytes.count == bytes.count, entry.bytes.withUnsafeBytes({ compareBytes($0, bytes) == 0 }) {
+                return entry.name
+            }
         }
-        guard let name = String(validating: bytes.assumingMemoryBound(to: UInt8.self), as: UTF8.self) else { return nil }
-        if entries.count < 64 { entries.append((Array(bytes), name)) }
-        return name
+        var found: Int?
+        for (index, entry) in entries.enumerated() where entry.bytes.count == bytes.count {
+            if entry.bytes.withUnsafeBytes({ compareBytes($0, bytes) == 0 }) {
+                found = index
+                break
+            }
+        }
+        if found == nil {
+            guard let name = String(validating: bytes.assumingMemoryBound(to: UInt8.self), as: UTF8.self) else { return nil }
+            guard entries.count < 256 else { return name }
+            entries.append((Array(bytes), name))
+            found = entries.count - 1
+        }
+        guard let index = found else { return nil }
+        if position < byPosition.count {
+            byPosition[position] = index
+        } else if position == byPosition.count, position < 256 {
+            byPosition.append(index)
+        }
+        return entries[index].name
     }
 }
 

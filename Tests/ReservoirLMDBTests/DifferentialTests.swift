@@ -69,4 +69,25 @@ import Testing
             #expect(count == expected.count, "count \(query)")
         }
     }
+
+    /// Columns holding only integers or only reals take the typed sort path.
+    @Test func homogeneousColumnsSortLikeTheReference() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.cleanUp() }
+        let backend = try LMDBBackend(path: dir.path + "/env")
+        defer { backend.close() }
+        let entity = EntityDescription(name: "typed", idColumn: "id", fields: ["id", "r", "i"])
+        var g = SplitMix(state: 42)
+        let reals: [Double] = [-0.0, 0.0, 1.5, -2.25, 1e300, -.infinity, .infinity, 7]
+        var rows: [Row] = []
+        for id in 0..<300 {
+            rows.append(Row([("id", .integer(Int64(id))), ("r", .real(reals[Int(g.next() % 8)])), ("i", .integer(Int64(g.next() % 5) - 2))]))
+        }
+        try backend.write { tx in for row in rows { try tx.put(entity, id: row.value("id"), row: row) } }
+        for sort in [[SortTerm(column: "r")], [SortTerm(column: "r", ascending: false)], [SortTerm(column: "i"), SortTerm(column: "r", ascending: false)],
+                     [SortTerm(column: "i", ascending: false)], [SortTerm(column: "id", ascending: false)]] {
+            let query = try Query(entity: entity, sort: sort)
+            #expect(try backend.read { try $0.fetch(query) } == QueryEvaluator.evaluate(query, over: rows), "\(query)")
+        }
+    }
 }

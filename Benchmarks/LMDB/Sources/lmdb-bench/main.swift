@@ -24,7 +24,7 @@ struct IndexedItem: Storable {
 
 let count = 100_000
 let commits = 1_000
-let rounds = Int(ProcessInfo.processInfo.environment["ROUNDS"] ?? "3") ?? 3
+let rounds = Int(ProcessInfo.processInfo.environment["ROUNDS"] ?? "5") ?? 5
 var generator = SystemRandomNumberGenerator()
 let items: [Item] = (0..<count).map { i in
     Item(id: i, name: "item \(i) \(String(repeating: "x", count: i % 17))", score: Double((i &* 7919) % 100_003) / 7, rank: i % 1000)
@@ -193,6 +193,11 @@ enum Ours {
             sorted = try store.fetch(FetchRequest<Item>(sortBy: [.ascending(\.score)]))
         }
         precondition(sorted.count == count)
+        let byScore = try Query(entity: Item.schema.entity, sort: [SortTerm(column: "score")])
+        results["fetchAllSPI"] = try seconds {
+            let rows = try backend.read { try $0.fetch(byScore) }
+            precondition(rows.count == count)
+        }
         var checksum = 0
         results["point"] = try seconds {
             try store.read { snapshot in
@@ -248,6 +253,7 @@ print("| --- | ---: | ---: | ---: | ---: |")
 line("bulk insert, one transaction (Store.insert, Codable)", "bulk", "bulk", target: 2)
 line("bulk insert, one transaction (backend SPI put of rows)", "bulk", "bulkSPI", target: 2)
 line("fetch-all sorted by score (scan, decode, sort)", "fetchAll", "fetchAll", target: 3)
+line("fetch-all sorted by score (backend SPI rows)", "fetchAll", "fetchAllSPI", target: 3)
 line("100,000 point reads (Snapshot.get, decode)", "point", "point", per: count, target: 3)
 line("100,000 point reads (backend SPI row)", "point", "pointSPI", per: count, target: 3)
 line("1,000 single-record commits, no sync", "commits", "commits", per: commits, target: 3)
