@@ -87,9 +87,7 @@ enum RowCodec {
             guard let bits = reader.fixed64() else { return nil }
             return .real(Double(bitPattern: bits))
         case .text:
-            guard let utf8 = reader.lengthPrefixed(),
-                  let text = String(validating: utf8.assumingMemoryBound(to: UInt8.self), as: UTF8.self)
-            else { return nil }
+            guard let utf8 = reader.lengthPrefixed(), let text = decodeUTF8(utf8) else { return nil }
             return .text(text)
         case .blob:
             guard let bytes = reader.lengthPrefixed() else { return nil }
@@ -121,7 +119,7 @@ struct ColumnNameCache {
             }
         }
         if found == nil {
-            guard let name = String(validating: bytes.assumingMemoryBound(to: UInt8.self), as: UTF8.self) else { return nil }
+                guard let name = decodeUTF8(bytes) else { return nil }
             guard entries.count < 256 else { return name }
             entries.append((Array(bytes), name))
             found = entries.count - 1
@@ -137,6 +135,28 @@ struct ColumnNameCache {
 }
 
 // MARK: - Byte helpers
+
+/// The string UTF-8 `bytes` spell, or nil when they are not valid UTF-8. ASCII, the usual
+/// case, skips the generic validator.
+@inline(__always)
+func decodeUTF8(_ bytes: UnsafeRawBufferPointer) -> String? {
+    let utf8 = bytes.assumingMemoryBound(to: UInt8.self)
+    var i = 0
+    let n = utf8.count
+    var high: UInt64 = 0
+    while i + 8 <= n {
+        high |= bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+        i += 8
+    }
+    while i < n {
+        high |= UInt64(utf8[i])
+        i += 1
+    }
+    if high & 0x8080_8080_8080_8080 == 0 {
+        return String(decoding: utf8, as: UTF8.self)
+    }
+    return String(validating: utf8, as: UTF8.self)
+}
 
 struct ByteWriter {
     var bytes: [UInt8] = []
