@@ -42,6 +42,7 @@ final class LMDBEnvironment: @unchecked Sendable {
     // Named-database handles known to be committed, by name (nil: not a database).
     private let handlesLock = NSLock()
     private var handles: [String: MDB_dbi?] = [:]
+    private var rowsByEntity: [String: MDB_dbi] = [:]
 
     /// Held by the transaction that may call `mdb_dbi_open` (the writer, or a refresh).
     private let openerLock = NSLock()
@@ -377,12 +378,46 @@ final class LMDBEnvironment: @unchecked Sendable {
         return handles
     }
 
+    /// The committed handles, and those of entities' row databases by entity name.
+    func committedHandlesAndRows() -> ([String: MDB_dbi?], [String: MDB_dbi]) {
+        handlesLock.lock()
+        defer { handlesLock.unlock() }
+        return (handles, rowsByEntity)
+    }
+
     /// Adds handles a committed transaction opened.
     func addHandles(_ opened: [String: MDB_dbi?]) {
         guard !opened.isEmpty else { return }
         handlesLock.lock()
         defer { handlesLock.unlock() }
         handles.merge(opened) { old, _ in old }
+        let prefix = Catalog.rowsDatabase("")
+        for (name, handle) in opened where name.hasPrefix(prefix) {
+            if let handle, rowsByEntity[String(name.dropFirst(prefix.count))] == nil {
+                rowsByEntity[String(name.dropFirst(prefix.count))] = handle
+            }
+        }
+    }
+
+    // MARK: - Entity descriptions
+
+    /// Stored entity descriptions as of a committed transaction id: valid for every
+    /// transaction that sees exactly that commit.
+    private let descriptionsLock = NSLock()
+    private var descriptionCache: [String: (transactionID: Int, description: EntityDescription?)] = [:]
+
+    func cachedDescription(_ entity: String, at transactionID: Int) -> EntityDescription?? {
+        descriptionsLock.lock()
+        defer { descriptionsLock.unlock() }
+        guard let entry = descriptionCache[entity], entry.transactionID == transactionID else { return nil }
+        return .some(entry.description)
+    }
+
+    func cacheDescription(_ entity: String, _ description: EntityDescription?, at transactionID: Int) {
+        descriptionsLock.lock()
+        defer { descriptionsLock.unlock() }
+        if let entry = descriptionCache[entity], entry.transactionID > transactionID { return }
+        descriptionCache[entity] = (transactionID, description)
     }
 
     /// Opens handles for named databases other processes created since this process last

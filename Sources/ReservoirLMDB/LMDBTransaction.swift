@@ -42,6 +42,8 @@ final class LMDBTransaction: WriteTransaction {
     // Write state.
     private var operations: [Operation] = []
     private var startID = 0
+    /// The id of the commit this transaction's snapshot shows.
+    private var snapshotID = 0
     private var poisoned: ReservoirError?
 
     var path: String { environment.path }
@@ -62,7 +64,7 @@ final class LMDBTransaction: WriteTransaction {
         var refreshes = 0
         while true {
             try environment.enter()
-            let known = environment.committedHandles()
+            let (known, rows) = environment.committedHandlesAndRows()
             var txn: OpaquePointer?
             let rc = mdb_txn_begin(environment.env, nil, CLMDB_RDONLY, &txn)
             if rc == CLMDB_MAP_RESIZED {
@@ -80,6 +82,8 @@ final class LMDBTransaction: WriteTransaction {
                 transaction.txn = txn
                 transaction.inGate = true
                 transaction.handles = known
+                transaction.rowHandles = rows
+                transaction.snapshotID = mdb_txn_id(txn)
                 return transaction
             }
             mdb_txn_abort(txn)
@@ -97,13 +101,16 @@ final class LMDBTransaction: WriteTransaction {
     convenience init(writingIn environment: LMDBEnvironment) throws {
         self.init(environment: environment, isWrite: true)
         try LMDBErrors.convert(path: environment.path) { try beginWriteTransaction() }
-        if let txn { startID = mdb_txn_id(txn) }
+        if let txn {
+            startID = mdb_txn_id(txn)
+            snapshotID = startID - 1
+        }
     }
 
     private func beginWriteTransaction() throws {
         while true {
             try environment.enter()
-            handles = environment.committedHandles()
+            (handles, rowHandles) = environment.committedHandlesAndRows()
             var txn: OpaquePointer?
             let rc = mdb_txn_begin(environment.env, nil, 0, &txn)
             if rc == CLMDB_MAP_RESIZED {
@@ -149,9 +156,14 @@ final class LMDBTransaction: WriteTransaction {
             let rc = mdb_txn_commit(txn)
             self.txn = nil  // freed by LMDB whatever the outcome
             let committed = opened
+            let described = descriptions
             end()
             if rc == 0 {
                 environment.addHandles(committed.mapValues { Optional($0) })
+                // What this transaction knew of descriptions is the state its commit made.
+                for (entity, description) in described {
+                    environment.cacheDescription(entity, description, at: startID)
+                }
                 return
             }
             guard rc == CLMDB_MAP_FULL else {
@@ -354,6 +366,11 @@ final class LMDBTransaction: WriteTransaction {
     /// The entity's description as last written, or nil when it was never written.
     func storedDescription(_ entity: String) throws -> EntityDescription? {
         if let cached = descriptions[entity] { return cached }
+        // Not changed by this transaction, so as of the snapshot's commit.
+        if let cached = environment.cachedDescription(entity, at: snapshotID) {
+            descriptions[entity] = .some(cached)
+            return cached
+        }
         guard let meta = try database(Catalog.metaDatabase) else { return nil }
         var result: EntityDescription?
         if let bytes = try get(meta, Catalog.entityKey(entity)) {
@@ -363,6 +380,7 @@ final class LMDBTransaction: WriteTransaction {
             result = decoded
         }
         descriptions[entity] = .some(result)
+        environment.cacheDescription(entity, result, at: snapshotID)
         return result
     }
 

@@ -83,15 +83,16 @@ enum Raw {
         return RawItem(id: id, name: name, score: score, rank: rank)
     }
 
-    static func open(_ path: String) -> (OpaquePointer, MDB_dbi) {
+    static func open(_ path: String, named name: String? = nil) -> (OpaquePointer, MDB_dbi) {
         var env: OpaquePointer?
         check(mdb_env_create(&env), "create")
         check(mdb_env_set_mapsize(env, 1 << 30), "mapsize")
+        check(mdb_env_set_maxdbs(env, 4), "maxdbs")
         check(mdb_env_open(env, path, CLMDB_NOSYNC | CLMDB_NOTLS, 0o644), "open")
         var txn: OpaquePointer?
         check(mdb_txn_begin(env, nil, 0, &txn), "begin")
         var dbi = MDB_dbi()
-        check(mdb_dbi_open(txn, nil, 0, &dbi), "dbi")
+        check(mdb_dbi_open(txn, name, name == nil ? 0 : CLMDB_CREATE, &dbi), "dbi")
         check(mdb_txn_commit(txn), "commit")
         return (env!, dbi)
     }
@@ -168,6 +169,30 @@ enum Raw {
         }
         return results
     }
+
+    /// Single-record commits into a named database beside a second one (a log), the shape
+    /// of the backend's commits: shows what the layout itself costs.
+    static func runNamedCommits() -> Double {
+        let path = temporaryDirectory("raw-named")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let (env, dbi) = open(path, named: "rows")
+        defer { mdb_env_close(env) }
+        var logDBI = MDB_dbi()
+        var setup: OpaquePointer?
+        check(mdb_txn_begin(env, nil, 0, &setup), "begin")
+        check(mdb_dbi_open(setup, "log", CLMDB_CREATE, &logDBI), "dbi")
+        check(mdb_txn_commit(setup), "commit")
+        var buffer: [UInt8] = []
+        return seconds {
+            for i in 0..<commits {
+                var txn: OpaquePointer?
+                check(mdb_txn_begin(env, nil, 0, &txn), "begin")
+                put(txn, dbi, Item(id: count + i, name: "single \(i)", score: 1, rank: 1), &buffer)
+                put(txn, logDBI, Item(id: i, name: "log", score: 0, rank: 0), &buffer)
+                check(mdb_txn_commit(txn), "commit")
+            }
+        }
+    }
 }
 
 // MARK: - Reservoir on LMDB
@@ -243,7 +268,32 @@ if let mode = ProcessInfo.processInfo.environment["PROFILE"] {
     let byScore = try Query(entity: Item.schema.entity, sort: [SortTerm(column: "score")])
     for _ in 0..<20 {
         let t = try seconds {
-            if mode == "fetch" {
+            if mode == "commits" {
+                for i in 0..<commits {
+                    try store.write { tx in try tx.upsert(Item(id: count + i, name: "single \(i)", score: 1, rank: 1)) }
+                }
+            } else if mode == "spicommits" || mode == "nolog" {
+                let entity = Item.schema.entity
+                let lastSequence = try store.backend.read { try $0.lastSequence() }
+                for i in 0..<commits {
+                    let item = Item(id: count + i, name: "single \(i)", score: 1, rank: 1)
+                    let row = try RowEncoder().encode(item)
+                    try store.backend.write { tx in
+                        try tx.put(entity, id: .integer(Int64(item.id)), row: row)
+                        if mode == "spicommits" {
+                            let sequence = try tx.lastSequence() + 1
+                            try tx.record(ChangeSet(sequence: sequence, entities: [EntityChanges(entity: "items", inserted: [RowChange(id: .integer(Int64(item.id)), row: row)])]))
+                        }
+                    }
+                }
+                _ = lastSequence
+            } else if mode == "bulk" {
+                let entity = EntityDescription(name: "spi_items", idColumn: "id", fields: ["id", "name", "score", "rank"])
+                let rows = try items.map { try RowEncoder().encode($0) }
+                try store.backend.write { tx in
+                    for (item, row) in zip(items, rows) { try tx.put(entity, id: .integer(Int64(item.id)), row: row) }
+                }
+            } else if mode == "fetch" {
                 _ = try store.backend.read { try $0.fetch(byScore) }
             } else {
                 try store.backend.read { reader in for id in lookups { _ = try reader.row("items", id: .integer(Int64(id))) } }
@@ -259,7 +309,8 @@ if let mode = ProcessInfo.processInfo.environment["PROFILE"] {
 var raw: [String: Double] = [:]
 var ours: [String: Double] = [:]
 for round in 1...rounds {
-    let r = Raw.run()
+    var r = Raw.run()
+    r["namedCommits"] = Raw.runNamedCommits()
     let o = try Ours.run()
     for (key, value) in r { raw[key] = min(raw[key] ?? .infinity, value) }
     for (key, value) in o { ours[key] = min(ours[key] ?? .infinity, value) }
@@ -286,6 +337,9 @@ line("fetch-all sorted by score (backend SPI rows)", "fetchAll", "fetchAllSPI", 
 line("100,000 point reads (Snapshot.get, decode)", "point", "point", per: count, target: 3)
 line("100,000 point reads (backend SPI row)", "point", "pointSPI", per: count, target: 3)
 line("1,000 single-record commits, no sync", "commits", "commits", per: commits, target: 3)
+if let named = raw["namedCommits"], let o = ours["commits"] {
+    print("raw C API, 1,000 commits of a record plus a log record into two named databases: \(ms(named)) (\(us(named, per: commits))); Reservoir is \(String(format: "%.2fx", o / named)) that")
+}
 if let indexed = ours["bulkIndexed"], let plain = ours["bulk"] {
     print("bulk insert with one indexed field: \(ms(indexed)) (\(String(format: "%.2fx", indexed / plain)) the unindexed insert)")
 }
