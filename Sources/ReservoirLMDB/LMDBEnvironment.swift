@@ -29,7 +29,8 @@ final class LMDBEnvironment: @unchecked Sendable {
     private let writerLockFD: Int32
 
     /// Serialises writers in this process.
-    let writerMutex = NSLock()
+    private let writerMutex = NSLock()
+    private let writerOwner = Locked<pthread_t?>(nil)
 
     // The gate: live transactions per thread, and whether a resize is waiting.
     private let gate = NSCondition()
@@ -72,15 +73,15 @@ final class LMDBEnvironment: @unchecked Sendable {
         }
     }
 
-    /// Drops one reference; the last one closes the environment.
+    /// Drops one reference; the last one closes the environment. The registry stays
+    /// locked until it is closed, so the directory is never open twice in this process
+    /// (closing one handle would drop the other's file locks).
     func release() {
-        let last = Self.registry.withLock { environments -> Bool in
+        Self.registry.withLock { environments in
             references -= 1
-            guard references == 0 else { return false }
-            environments[path] = nil
-            return true
+            guard references == 0 else { return }
+            if shutDown() { environments[path] = nil }
         }
-        if last { shutDown() }
     }
 
     // MARK: - Opening
@@ -191,7 +192,9 @@ final class LMDBEnvironment: @unchecked Sendable {
         }
     }
 
-    private func shutDown() {
+    /// Closes the handle once no transaction is live; returns false (leaving it open and
+    /// registered, to be reused) when transactions stay open for 10 s.
+    private func shutDown() -> Bool {
         // Wait for transactions still running on other threads, then close.
         gate.lock()
         isShutDown = true
@@ -200,19 +203,28 @@ final class LMDBEnvironment: @unchecked Sendable {
             if !gate.wait(until: deadline) { break }
         }
         let idle = activeCount == 0
+        if !idle { isShutDown = false }
         gate.unlock()
-        // A transaction that never ends keeps the environment: leaking it is better than crashing.
-        guard idle else { return }
+        // A transaction that never ends keeps the environment: keeping it is better than crashing.
+        guard idle else { return false }
         mdb_env_close(env)
         close(writerLockFD)
+        return true
     }
 
     // MARK: - Writer locks
 
     /// Runs `body` holding this process's writer mutex and the cross-process writer lock.
     func withWriterLocks<R>(_ body: () throws -> R) throws -> R {
+        if let owner = writerOwner.withLock({ $0 }), pthread_equal(owner, pthread_self()) != 0 {
+            throw ReservoirError(.misuse, "lmdb:\(path): a write was started inside another write's closure on the same environment; do all the work in the outer transaction")
+        }
         writerMutex.lock()
-        defer { writerMutex.unlock() }
+        writerOwner.withLock { $0 = pthread_self() }
+        defer {
+            writerOwner.withLock { $0 = nil }
+            writerMutex.unlock()
+        }
         while clmdb_flock_exclusive(writerLockFD) != 0 {
             let code = errno
             guard code == EINTR else {

@@ -89,4 +89,33 @@ import Testing
         }
         #expect(fetchError.code == .corrupt)
     }
+
+    @Test func nestingAcrossStoresOnOneEnvironment() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.cleanUp() }
+        let configuration = "lmdb:\(dir.path)/env"
+        let first = try openStore(configuration)
+        defer { first.close() }
+        let second = try openStore(configuration)
+        defer { second.close() }
+        // A write inside another store's write on the same thread would wait for itself.
+        let error = try #require(throws: ReservoirError.self) {
+            try first.write { tx in
+                try tx.insert(Note(id: 1, title: "outer"))
+                try second.write { inner in try inner.insert(Note(id: 2, title: "inner")) }
+            }
+        }
+        #expect(error.code == .misuse)
+        #expect(try first.count(FetchRequest<Note>()) == 0)
+        // Reads inside a write see the committed state; a write inside a read is fine.
+        try first.write { tx in
+            try tx.insert(Note(id: 3, title: "pending"))
+            #expect(try second.count(FetchRequest<Note>()) == 0)
+        }
+        try second.read { snapshot in
+            try first.write { tx in try tx.insert(Note(id: 4, title: "while reading")) }
+            #expect(try snapshot.fetch(Note.self).map(\.id) == [3])
+        }
+        #expect(try second.fetch(Note.self).map(\.id) == [3, 4])
+    }
 }

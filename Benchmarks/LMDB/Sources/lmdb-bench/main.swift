@@ -264,9 +264,11 @@ if let mode = ProcessInfo.processInfo.environment["PROFILE"] {
     let path = temporaryDirectory("profile")
     defer { try? FileManager.default.removeItem(atPath: path) }
     let store = try Store.open("lmdb:\(path)/env?durability=none&mapsize=1GiB", registry: BackendRegistry([.lmdb]))
-    try store.write { tx in for item in items { try tx.insert(item) } }
+    if mode == "fetch" || mode == "point" {
+        try store.write { tx in for item in items { try tx.insert(item) } }
+    }
     let byScore = try Query(entity: Item.schema.entity, sort: [SortTerm(column: "score")])
-    for _ in 0..<20 {
+    for round in 0..<20 {
         let t = try seconds {
             if mode == "commits" {
                 for i in 0..<commits {
@@ -275,9 +277,11 @@ if let mode = ProcessInfo.processInfo.environment["PROFILE"] {
             } else if mode == "spicommits" || mode == "nolog" {
                 let entity = Item.schema.entity
                 let lastSequence = try store.backend.read { try $0.lastSequence() }
-                for i in 0..<commits {
-                    let item = Item(id: count + i, name: "single \(i)", score: 1, rank: 1)
-                    let row = try RowEncoder().encode(item)
+                let prepared = try (0..<commits).map { i in
+                    let item = Item(id: count + round * commits + i, name: "single \(i)", score: 1, rank: 1)
+                    return (item, try RowEncoder().encode(item))
+                }
+                for (item, row) in prepared {
                     try store.backend.write { tx in
                         try tx.put(entity, id: .integer(Int64(item.id)), row: row)
                         if mode == "spicommits" {
