@@ -20,6 +20,11 @@ import Testing
             received.withLock { $0.append((changeSet, now)) }
         }
         defer { subscription.cancel() }
+        // A live fetch: the latest results, as the other process commits.
+        let live = Locked<[[Int]]>([])
+        let liveSubscription = store.objectsPublisher(for: FetchRequest<Note>(where: \.priority >= 3, sortBy: [.descending(\.priority)]))
+            .sink(receiveCompletion: { _ in }, receiveValue: { notes in live.withLock { $0.append(notes.map(\.id)) } })
+        defer { liveSubscription.cancel() }
 
         let count = 8
         let helper = try Helper(["write", configuration, "1", "\(count)", "150"])
@@ -55,6 +60,15 @@ import Testing
         print("cross-process latency ms: \(latencies.map { Int(($0 * 1000).rounded()) }), median \(Int(median * 1000))")
         #expect(median < 0.1, "median latency \(median) s")
         #expect((sorted.last ?? .infinity) < 1.0, "worst latency \(sorted.last ?? .infinity) s")
+        // The live fetch ended at exactly what a fresh fetch returns.
+        let expectedLive = Array((3...count).reversed())
+        let liveDeadline = Date().addingTimeInterval(5)
+        while live.withLock({ $0.last }) != expectedLive && Date() < liveDeadline {
+            try await Task.sleep(nanoseconds: 10_000_000)
+        }
+        let liveHistory = live.withLock { $0 }
+        #expect(liveHistory.first == [], "first value is the (empty) fetch at attach: \(liveHistory)")
+        #expect(liveHistory.last == expectedLive, "live results: \(liveHistory)")
         // The other process's rows are readable here, in a named database it created.
         #expect(try store.count(FetchRequest<Note>()) == count)
         #expect(try store.fetch(FetchRequest<Note>(where: \.priority >= 7)).map(\.id) == [7, 8])
