@@ -21,7 +21,16 @@ enum RowCodec {
 
     static func encode(_ row: Row) -> [UInt8] {
         var out = ByteWriter()
-        out.bytes.reserveCapacity(16 + row.count * 16)
+        var capacity = 12
+        for (column, value) in zip(row.columns, row.values) {
+            capacity += column.utf8.count + 12
+            switch value {
+            case let .text(text): capacity += text.utf8.count
+            case let .blob(data): capacity += data.count
+            default: break
+            }
+        }
+        out.bytes.reserveCapacity(capacity)
         out.bytes.append(version)
         out.varint(UInt64(row.count))
         for (column, value) in zip(row.columns, row.values) {
@@ -161,6 +170,7 @@ func decodeUTF8(_ bytes: UnsafeRawBufferPointer) -> String? {
 struct ByteWriter {
     var bytes: [UInt8] = []
 
+    @inline(__always)
     mutating func varint(_ value: UInt64) {
         var v = value
         while v >= 0x80 {
