@@ -66,22 +66,31 @@ enum RowCodec {
     static func decode(_ bytes: UnsafeRawBufferPointer, names: inout ColumnNameCache) -> Row? {
         var reader = ByteReader(bytes)
         guard let version = reader.byte(), version == Self.version,
-              let count = reader.varint(), count <= UInt64(bytes.count)
+              let storedCount = reader.varint(), storedCount <= UInt64(bytes.count)
         else { return nil }
-        var columns: [String] = []
+        let count = Int(storedCount)
         var values: [Value] = []
-        columns.reserveCapacity(Int(count))
-        values.reserveCapacity(Int(count))
-        for position in 0..<Int(count) {
+        values.reserveCapacity(count)
+        // Rows of one entity usually repeat the previous row's column list: share its array.
+        let previous = names.lastColumns
+        var columns: [String]? = previous.count == count ? nil : []
+        columns?.reserveCapacity(count)
+        for position in 0..<count {
             guard let nameBytes = reader.lengthPrefixed(),
                   let name = names.name(for: nameBytes, position: position),
                   let value = readValue(&reader)
             else { return nil }
-            columns.append(name)
+            if columns == nil, previous[position] != name {
+                columns = Array(previous[0..<position])
+                columns?.reserveCapacity(count)
+            }
+            columns?.append(name)
             values.append(value)
         }
         guard reader.isAtEnd else { return nil }
-        return Row(columns: columns, values: values)
+        let finalColumns = columns ?? previous
+        if columns != nil { names.lastColumns = finalColumns }
+        return Row(columns: finalColumns, values: values)
     }
 
     static func readValue(_ reader: inout ByteReader) -> Value? {
@@ -108,6 +117,8 @@ enum RowCodec {
 /// Interns column names while decoding, so a scan over many rows does not build the
 /// same strings again and again.
 struct ColumnNameCache {
+    /// The column list of the last row decoded.
+    var lastColumns: [String] = []
     private var entries: [(bytes: [UInt8], name: String)] = []
     /// The entry the column at each position matched last: rows of one entity usually
     /// list their columns in the same order, so the first comparison nearly always hits.
