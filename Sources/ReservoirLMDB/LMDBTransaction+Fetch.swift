@@ -179,7 +179,7 @@ extension LMDBTransaction {
             // The sort is the id alone.
             if !sort[0].ascending { rows.reverse() }
         } else {
-            rows = Self.sorted(rows, by: sort)
+            Self.sort(&rows, by: sort)
         }
         let result = QueryEvaluator.window(rows, query)
         return (result, result.count)
@@ -193,11 +193,12 @@ extension LMDBTransaction {
         case values([Value])
 
         init(_ rows: [Row], _ column: String) {
+            var hint = 0
             var integers: [Int64] = []
             integers.reserveCapacity(rows.count)
             var allIntegers = true
             for row in rows {
-                guard case let .integer(i) = row.value(column) else { allIntegers = false; break }
+                guard case let .integer(i) = Self.value(row, column, &hint) else { allIntegers = false; break }
                 integers.append(i)
             }
             if allIntegers { self = .integers(integers); return }
@@ -205,11 +206,21 @@ extension LMDBTransaction {
             reals.reserveCapacity(rows.count)
             var allReals = true
             for row in rows {
-                guard case let .real(d) = row.value(column), !d.isNaN else { allReals = false; break }
+                guard case let .real(d) = Self.value(row, column, &hint), !d.isNaN else { allReals = false; break }
                 reals.append(d)
             }
             if allReals { self = .reals(reals); return }
-            self = .values(rows.map { $0.value(column) })
+            self = .values(rows.map { Self.value($0, column, &hint) })
+        }
+
+        /// `row.value(column)`, trying first where the column was in the previous row.
+        @inline(__always)
+        static func value(_ row: Row, _ column: String, _ hint: inout Int) -> Value {
+            let columns = row.columns
+            if hint < columns.count, columns[hint] == column { return row.values[hint] }
+            guard let index = columns.firstIndex(of: column) else { return .null }
+            hint = index
+            return row.values[index]
         }
 
         @inline(__always)
@@ -224,8 +235,8 @@ extension LMDBTransaction {
 
     /// Sorts rows by the query's terms (the contract's order), extracting each row's sort
     /// values once.
-    static func sorted(_ rows: [Row], by sort: [SortTerm]) -> [Row] {
-        guard rows.count > 1 else { return rows }
+    static func sort(_ rows: inout [Row], by sort: [SortTerm]) {
+        guard rows.count > 1 else { return }
         let columns = sort.map { SortColumn(rows, $0.column) }
         let ascending = sort.map(\.ascending)
         var order = Array(rows.indices)
@@ -249,6 +260,19 @@ extension LMDBTransaction {
                 return false
             }
         }
-        return order.map { rows[$0] }
+        // Apply the permutation in place, cycle by cycle: swaps move rows without copying.
+        var placed = [Bool](repeating: false, count: order.count)
+        rows.withUnsafeMutableBufferPointer { buffer in
+            for start in order.indices where !placed[start] {
+                placed[start] = true
+                var j = start
+                while order[j] != start {
+                    let next = order[j]
+                    buffer.swapAt(j, next)
+                    placed[next] = true
+                    j = next
+                }
+            }
+        }
     }
 }
