@@ -20,24 +20,67 @@ enum RowCodec {
     // MARK: - Encoding
 
     static func encode(_ row: Row) -> [UInt8] {
-        var out = ByteWriter()
-        var capacity = 12
-        for (column, value) in zip(row.columns, row.values) {
-            capacity += column.utf8.count + 12
-            switch value {
-            case let .text(text): capacity += text.utf8.count
-            case let .blob(data): capacity += data.count
-            default: break
+        // Two passes: the exact size, then the bytes written straight into one allocation.
+        row.columns.withUnsafeBufferPointer { columns in
+            row.values.withUnsafeBufferPointer { values in
+                var size = 1 + varintLength(UInt64(columns.count))
+                for i in 0..<columns.count {
+                    let nameLength = columns[i].utf8.count
+                    size += varintLength(UInt64(nameLength)) + nameLength + 1
+                    switch values[i] {
+                    case .null: break
+                    case let .integer(v): size += varintLength(zigzag(v))
+                    case .real: size += 8
+                    case let .text(text):
+                        let length = text.utf8.count
+                        size += varintLength(UInt64(length)) + length
+                    case let .blob(data): size += varintLength(UInt64(data.count)) + data.count
+                    }
+                }
+                return [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+                    initialized = 0
+                    guard let base = buffer.baseAddress else { return }
+                    var out = RawWriter(base: base)
+                    out.byte(version)
+                    out.varint(UInt64(columns.count))
+                    for i in 0..<columns.count {
+                        out.string(columns[i])
+                        switch values[i] {
+                        case .null:
+                            out.byte(Tag.null.rawValue)
+                        case let .integer(v):
+                            out.byte(Tag.integer.rawValue)
+                            out.varint(zigzag(v))
+                        case let .real(d):
+                            out.byte(Tag.real.rawValue)
+                            out.fixed64(d.bitPattern)
+                        case let .text(text):
+                            out.byte(Tag.text.rawValue)
+                            out.string(text)
+                        case let .blob(data):
+                            out.byte(Tag.blob.rawValue)
+                            out.varint(UInt64(data.count))
+                            out.bytes(data)
+                        }
+                    }
+                    initialized = out.offset
+                }
             }
         }
-        out.bytes.reserveCapacity(capacity)
-        out.bytes.append(version)
-        out.varint(UInt64(row.count))
-        for (column, value) in zip(row.columns, row.values) {
-            out.string(column)
-            appendValue(value, to: &out)
+    }
+
+    @inline(__always)
+    static func zigzag(_ i: Int64) -> UInt64 { UInt64(bitPattern: (i << 1) ^ (i >> 63)) }
+
+    @inline(__always)
+    static func varintLength(_ value: UInt64) -> Int {
+        var v = value
+        var n = 1
+        while v >= 0x80 {
+            v >>= 7
+            n += 1
         }
-        return out.bytes
+        return n
     }
 
     static func appendValue(_ value: Value, to out: inout ByteWriter) {
@@ -176,6 +219,56 @@ func decodeUTF8(_ bytes: UnsafeRawBufferPointer) -> String? {
         return String(decoding: utf8, as: UTF8.self)
     }
     return String(validating: utf8, as: UTF8.self)
+}
+
+/// Writes into memory sized beforehand by ``RowCodec/encode(_:)``.
+struct RawWriter {
+    let base: UnsafeMutablePointer<UInt8>
+    var offset = 0
+
+    @inline(__always)
+    mutating func byte(_ value: UInt8) {
+        base[offset] = value
+        offset += 1
+    }
+
+    @inline(__always)
+    mutating func varint(_ value: UInt64) {
+        var v = value
+        while v >= 0x80 {
+            byte(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        byte(UInt8(v))
+    }
+
+    @inline(__always)
+    mutating func fixed64(_ value: UInt64) {
+        var little = value.littleEndian
+        withUnsafeBytes(of: &little) { raw($0) }
+    }
+
+    @inline(__always)
+    mutating func raw(_ source: UnsafeRawBufferPointer) {
+        if let address = source.baseAddress, source.count > 0 {
+            UnsafeMutableRawPointer(base + offset).copyMemory(from: address, byteCount: source.count)
+        }
+        offset += source.count
+    }
+
+    @inline(__always)
+    mutating func string(_ text: String) {
+        varint(UInt64(text.utf8.count))
+        if text.utf8.withContiguousStorageIfAvailable({ raw(UnsafeRawBufferPointer($0)) }) == nil {
+            var copy = text
+            copy.withUTF8 { raw(UnsafeRawBufferPointer($0)) }
+        }
+    }
+
+    @inline(__always)
+    mutating func bytes(_ data: Data) {
+        data.withUnsafeBytes { raw($0) }
+    }
 }
 
 struct ByteWriter {

