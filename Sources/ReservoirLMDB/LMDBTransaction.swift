@@ -13,8 +13,9 @@ import Reservoir
 /// and nothing is committed.
 final class LMDBTransaction: WriteTransaction {
     enum Operation {
-        case put(EntityDescription, key: [UInt8], row: Row)
-        case delete(EntityDescription, key: [UInt8])
+        /// `entity` indexes ``operationEntities``: one copy of each description, not one per row.
+        case put(entity: Int, key: [UInt8], row: Row)
+        case delete(entity: Int, key: [UInt8])
         case record(sequence: UInt64, entries: [ChangeLogEntry])
         case prepareStore
     }
@@ -41,6 +42,7 @@ final class LMDBTransaction: WriteTransaction {
 
     // Write state.
     private var operations: [Operation] = []
+    private var operationEntities: [EntityDescription] = []
     private var startID = 0
     /// The id of the commit this transaction's snapshot shows.
     private var snapshotID = 0
@@ -229,8 +231,8 @@ final class LMDBTransaction: WriteTransaction {
 
     private func apply(_ operation: Operation) throws {
         switch operation {
-        case let .put(entity, key, row): try applyPut(entity, key: key, row: row)
-        case let .delete(entity, key): try applyDelete(entity, key: key)
+        case let .put(entity, key, row): try applyPut(operationEntities[entity], key: key, row: row)
+        case let .delete(entity, key): try applyDelete(operationEntities[entity], key: key)
         case let .record(sequence, entries): try applyRecord(sequence, entries)
         case .prepareStore: try applyPrepareStore()
         }
@@ -480,17 +482,24 @@ final class LMDBTransaction: WriteTransaction {
 
     func put(_ entity: EntityDescription, id: Value, row: Row) throws {
         let key = try idKey(id, entity: entity.name)
-        try perform(.put(entity, key: key, row: row))
+        try perform(.put(entity: operationEntity(entity), key: key, row: row))
     }
 
     func delete(_ entity: EntityDescription, id: Value) throws {
         let key = KeyEncoding.encode(id)
         guard key.count < environment.maxKeySize else { return }
-        try perform(.delete(entity, key: key))
+        try perform(.delete(entity: operationEntity(entity), key: key))
     }
 
     func record(_ changeSet: ChangeSet) throws {
         try perform(.record(sequence: changeSet.sequence, entries: changeSet.logEntries))
+    }
+
+    /// The position of `entity` in ``operationEntities``, adding it when it differs from the last.
+    private func operationEntity(_ entity: EntityDescription) -> Int {
+        if let last = operationEntities.last, last == entity { return operationEntities.count - 1 }
+        operationEntities.append(entity)
+        return operationEntities.count - 1
     }
 
     /// Creates (or checks) the metadata of the store; run by the first write on open.
