@@ -39,6 +39,9 @@ final class LMDBEnvironment: @unchecked Sendable {
     private var resizing = false
     private var isShutDown = false
     private var currentMapSize: Int
+    /// How often this process grew the map, and followed another process's growth.
+    private var growths = 0
+    private var adoptions = 0
 
     // Named-database handles known to be committed, by name (nil: not a database).
     private let handlesLock = NSLock()
@@ -320,6 +323,7 @@ final class LMDBEnvironment: @unchecked Sendable {
                 throw LMDBErrors.error(code: rc, "lmdb:\(path): cannot grow the map from \(current) to \(target) bytes")
             }
             currentMapSize = mapSizeNow()
+            growths += 1
         }
     }
 
@@ -331,6 +335,7 @@ final class LMDBEnvironment: @unchecked Sendable {
                 throw LMDBErrors.error(code: rc, "lmdb:\(path): cannot adopt the map size another process set")
             }
             currentMapSize = mapSizeNow()
+            adoptions += 1
         }
     }
 
@@ -338,6 +343,13 @@ final class LMDBEnvironment: @unchecked Sendable {
         var info = MDB_envinfo()
         mdb_env_info(env, &info)
         return info.me_mapsize
+    }
+
+    /// How often this process grew the map, and how often it followed another process's growth.
+    var resizes: (grown: Int, followed: Int) {
+        gate.lock()
+        defer { gate.unlock() }
+        return (growths, adoptions)
     }
 
     /// The current map size in bytes.

@@ -44,9 +44,11 @@ do {
         guard arguments.count == 6, let first = Int(arguments[3]), let count = Int(arguments[4]), let gap = Int(arguments[5]) else {
             fail("usage: write CONFIG FIRST COUNT GAP_MS")
         }
+        // PADDING=N makes each record N bytes longer (to fill small maps).
+        let padding = String(repeating: " ", count: Int(ProcessInfo.processInfo.environment["PADDING"] ?? "0") ?? 0)
         for id in first..<(first + count) {
             if gap > 0 { usleep(UInt32(gap * 1000)) }
-            try store.write { tx in try tx.insert(Note(id: id, title: "from another process", priority: id)) }
+            try store.write { tx in try tx.insert(Note(id: id, title: "from another process" + padding, priority: id)) }
             say("committed \(id) \(Date().timeIntervalSince1970)")
         }
     case "hold-read":

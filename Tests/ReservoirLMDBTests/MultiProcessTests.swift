@@ -115,4 +115,30 @@ import Testing
         #expect(backend.environment.staleReadersCleared == 1)
         #expect(try backend.read { try $0.row("notes", id: .integer(1)) } != nil)
     }
+
+    /// Two processes writing at once into a tiny map: each grows it, the other follows
+    /// (MDB_MAP_RESIZED), and every write lands once with its own sequence.
+    @Test(.timeLimit(.minutes(2)))
+    func twoProcessesGrowingTheMapTogether() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.cleanUp() }
+        let configuration = "lmdb:\(dir.path)/env?mapsize=64KiB&durability=none"
+        let store = try openStore(configuration)
+        defer { store.close() }
+        let perProcess = 600
+        let helper = try Helper(["write", configuration, "\(perProcess)", "\(perProcess)", "0"], environment: ["PADDING": "2000"])
+        for i in 0..<perProcess {
+            try await store.write { tx in
+                try tx.insert(Note(id: i, title: String(repeating: "p", count: 2000), priority: i % 10))
+            }
+        }
+        #expect(await helper.waitForExit(within: 60) == 0, "helper output tail: \(helper.output.suffix(3))")
+        #expect(helper.output.filter { $0.hasPrefix("committed ") }.count == perProcess)
+        #expect(try store.count(FetchRequest<Note>()) == 2 * perProcess)
+        #expect(try store.fetch(Note.self).map(\.id) == Array(0..<(2 * perProcess)))
+        let log = try store.backend.read { try $0.changeLog(after: 0, limit: 10_000) }
+        #expect(log.map(\.sequence) == Array(1...UInt64(2 * perProcess)), "one change set per commit, numbered without gaps or repeats")
+        let backend = try #require(store.backend as? LMDBBackend)
+        print("map after two processes grew it: \(backend.mapSize) bytes; this process grew it \(backend.environment.resizes.grown) times and followed the other \(backend.environment.resizes.followed) times")
+    }
 }

@@ -70,9 +70,10 @@ final class Helper: @unchecked Sendable {
         }
     }
 
-    init(_ arguments: [String]) throws {
+    init(_ arguments: [String], environment: [String: String] = [:]) throws {
         process.executableURL = try Self.executable
         process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         let pipe = Pipe()
         process.standardOutput = pipe
         pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
