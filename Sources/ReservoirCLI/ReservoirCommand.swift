@@ -8,26 +8,51 @@ struct ReservoirCommand: ParsableCommand {
         commandName: "reservoir",
         abstract: "Store, query and watch records with Reservoir.",
         discussion: """
-            Every command takes --store URL (memory:, sqlite:PATH, lmdb:PATH); without it,
-            the RESERVOIR_STORE environment variable; without that, memory:.
+            Every command takes --store URL (memory:, sqlite:PATH, lmdb:PATH, or a registered
+            scheme); without it, the RESERVOIR_STORE environment variable; without that,
+            \(StoreOptions.defaultStore).
+
+            Example: reservoir todo add "Buy milk" --priority 2 && reservoir watch --open
             """,
-        subcommands: [DemoCommand.self]
+        subcommands: [DemoCommand.self, TodoCommand.self, WatchCommand.self, CopyCommand.self, InfoCommand.self, BenchCommand.self]
     )
 }
 
 /// The --store option every command shares.
 struct StoreOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("The store to use: memory:, sqlite:PATH or lmdb:PATH.", valueName: "URL"))
+    static let defaultStore = "sqlite:./reservoir.sqlite"
+
+    @Option(name: .long, help: ArgumentHelp("The store: memory:, sqlite:PATH, lmdb:PATH (default: $RESERVOIR_STORE, else \(StoreOptions.defaultStore)).", valueName: "URL"))
     var store: String?
 
-    /// The configuration string: --store, else $RESERVOIR_STORE, else `fallback`.
-    func configuration(fallback: String) -> String {
-        store ?? ProcessInfo.processInfo.environment["RESERVOIR_STORE"] ?? fallback
+    /// The configuration string: --store, else $RESERVOIR_STORE, else the default.
+    var configuration: String {
+        store ?? ProcessInfo.processInfo.environment["RESERVOIR_STORE"] ?? Self.defaultStore
+    }
+
+    /// Opens the chosen store through the tool's registry.
+    func open() throws -> Store {
+        try Store.open(configuration, registry: Backends.registry)
     }
 }
 
-/// Prints `error` as one line on stderr and exits non-zero.
-func fail(_ error: any Error) -> ExitCode {
-    FileHandle.standardError.write(Data("reservoir: \(error)\n".utf8))
-    return ExitCode.failure
+/// A failure reported as one line on stderr, exiting non-zero.
+struct CommandFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
 }
+
+/// Runs `body`, turning any error into one clear line on stderr and a non-zero exit.
+func reporting<R>(_ body: () throws -> R) throws -> R {
+    do {
+        return try body()
+    } catch let exit as ExitCode {
+        throw exit
+    } catch {
+        FileHandle.standardError.write(Data("reservoir: \(error)\n".utf8))
+        throw ExitCode.failure
+    }
+}
+
+/// Whether standard output (or `fd`) is a terminal.
+func isTerminal(_ fd: Int32 = STDOUT_FILENO) -> Bool { isatty(fd) == 1 }

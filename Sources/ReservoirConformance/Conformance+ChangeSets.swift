@@ -91,66 +91,20 @@ extension ConformanceSuite {
         },
 
         ConformanceCase("change sets", "a subscriber without demand gets them later, in order") { context in
-            let subscriber = DemandSubscriber()
-            context.store.changes.subscribe(subscriber)
+            let subscriber = LiveRecorder<ChangeSet>(initialDemand: .none)
+            context.store.changes.setFailureType(to: (any Error).self).subscribe(subscriber)
             for i in 1...3 { try context.store.write { tx in try tx.insert(Item(id: i, name: "n\(i)")) } }
-            try expectEqual(subscriber.received.count, 0, "received before any demand")
+            try expectEqual(subscriber.values.count, 0, "received before any demand")
             subscriber.request(.max(2))
-            try expectEqual(subscriber.received.count, 2, "received after demand 2")
+            try expectEqual(subscriber.values.count, 2, "received after demand 2")
             subscriber.request(.unlimited)
             try context.store.write { tx in try tx.insert(Item(id: 4, name: "n4")) }
-            let sequences = subscriber.received.map(\.sequence)
+            let sequences = subscriber.values.map(\.sequence)
             try expectEqual(sequences.count, 4, "received after unlimited demand")
             try expect(zip(sequences, sequences.dropFirst()).allSatisfy { $0 < $1 }, "in commit order: \(sequences)")
             subscriber.cancel()
             try context.store.write { tx in try tx.insert(Item(id: 5, name: "n5")) }
-            try expectEqual(subscriber.received.count, 4, "received after cancel")
+            try expectEqual(subscriber.values.count, 4, "received after cancel")
         },
     ]
-}
-
-/// A subscriber that asks for nothing until told to.
-final class DemandSubscriber: Subscriber, @unchecked Sendable {
-    typealias Input = ChangeSet
-    typealias Failure = Never
-    // @unchecked: guarded by `lock`.
-    private let lock = NSLock()
-    private var subscription: (any Subscription)?
-    private var values: [ChangeSet] = []
-
-    var received: [ChangeSet] {
-        lock.lock()
-        defer { lock.unlock() }
-        return values
-    }
-
-    func receive(subscription: any Subscription) {
-        lock.lock()
-        self.subscription = subscription
-        lock.unlock()
-    }
-
-    func receive(_ input: ChangeSet) -> Subscribers.Demand {
-        lock.lock()
-        values.append(input)
-        lock.unlock()
-        return .none
-    }
-
-    func receive(completion: Subscribers.Completion<Never>) {}
-
-    func request(_ demand: Subscribers.Demand) {
-        lock.lock()
-        let subscription = self.subscription
-        lock.unlock()
-        subscription?.request(demand)
-    }
-
-    func cancel() {
-        lock.lock()
-        let subscription = self.subscription
-        self.subscription = nil
-        lock.unlock()
-        subscription?.cancel()
-    }
 }

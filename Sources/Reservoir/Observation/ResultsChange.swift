@@ -20,6 +20,11 @@ public struct ResultsChange<Record: Sendable>: Sendable {
     public struct Positions: Sendable, Hashable {
         public let old: Int
         public let new: Int
+
+        public init(old: Int, new: Int) {
+            self.old = old
+            self.new = new
+        }
     }
 
     /// The results after the change.

@@ -73,9 +73,38 @@ public enum QueryEvaluator {
         } else {
             matching = Array(rows)
         }
-        let sort = query.sort
-        matching.sort { compare($0, $1, by: sort) < 0 }
+        matching = sorted(matching, by: query.sort)
         return window(matching, query)
+    }
+
+    /// `rows` in the order of `sort`. Each row's sort values are read once into a flat
+    /// buffer and an index array is sorted against it, so no row or value is copied,
+    /// retained or released per comparison.
+    public static func sorted(_ rows: [Row], by sort: [SortTerm]) -> [Row] {
+        let width = sort.count
+        guard rows.count > 1, width > 0 else { return rows }
+        var keys: [Value] = []
+        keys.reserveCapacity(rows.count * width)
+        for row in rows {
+            for term in sort { keys.append(row.value(term.column)) }
+        }
+        let ascending = sort.map(\.ascending)
+        var order = Array(0..<rows.count)
+        keys.withUnsafeBufferPointer { keys in
+            ascending.withUnsafeBufferPointer { ascending in
+                order.sort { a, b in
+                    var i = a * width, j = b * width
+                    for t in 0..<width {
+                        let comparison = Value.compare(keys[i], keys[j])
+                        if comparison != 0 { return ascending[t] ? comparison < 0 : comparison > 0 }
+                        i += 1
+                        j += 1
+                    }
+                    return false
+                }
+            }
+        }
+        return order.map { rows[$0] }
     }
 
     /// Applies a query's offset and limit to rows already filtered and sorted.
