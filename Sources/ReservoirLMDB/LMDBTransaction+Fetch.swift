@@ -154,7 +154,14 @@ extension LMDBTransaction {
         let indexed = Set(try storedDescription(entity)?.indexes ?? [])
         var rows: [Row] = []
         var inIDOrder = false
-        if let predicate = query.predicate, let access = Self.access(for: predicate, indexed: indexed) {
+        let access = query.predicate.flatMap { Self.access(for: $0, indexed: indexed) }
+        if !countOnly, access == nil, let limit = query.limit, let first = query.sort.first,
+           first.column != query.entity.idColumn, indexed.contains(first.column),
+           let ordered = try orderedIndexScan(query, rowsDB: rowsDB, column: first.column, needed: query.offset + limit) {
+            let result = QueryEvaluator.window(ordered, query)
+            return (result, result.count)
+        }
+        if let predicate = query.predicate, let access {
             var keys: Set<[UInt8]> = []
             try candidates(access, entity: entity, into: &keys)
             rows.reserveCapacity(keys.count)
@@ -183,6 +190,51 @@ extension LMDBTransaction {
         }
         let result = QueryEvaluator.window(rows, query)
         return (result, result.count)
+    }
+
+    /// Rows in the query's order read along the index of its first sort term, stopping once
+    /// `needed` rows (offset plus limit) are complete; nil when the index holds overlong
+    /// entries, which are out of order. Rows with equal values in the sort column come
+    /// out together and are ordered among themselves by the rest of the sort.
+    private func orderedIndexScan(_ query: Query, rowsDB: MDB_dbi, column: String, needed: Int) throws -> [Row]? {
+        let entity = query.entity.name
+        guard let index = try indexDatabase(entity, column) else { return nil }
+        var hasOverlong = false
+        try scan(index, from: [KeyEncoding.overlongTag]) { _, _ in
+            hasOverlong = true
+            return false
+        }
+        if hasOverlong { return nil }
+        let predicate = query.predicate
+        let sort = query.sort
+        var result: [Row] = []
+        var group: [Row] = []
+        var groupValue: [UInt8] = []
+        func flush() {
+            if group.count > 1 { Self.sort(&group, by: sort) }
+            result.append(contentsOf: group)
+            group.removeAll(keepingCapacity: true)
+        }
+        guard needed > 0 else { return [] }
+        try scan(index, reverse: !sort[0].ascending) { key, _ in
+            guard let length = KeyEncoding.length(of: key) else {
+                throw ReservoirError(.corrupt, "lmdb:\(path): an entry of the index on \(entity).\(column) cannot be decoded")
+            }
+            let value = UnsafeRawBufferPointer(rebasing: key[0..<length])
+            if !groupValue.withUnsafeBytes({ compareBytes($0, value) == 0 }) {
+                flush()
+                if result.count >= needed { return false }
+                groupValue = Array(value)
+            }
+            let id = UnsafeRawBufferPointer(rebasing: key[length...])
+            let idKey = Array(id)
+            guard let bytes = try get(rowsDB, idKey) else { return true }
+            let row = try decodeRow(bytes, entity: entity, key: id)
+            if predicate.map({ QueryEvaluator.matches($0, row) }) ?? true { group.append(row) }
+            return true
+        }
+        flush()
+        return result
     }
 
     /// One sort term's values for every row: typed arrays when the column holds only
