@@ -141,4 +141,26 @@ import Testing
         let backend = try #require(store.backend as? LMDBBackend)
         print("map after two processes grew it: \(backend.mapSize) bytes; this process grew it \(backend.environment.resizes.grown) times and followed the other \(backend.environment.resizes.followed) times")
     }
+
+    /// A process killed (SIGKILL) while committing loses no commit that returned, in the
+    /// default durability and with durability=none: the pages are written before commit returns.
+    @Test(.timeLimit(.minutes(1)), arguments: ["", "?durability=none"])
+    func aKilledProcessLosesNoCommittedTransaction(options: String) async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.cleanUp() }
+        let configuration = "lmdb:\(dir.path)/env" + options
+        let helper = try Helper(["write", configuration, "0", "100000", "0"])
+        _ = await helper.waitForLine { $0.hasPrefix("committed 200 ") }
+        helper.kill9()
+        let reported = Set(helper.output.compactMap { line -> Int? in
+            let parts = line.split(separator: " ")
+            return parts.count == 3 && parts[0] == "committed" ? Int(parts[1]) : nil
+        })
+        #expect(reported.count >= 200)
+        let store = try openStore(configuration)
+        defer { store.close() }
+        let stored = Set(try store.fetch(Note.self).map(\.id))
+        #expect(reported.isSubset(of: stored), "committed but missing: \(reported.subtracting(stored).sorted().prefix(10))")
+        #expect(try await store.read { try $0.lastSequence() } == UInt64(stored.count))
+    }
 }
