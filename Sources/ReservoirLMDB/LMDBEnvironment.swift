@@ -235,14 +235,14 @@ final class LMDBEnvironment: @unchecked Sendable {
             }
         }
         defer { _ = clmdb_flock_unlock(writerLockFD) }
-        try lockOpener()
+        try lockOpener("a write was started while this thread is already writing to the environment")
         defer { unlockOpener() }
         return try body()
     }
 
-    private func lockOpener() throws {
+    private func lockOpener(_ misuse: @autoclosure () -> String) throws {
         if let owner = openerOwner.withLock({ $0 }), pthread_equal(owner, pthread_self()) != 0 {
-            throw ReservoirError(.misuse, "lmdb:\(path): a write was started while this thread is already writing to the environment")
+            throw ReservoirError(.misuse, "lmdb:\(path): " + misuse())
         }
         openerLock.lock()
         openerOwner.withLock { $0 = pthread_self() }
@@ -448,7 +448,7 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// looked, in a short read transaction of its own (so the reader that noticed them can
     /// start again with every handle valid).
     func refreshHandles() throws {
-        try lockOpener()
+        try lockOpener("another process created named databases (entities or indexes) that a read inside this thread's write would need; LMDB cannot open them while the write is open, so read them outside the write closure")
         defer { unlockOpener() }
         while true {
             try enter()
