@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "Reservoir", targets: ["Reservoir"]),
         .library(name: "ReservoirConformance", targets: ["ReservoirConformance"]),
+        .library(name: "ReservoirSQLite", targets: ["ReservoirSQLite"]),
         .library(name: "ReservoirLMDB", targets: ["ReservoirLMDB"]),
         .executable(name: "reservoir", targets: ["ReservoirCLI"]),
     ],
@@ -29,6 +30,14 @@ let package = Package(
             dependencies: ["Reservoir", .product(name: "OpenCombineShim", package: "OpenCombine")]
         ),
         .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
+        ),
+        .target(name: "ReservoirSQLite", dependencies: ["Reservoir", "CSQLite"]),
+        // The second process of ReservoirSQLiteTests' multi-process tests.
+        .executableTarget(name: "reservoir-sqlite-writer", dependencies: ["ReservoirSQLite", "Reservoir", "CSQLite"]),
+        .systemLibrary(
             name: "CLMDB",
             pkgConfig: "lmdb",
             providers: [.apt(["liblmdb-dev"]), .brew(["lmdb"])]
@@ -50,6 +59,14 @@ let package = Package(
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
+        .testTarget(
+            name: "ReservoirSQLiteTests",
+            dependencies: [
+                "ReservoirSQLite", "ReservoirConformance", "Reservoir", "CSQLite",
+                .product(name: "OpenCombineShim", package: "OpenCombine"),
+            ]
+        ),
+        // The second process of ReservoirLMDBTests' multi-process tests.
         .executableTarget(
             name: "ReservoirLMDBTestHelper",
             dependencies: ["ReservoirLMDB"],

@@ -49,6 +49,8 @@ public struct Schema<Root: Storable>: @unchecked Sendable {
     public let fields: [Field]
     /// Problems found while building the schema, reported on first use.
     let problems: [String]
+    /// ``entity``, built once: every insert, update and delete asks for it.
+    private let entityDescription: EntityDescription
 
     /// A schema for `Root` stored as entity `name`.
     /// - Parameters:
@@ -77,7 +79,7 @@ public struct Schema<Root: Storable>: @unchecked Sendable {
             }
         }
         self.problems = problems
-        self.entity = EntityDescription(
+        self.entityDescription = EntityDescription(
             name: name, idColumn: idColumn,
             fields: self.fields.map { $0.column },
             indexes: self.fields.filter { $0.indexed }.map { $0.column }
@@ -100,10 +102,8 @@ public struct Schema<Root: Storable>: @unchecked Sendable {
         return field.column
     }
 
-    /// The backend-neutral description of this entity (built once, in `init`: the store
-    /// asks for it on every insert, and key-path literals in this generic context cost a
-    /// runtime key-path instantiation per use).
-    public let entity: EntityDescription
+    /// The backend-neutral description of this entity.
+    public var entity: EntityDescription { entityDescription }
 
     static func defaultColumnName(for keyPath: AnyKeyPath) -> String {
         // "\Todo.priority" → "priority". Nested paths ("\Todo.a.b") give a name with a dot,

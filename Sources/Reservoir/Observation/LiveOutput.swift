@@ -13,7 +13,7 @@ protocol LiveOutput {
     /// change. `previous` is empty unless ``needsPreviousList`` or the change was coalesced.
     /// The initial value (`initial`) is produced even when it is empty, so a subscriber
     /// can tell "nothing matches" from "not fetched yet".
-    static func value(previous: [LiveEntry<Record>], current: [LiveEntry<Record>], delta: LiveResults<Record>.Delta, initial: Bool) throws -> Value?
+    static func value(previous: ChunkedList<LiveEntry<Record>>, current: ChunkedList<LiveEntry<Record>>, delta: LiveResults<Record>.Delta, initial: Bool) throws -> Value?
 }
 
 /// `CollectionDifference`s: removals at offsets in the list last sent, insertions at
@@ -21,7 +21,7 @@ protocol LiveOutput {
 enum DifferenceOutput<Record: Storable>: LiveOutput {
     static var needsPreviousList: Bool { false }
 
-    static func value(previous: [LiveEntry<Record>], current: [LiveEntry<Record>], delta: LiveResults<Record>.Delta, initial: Bool) throws -> CollectionDifference<Record>? {
+    static func value(previous: ChunkedList<LiveEntry<Record>>, current: ChunkedList<LiveEntry<Record>>, delta: LiveResults<Record>.Delta, initial: Bool) throws -> CollectionDifference<Record>? {
         guard initial || !delta.isEmpty else { return nil }
         let changes = delta.removed.map { CollectionDifference<Record>.Change.remove(offset: $0.offset, element: $0.entry.record, associatedWith: nil) }
             + delta.inserted.map { CollectionDifference<Record>.Change.insert(offset: $0.offset, element: $0.entry.record, associatedWith: nil) }
@@ -36,7 +36,7 @@ enum DifferenceOutput<Record: Storable>: LiveOutput {
 enum ObjectsOutput<Record: Storable>: LiveOutput {
     static var needsPreviousList: Bool { false }
 
-    static func value(previous: [LiveEntry<Record>], current: [LiveEntry<Record>], delta: LiveResults<Record>.Delta, initial: Bool) throws -> [Record]? {
+    static func value(previous: ChunkedList<LiveEntry<Record>>, current: ChunkedList<LiveEntry<Record>>, delta: LiveResults<Record>.Delta, initial: Bool) throws -> [Record]? {
         initial || !delta.isEmpty ? current.map(\.record) : nil
     }
 }
@@ -45,7 +45,7 @@ enum ObjectsOutput<Record: Storable>: LiveOutput {
 enum ResultsChangeOutput<Record: Storable>: LiveOutput {
     static var needsPreviousList: Bool { true }
 
-    static func value(previous: [LiveEntry<Record>], current: [LiveEntry<Record>], delta: LiveResults<Record>.Delta, initial: Bool) throws -> ResultsChange<Record>? {
-        initial || !delta.isEmpty ? ResultsChange(from: previous, to: current) : nil
+    static func value(previous: ChunkedList<LiveEntry<Record>>, current: ChunkedList<LiveEntry<Record>>, delta: LiveResults<Record>.Delta, initial: Bool) throws -> ResultsChange<Record>? {
+        initial || !delta.isEmpty ? ResultsChange(from: previous.array, to: current.array) : nil
     }
 }

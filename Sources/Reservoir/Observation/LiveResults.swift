@@ -33,7 +33,7 @@ final class LiveResults<T: Storable> {
     }
 
     let query: Query
-    private(set) var entries: [Entry]
+    private(set) var entries: ChunkedList<Entry>
     private var byID: [Value: Entry]
     /// The newest change set reflected in `entries`.
     private(set) var sequence: UInt64
@@ -41,7 +41,7 @@ final class LiveResults<T: Storable> {
     /// Fetches the results in one snapshot of `backend`.
     init(query: Query, backend: any StorageBackend) throws {
         self.query = query
-        entries = []
+        entries = ChunkedList()
         byID = [:]
         sequence = 0
         try load(from: backend)
@@ -51,7 +51,7 @@ final class LiveResults<T: Storable> {
     private func refetch(from backend: any StorageBackend) throws -> Delta {
         let old = entries
         try load(from: backend)
-        return identityDelta(from: old, to: entries)
+        return identityDelta(from: old.array, to: entries.array)
     }
 
     /// Runs the fetch and records the snapshot's sequence.
@@ -70,7 +70,7 @@ final class LiveResults<T: Storable> {
             entries.append(entry)
             byID[entry.id] = entry
         }
-        self.entries = entries
+        self.entries = ChunkedList(entries)
         self.byID = byID
         self.sequence = sequence
     }
@@ -125,7 +125,7 @@ final class LiveResults<T: Storable> {
         if let limit = query.limit, entries.count > limit {
             // Past the window now: new arrivals (never inserted, as far as the subscriber
             // knows) and old members pushed out, which are the last surviving old entries.
-            let tail = entries[limit...]
+            let tail = entries.removeSuffix(from: limit)
             let pushedOut = tail.filter { entry in !arriving.contains { $0 === entry } }
             let leavingOffsets = Set(removed.map(\.offset))
             var oldOffsets: [Int] = []
@@ -139,7 +139,6 @@ final class LiveResults<T: Storable> {
             }
             for entry in tail { byID[entry.id] = nil }
             arriving.removeAll { arrival in tail.contains { $0 === arrival } }
-            entries.removeSubrange(limit...)
         }
         removed.sort { $0.offset < $1.offset }
         let inserted = arriving.map { (offset: offset(of: $0.row), entry: $0) }.sorted { $0.offset < $1.offset }
@@ -154,12 +153,7 @@ final class LiveResults<T: Storable> {
 
     /// The index of the first entry that does not sort before `row`.
     private func insertionPoint(for row: Row) -> Int {
-        var low = 0, high = entries.count
-        while low < high {
-            let mid = (low + high) / 2
-            if compare(entries[mid].row, row) < 0 { low = mid + 1 } else { high = mid }
-        }
-        return low
+        entries.partitionPoint { compare($0.row, row) < 0 }
     }
 
     /// The index of the entry holding `row` (rows are unique in the total order: the id ends every sort).

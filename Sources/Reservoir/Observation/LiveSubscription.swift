@@ -24,7 +24,7 @@ where Downstream.Input == Output.Value, Downstream.Failure == any Error {
         /// Exactly the current results (or a change to them is described by `pendingDelta`).
         case current
         /// This older list; the change since is worked out by identity when sending.
-        case list([Entry])
+        case list(ChunkedList<Entry>)
     }
 
     private let lock = NSLock()
@@ -32,7 +32,7 @@ where Downstream.Input == Output.Value, Downstream.Failure == any Error {
     private var downstream: Downstream?
     private var demand = Subscribers.Demand.none
     private var results: LiveResults<Output.Record>?
-    private var sent = Sent.list([])
+    private var sent = Sent.list(ChunkedList())
     private var pendingDelta: LiveResults<Output.Record>.Delta?
     private var hasUnsent = true
     private var sentInitial = false
@@ -148,11 +148,11 @@ where Downstream.Input == Output.Value, Downstream.Failure == any Error {
             do {
                 switch sent {
                 case .current:
-                    value = try Output.value(previous: [], current: results.entries,
+                    value = try Output.value(previous: ChunkedList(), current: results.entries,
                                              delta: pendingDelta ?? LiveResults.Delta(removed: [], inserted: []), initial: !sentInitial)
                 case let .list(previous):
                     value = try Output.value(previous: previous, current: results.entries,
-                                             delta: identityDelta(from: previous, to: results.entries), initial: !sentInitial)
+                                             delta: identityDelta(from: previous.array, to: results.entries.array), initial: !sentInitial)
                 }
             } catch {
                 failure = error
@@ -174,7 +174,7 @@ where Downstream.Input == Output.Value, Downstream.Failure == any Error {
     }
 
     /// The list before `delta` was applied to `current`.
-    private func undo(_ delta: LiveResults<Output.Record>.Delta, from current: [Entry]) -> [Entry] {
+    private func undo(_ delta: LiveResults<Output.Record>.Delta, from current: ChunkedList<Entry>) -> ChunkedList<Entry> {
         var list = current
         for (offset, _) in delta.inserted.reversed() { list.remove(at: offset) }
         for (offset, entry) in delta.removed { list.insert(entry, at: offset) }

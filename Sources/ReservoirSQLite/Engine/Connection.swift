@@ -1,0 +1,116 @@
+import CSQLite
+import Foundation
+import Reservoir
+
+/// Owns one `sqlite3` connection and its cache of prepared statements.
+///
+/// Not thread-safe: the backend hands each connection to one thread at a time
+/// (the writer under its lock, readers through the pool).
+final class Connection {
+    let handle: OpaquePointer
+    let path: String
+    private var statements: [String: Statement] = [:]
+
+    /// Opens (creating when `create`) the database at `path`, with a busy timeout so
+    /// other processes' locks are waited for instead of failing at once.
+    init(path: String, create: Bool, busyTimeout: Int32) throws {
+        var database: OpaquePointer?
+        var flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX
+        if create { flags |= SQLITE_OPEN_CREATE }
+        let result = sqlite3_open_v2(path, &database, flags, nil)
+        guard result == SQLITE_OK, let database else {
+            let message = database.map { String(cString: sqlite3_errmsg($0)) }
+            sqlite3_close_v2(database)
+            throw Self.openError(result, path: path, nativeMessage: message)
+        }
+        self.handle = database
+        self.path = path
+        sqlite3_extended_result_codes(database, 1)
+        sqlite3_busy_timeout(database, busyTimeout)
+    }
+
+    deinit {
+        statements.removeAll()
+        sqlite3_close_v2(handle)
+    }
+
+    func setBusyTimeout(_ milliseconds: Int32) {
+        sqlite3_busy_timeout(handle, milliseconds)
+    }
+
+    // MARK: - Statements
+
+    /// The cached prepared statement for `sql`, reset and ready to bind.
+    @inline(__always)
+    func cached(_ sql: String) throws -> Statement {
+        if let statement = statements[sql] {
+            statement.reset()
+            return statement
+        }
+        let statement = try Statement(database: handle, path: path, sql: sql)
+        statements[sql] = statement
+        return statement
+    }
+
+    /// Runs one or more statements without results (DDL, pragmas, transaction control).
+    func execute(_ sql: String, action: String? = nil) throws {
+        var message: UnsafeMutablePointer<CChar>?
+        let result = sqlite3_exec(handle, sql, nil, nil, &message)
+        guard result == SQLITE_OK else {
+            let text = message.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(handle))
+            sqlite3_free(message)
+            throw SQLiteFailure.error(result, path: path, action: action ?? "run \(Statement.shorten(sql))", nativeMessage: text)
+        }
+    }
+
+    /// Runs a cached statement with `parameters` and returns its first column of its first row.
+    func scalar(_ sql: String, _ parameters: [Value] = []) throws -> Value {
+        let statement = try cached(sql)
+        defer { statement.reset() }
+        for (offset, value) in parameters.enumerated() {
+            try statement.bind(value, at: Int32(offset + 1))
+        }
+        return try statement.step() ? statement.value(at: 0) : .null
+    }
+
+    /// Runs a cached statement with `parameters`, ignoring results.
+    func run(_ sql: String, _ parameters: [Value] = []) throws {
+        let statement = try cached(sql)
+        for (offset, value) in parameters.enumerated() {
+            try statement.bind(value, at: Int32(offset + 1))
+        }
+        try statement.run()
+    }
+
+    /// Drops every cached statement (after the schema changed under them, or on close).
+    func clearStatements() {
+        statements.removeAll()
+    }
+
+    /// Whether the connection is inside an explicit transaction.
+    var inTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
+    /// The number of rows the last INSERT, UPDATE or DELETE changed.
+    var changes: Int { Int(sqlite3_changes64(handle)) }
+
+    func error(_ result: Int32, action: String) -> ReservoirError {
+        SQLiteFailure.error(result, path: path, action: action, nativeMessage: String(cString: sqlite3_errmsg(handle)))
+    }
+
+    // MARK: - Opening errors
+
+    private static func openError(_ result: Int32, path: String, nativeMessage: String?) -> ReservoirError {
+        var error = SQLiteFailure.error(result, path: path, action: "open it", nativeMessage: nativeMessage, opening: true)
+        let url = URL(fileURLWithPath: path)
+        let directory = url.deletingLastPathComponent().path
+        var isDirectory: ObjCBool = false
+        if !FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
+            error.message = "SQLite store \"\(path)\": cannot open it: the directory \"\(directory)\" does not exist (create it first)"
+        } else if !isDirectory.boolValue {
+            error.message = "SQLite store \"\(path)\": cannot open it: \"\(directory)\" is not a directory"
+        } else if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            error.message = "SQLite store \"\(path)\": cannot open it: the path is a directory, not a database file"
+        }
+        return error
+    }
+}

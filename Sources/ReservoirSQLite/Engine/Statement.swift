@@ -1,0 +1,185 @@
+import CSQLite
+import Foundation
+import Reservoir
+
+/// Owns one prepared statement: binds ``Value``s, steps, and reads rows back.
+///
+/// Statements are cached by their ``Connection`` and reused; callers ``reset()`` them
+/// before binding. A statement is used by one thread at a time, like its connection.
+final class Statement {
+    let handle: OpaquePointer
+    let sql: String
+    private let database: OpaquePointer
+    private let path: String
+    /// Column names of the result, read once and refreshed only when SQLite re-prepares
+    /// the statement after a schema change (a column added by another connection).
+    private var names: [String] = []
+    private var namesReprepareCount: Int32 = -1
+
+    init(database: OpaquePointer, path: String, sql: String) throws {
+        var statement: OpaquePointer?
+        let result = sqlite3_prepare_v3(database, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
+        guard result == SQLITE_OK, let statement else {
+            let message = String(cString: sqlite3_errmsg(database))
+            sqlite3_finalize(statement)
+            throw SQLiteFailure.error(result, path: path, action: "prepare \(Statement.shorten(sql))", nativeMessage: message)
+        }
+        self.handle = statement
+        self.database = database
+        self.path = path
+        self.sql = sql
+    }
+
+    deinit {
+        sqlite3_finalize(handle)
+    }
+
+    // MARK: - Binding
+
+    /// Resets the statement so it can run again; bindings are replaced by the next binds.
+    func reset() {
+        // The step that failed has already reported its error; reset repeats it.
+        sqlite3_reset(handle)
+    }
+
+    /// Binds `value` to the 1-based parameter `index`.
+    func bind(_ value: Value, at index: Int32) throws {
+        let result: Int32
+        switch value {
+        case .null:
+            result = sqlite3_bind_null(handle, index)
+        case let .integer(integer):
+            result = sqlite3_bind_int64(handle, index, integer)
+        case let .real(real):
+            result = sqlite3_bind_double(handle, index, real)
+        case let .text(text):
+            result = try bindText(text, at: index)
+        case let .blob(data):
+            result = try bindBlob(data, at: index)
+        }
+        try check(result, "bind parameter \(index)")
+    }
+
+    func bind(_ integer: Int64, at index: Int32) throws {
+        try check(sqlite3_bind_int64(handle, index, integer), "bind parameter \(index)")
+    }
+
+    /// Binds the UTF-8 bytes of `text` as a blob, for byte-wise matching.
+    func bindBytes(of text: String, at index: Int32) throws {
+        var text = text
+        let result = try text.withUTF8 { buffer -> Int32 in
+            guard let base = buffer.baseAddress, buffer.count > 0 else { return sqlite3_bind_zeroblob(handle, index, 0) }
+            return reservoir_sqlite3_bind_blob_transient(handle, index, base, try Self.length(buffer.count, path: path))
+        }
+        try check(result, "bind parameter \(index)")
+    }
+
+    private func bindText(_ text: String, at index: Int32) throws -> Int32 {
+        var text = text
+        return try text.withUTF8 { buffer -> Int32 in
+            guard let base = buffer.baseAddress, buffer.count > 0 else {
+                return reservoir_sqlite3_bind_text_transient(handle, index, "", 0)
+            }
+            let count = try Self.length(buffer.count, path: path)
+            return base.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
+                reservoir_sqlite3_bind_text_transient(handle, index, $0, count)
+            }
+        }
+    }
+
+    private func bindBlob(_ data: Data, at index: Int32) throws -> Int32 {
+        try data.withUnsafeBytes { buffer -> Int32 in
+            guard let base = buffer.baseAddress, buffer.count > 0 else { return sqlite3_bind_zeroblob(handle, index, 0) }
+            return reservoir_sqlite3_bind_blob_transient(handle, index, base, try Self.length(buffer.count, path: path))
+        }
+    }
+
+    @inline(__always)
+    private func check(_ result: Int32, _ action: @autoclosure () -> String) throws {
+        guard result != SQLITE_OK else { return }
+        throw SQLiteFailure.error(result, path: path, action: "\(action()) of \(Self.shorten(sql))", nativeMessage: String(cString: sqlite3_errmsg(database)))
+    }
+
+    private static func length(_ count: Int, path: String) throws -> Int32 {
+        guard let length = Int32(exactly: count) else {
+            throw ReservoirError(.valueOutOfRange, "SQLite store \"\(path)\": a value of \(count) bytes is larger than SQLite's limit of 2 GiB")
+        }
+        return length
+    }
+
+    // MARK: - Stepping
+
+    /// Steps once: true when a row is ready, false when done.
+    @inline(__always)
+    func step() throws -> Bool {
+        let result = sqlite3_step(handle)
+        if result == SQLITE_ROW { return true }
+        if result == SQLITE_DONE { return false }
+        let message = String(cString: sqlite3_errmsg(database))
+        sqlite3_reset(handle)
+        throw SQLiteFailure.error(result, path: path, action: "run \(Self.shorten(sql))", nativeMessage: message)
+    }
+
+    /// Runs the statement to completion, ignoring any rows, and resets it.
+    func run() throws {
+        defer { sqlite3_reset(handle) }
+        while try step() {}
+    }
+
+    // MARK: - Reading
+
+    /// The value of result column `index` (0-based) of the current row.
+    @inline(__always)
+    func value(at index: Int32) -> Value {
+        switch sqlite3_column_type(handle, index) {
+        case SQLITE_INTEGER:
+            return .integer(sqlite3_column_int64(handle, index))
+        case SQLITE_FLOAT:
+            return .real(sqlite3_column_double(handle, index))
+        case SQLITE_TEXT:
+            let count = Int(sqlite3_column_bytes(handle, index))
+            guard let text = sqlite3_column_text(handle, index), count > 0 else { return .text("") }
+            return .text(String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self))
+        case SQLITE_BLOB:
+            let count = Int(sqlite3_column_bytes(handle, index))
+            guard let bytes = sqlite3_column_blob(handle, index), count > 0 else { return .blob(Data()) }
+            return .blob(Data(bytes: bytes, count: count))
+        default:
+            return .null
+        }
+    }
+
+    func int64(at index: Int32) -> Int64 {
+        sqlite3_column_int64(handle, index)
+    }
+
+    func isNull(at index: Int32) -> Bool {
+        sqlite3_column_type(handle, index) == SQLITE_NULL
+    }
+
+    /// The result's column names, cached across steps and executions.
+    var columnNames: [String] {
+        let reprepared = sqlite3_stmt_status(handle, SQLITE_STMTSTATUS_REPREPARE, 0)
+        if reprepared != namesReprepareCount || names.count != Int(sqlite3_column_count(handle)) {
+            let count = sqlite3_column_count(handle)
+            names = (0..<count).map { sqlite3_column_name(handle, $0).map { String(cString: $0) } ?? "" }
+            namesReprepareCount = reprepared
+        }
+        return names
+    }
+
+    /// The current row, all result columns, nulls included.
+    @inline(__always)
+    func row(columns: [String]) -> Row {
+        var values: [Value] = []
+        values.reserveCapacity(columns.count)
+        for index in 0..<Int32(columns.count) {
+            values.append(value(at: index))
+        }
+        return Row(columns: columns, values: values)
+    }
+
+    static func shorten(_ sql: String) -> String {
+        sql.count > 120 ? String(sql.prefix(117)) + "..." : sql
+    }
+}

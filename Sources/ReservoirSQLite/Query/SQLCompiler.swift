@@ -1,0 +1,190 @@
+import Reservoir
+
+/// A query compiled to SQL, with its parameters to bind in order (`?1`, `?2`, …).
+struct CompiledQuery {
+    enum Parameter {
+        /// A value bound as itself.
+        case value(Value)
+        /// A text's UTF-8 bytes bound as a blob, for byte-wise matching.
+        case bytes(String)
+    }
+
+    var sql: String
+    var parameters: [Parameter]
+
+    func bind(to statement: Statement) throws {
+        for (offset, parameter) in parameters.enumerated() {
+            switch parameter {
+            case let .value(value): try statement.bind(value, at: Int32(offset + 1))
+            case let .bytes(text): try statement.bindBytes(of: text, at: Int32(offset + 1))
+            }
+        }
+    }
+}
+
+/// Compiles ``Query``s to SQL that returns exactly what ``QueryEvaluator`` returns.
+///
+/// Every compiled predicate is two-valued (0 or 1, never NULL), so `NOT` and `OR` behave
+/// as the reference evaluator's boolean logic does:
+///
+/// | predicate | SQL |
+/// | --- | --- |
+/// | `c == v` | `c IS ?` (null-safe; `c IS NULL` for null) |
+/// | `c != v` | `c IS NOT ?` |
+/// | `c < v` (also `<=`, `>`, `>=`) | `(c IS NOT NULL AND c < ?)`; `0` when `v` is null |
+/// | `c in [v…]` | `(c IS NOT NULL AND c IN (?, …))`, `OR c IS NULL` when the list holds null |
+/// | `c hasPrefix p` | `(typeof(c) = 'text' AND substr(CAST(c AS BLOB), 1, ?) IS ?)`, bytes bound as a blob |
+/// | `c contains p` | `(typeof(c) = 'text' AND instr(CAST(c AS BLOB), ?) > 0)` |
+/// | `and`/`or`/`not` | `(a AND b)`, `(a OR b)`, `NOT (a)`; empty `and` is `1`, empty `or` is `0` |
+///
+/// Columns are declared without a type, so no affinity conversion happens: SQLite's
+/// comparisons then follow the contract's order (null < numbers < text < blob, numbers
+/// compared numerically, text and blobs with memcmp). A column the table does not have
+/// (yet) reads as NULL. Sorting is `ORDER BY` over the same order, the id last.
+struct SQLCompiler {
+    let table: Catalog.Table
+    private(set) var parameters: [CompiledQuery.Parameter] = []
+
+    init(table: Catalog.Table) {
+        self.table = table
+    }
+
+    /// `SELECT *` (or `count(*)`) for `query`.
+    static func compile(_ query: Query, table: Catalog.Table, counting: Bool) -> CompiledQuery {
+        var compiler = SQLCompiler(table: table)
+        let name = SQL.identifier(table.entity.name)
+        var sql = counting && query.limit == nil && query.offset == 0 ? "SELECT count(*) FROM \(name)" : "SELECT * FROM \(name)"
+        if let predicate = query.predicate {
+            let condition = compiler.condition(predicate)
+            if condition != "1" { sql += " WHERE " + condition }
+        }
+        if !counting {
+            let order = query.sort.compactMap { term -> String? in
+                guard let column = compiler.column(term.column) else { return nil }  // all null: no effect
+                return column + (term.ascending ? " ASC" : " DESC")
+            }
+            if !order.isEmpty { sql += " ORDER BY " + order.joined(separator: ", ") }
+        }
+        if query.limit != nil || query.offset > 0 {
+            sql += " LIMIT \(compiler.placeholder(.integer(Int64(clamping: query.limit ?? -1))))"
+            sql += " OFFSET \(compiler.placeholder(.integer(Int64(clamping: query.offset))))"
+            if counting { sql = "SELECT count(*) FROM (\(sql))" }
+        }
+        return CompiledQuery(sql: sql, parameters: compiler.parameters)
+    }
+
+    /// The quoted column, or nil when the table has no such column.
+    func column(_ name: String) -> String? {
+        table.columnSet.contains(name) ? SQL.identifier(name) : nil
+    }
+
+    mutating func placeholder(_ value: Value) -> String {
+        parameters.append(.value(value))
+        return "?\(parameters.count)"
+    }
+
+    mutating func bytesPlaceholder(_ text: String) -> String {
+        parameters.append(.bytes(text))
+        return "?\(parameters.count)"
+    }
+
+    /// A two-valued SQL condition for `predicate`. A condition folded to a constant
+    /// (`0` or `1`) leaves no parameters behind.
+    mutating func condition(_ predicate: RowPredicate) -> String {
+        let saved = parameters.count
+        let result = conditionBody(predicate)
+        if result == "0" || result == "1" { parameters.removeSubrange(saved...) }
+        return result
+    }
+
+    private mutating func conditionBody(_ predicate: RowPredicate) -> String {
+        switch predicate {
+        case let .constant(value):
+            return value ? "1" : "0"
+
+        case let .compare(name, op, operand):
+            guard let column = column(name) else {
+                // A missing column reads as null: decide the comparison now.
+                return QueryEvaluator.compare(.null, op, operand) ? "1" : "0"
+            }
+            return comparison(column, op, operand)
+
+        case let .isIn(name, values):
+            guard let column = column(name) else {
+                return values.contains(where: \.isNull) ? "1" : "0"
+            }
+            let nonNull = values.filter { !$0.isNull && !$0.isNaN }
+            var parts: [String] = []
+            if !nonNull.isEmpty {
+                let list = nonNull.map { placeholder($0) }.joined(separator: ", ")
+                parts.append("(\(column) IS NOT NULL AND \(column) IN (\(list)))")
+            }
+            if values.contains(where: \.isNull) { parts.append("\(column) IS NULL") }
+            switch parts.count {
+            case 0: return "0"
+            case 1: return parts[0]
+            default: return "(" + parts.joined(separator: " OR ") + ")"
+            }
+
+        case let .hasPrefix(name, prefix):
+            guard let column = column(name) else { return "0" }
+            if prefix.isEmpty { return "(typeof(\(column)) = 'text')" }
+            // substr of an empty blob is NULL, so IS keeps the condition two-valued.
+            let length = placeholder(.integer(Int64(prefix.utf8.count)))
+            let bytes = bytesPlaceholder(prefix)
+            return "(typeof(\(column)) = 'text' AND substr(CAST(\(column) AS BLOB), 1, \(length)) IS \(bytes))"
+
+        case let .contains(name, part):
+            guard let column = column(name) else { return "0" }
+            if part.isEmpty { return "(typeof(\(column)) = 'text')" }
+            return "(typeof(\(column)) = 'text' AND instr(CAST(\(column) AS BLOB), \(bytesPlaceholder(part))) > 0)"
+
+        case let .and(parts):
+            let compiled = parts.map { condition($0) }.filter { $0 != "1" }
+            if compiled.contains("0") || compiled.isEmpty { return compiled.isEmpty ? "1" : "0" }
+            return compiled.count == 1 ? compiled[0] : "(" + compiled.joined(separator: " AND ") + ")"
+
+        case let .or(parts):
+            let compiled = parts.map { condition($0) }.filter { $0 != "0" }
+            if compiled.contains("1") || compiled.isEmpty { return compiled.isEmpty ? "0" : "1" }
+            return compiled.count == 1 ? compiled[0] : "(" + compiled.joined(separator: " OR ") + ")"
+
+        case let .not(inner):
+            let compiled = condition(inner)
+            switch compiled {
+            case "1": return "0"
+            case "0": return "1"
+            default: return "NOT " + compiled
+            }
+        }
+    }
+
+    private mutating func comparison(_ column: String, _ op: ComparisonOperator, _ operand: Value) -> String {
+        if operand.isNaN {
+            // SQLite binds NaN as NULL; the contract orders NaN below every number and
+            // equal only to NaN, which no stored value is (NaN is stored as null).
+            switch op {
+            case .equal: return "0"
+            case .notEqual: return "1"
+            case .less, .lessOrEqual: return "0"
+            case .greater, .greaterOrEqual: return "(\(column) IS NOT NULL)"
+            }
+        }
+        switch op {
+        case .equal:
+            return operand.isNull ? "(\(column) IS NULL)" : "(\(column) IS \(placeholder(operand)))"
+        case .notEqual:
+            return operand.isNull ? "(\(column) IS NOT NULL)" : "(\(column) IS NOT \(placeholder(operand)))"
+        case .less, .lessOrEqual, .greater, .greaterOrEqual:
+            guard !operand.isNull else { return "0" }
+            return "(\(column) IS NOT NULL AND \(column) \(op.rawValue) \(placeholder(operand)))"
+        }
+    }
+}
+
+extension Value {
+    var isNaN: Bool {
+        if case let .real(real) = self { return real.isNaN }
+        return false
+    }
+}

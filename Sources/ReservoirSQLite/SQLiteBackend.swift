@@ -1,0 +1,237 @@
+import CSQLite
+import Foundation
+import Reservoir
+
+/// The SQLite backend, `sqlite:PATH`.
+///
+///     let store = try Store.open("sqlite:./app.sqlite?durability=full", registry: BackendRegistry([.sqlite]))
+///
+/// One table per entity, one column per field, readable with the `sqlite3` shell; a
+/// change log kept by triggers, so commits by any SQLite client reach subscriptions.
+/// The database runs in WAL mode with one writer connection and a pool of reader
+/// connections, so reads never wait for the writer. Docs/SQLiteBackend.md describes
+/// the layout, the SQL each predicate compiles to, durability and multi-process use.
+public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
+    // @unchecked: each connection is used under its lock (writer, probe) or by one
+    // thread at a time through the pool; `isClosed` is guarded by `stateLock`.
+
+    public let location: String
+    public let options: SQLiteOptions
+    public var capabilities: BackendCapabilities { [.persistent, .multiProcess, .nativeQueries] }
+
+    private let writerLock = NSLock()
+    private var writer: Session?
+    private let pool: ReaderPool
+    private let probeLock = NSLock()
+    private var probe: Connection?
+    private var lastDataVersion: Int64 = .min
+    /// Set when pending change rows were seen but not numbered yet (and at open).
+    private var pendingToNumber = true
+    private let stateLock = NSLock()
+    private var isClosed = false
+
+    /// Opens (creating if needed) the database at `path`.
+    ///
+    /// Throws `.cannotOpen` for a missing directory or a file that is not a SQLite
+    /// database, `.busy` when another process holds the database locked longer than
+    /// the busy timeout, `.corrupt` for a newer or damaged format; every message names `path`.
+    public init(path: String, options: SQLiteOptions = SQLiteOptions()) throws {
+        guard !path.isEmpty else {
+            throw ReservoirError(.invalidConfiguration, "sqlite: needs a file path, as in sqlite:./app.sqlite")
+        }
+        self.location = path
+        self.options = options
+        let busyTimeout = options.busyTimeoutMilliseconds
+        let writerConnection = try Connection(path: path, create: true, busyTimeout: busyTimeout)
+        try Self.configureWriter(writerConnection, options: options)
+        let writer = Session(connection: writerConnection)
+        try Self.setUp(writer, busyTimeout: busyTimeout)
+        self.writer = writer
+        self.pool = ReaderPool(path: path, busyTimeout: busyTimeout, maxIdle: options.readers)
+        let probe = try Connection(path: path, create: false, busyTimeout: busyTimeout)
+        try probe.execute("PRAGMA query_only = 1")
+        self.probe = probe
+        self.lastDataVersion = try probe.scalar("PRAGMA data_version").integerValue
+    }
+
+    deinit {
+        close()
+    }
+
+    private static func configureWriter(_ connection: Connection, options: SQLiteOptions) throws {
+        // The first statement reads the file header: a file that is not a database fails here.
+        let mode: Value
+        do {
+            mode = try connection.scalar("PRAGMA journal_mode = WAL")
+        } catch let error as ReservoirError where error.nativeCode.map({ $0 & 0xff == SQLITE_NOTADB }) ?? false {
+            throw ReservoirError(.cannotOpen, "SQLite store \"\(connection.path)\": cannot open it: the file is not a SQLite database", nativeCode: error.nativeCode, nativeMessage: error.nativeMessage)
+        }
+        guard case let .text(name) = mode, name.lowercased() == "wal" else {
+            throw ReservoirError(.cannotOpen, "SQLite store \"\(connection.path)\": cannot switch it to WAL mode (journal mode is \(mode)); is the file on a filesystem without shared memory support?")
+        }
+        try connection.execute("PRAGMA synchronous = \(options.durability == .full ? "FULL" : "NORMAL")")
+    }
+
+    /// Creates the backend's tables when missing (taking the write lock only then, so a
+    /// store opens while another process is writing) and checks the format version.
+    /// Change rows left by plain SQL writers while no store was open are numbered here
+    /// when the write lock is free at once, else by the first ``commitToken()``.
+    private static func setUp(_ session: Session, busyTimeout: Int32) throws {
+        let connection = session.connection
+        if try Metadata.isSetUp(connection) {
+            try Metadata.checkFormat(connection)
+            // Changes plain SQL clients made while no store was open are numbered now, so
+            // they are history rather than news; unless another process is writing.
+            if try ChangeLog.hasPending(connection) {
+                connection.setBusyTimeout(0)
+                defer { connection.setBusyTimeout(busyTimeout) }
+                try? numberPending(connection)
+            }
+            return
+        }
+        try numberPending(connection, creatingTables: true)
+    }
+
+    private static func numberPending(_ connection: Connection, creatingTables: Bool = false) throws {
+        try Self.beginWrite(connection)
+        do {
+            if creatingTables { try Metadata.setUp(connection) }
+            try ChangeLog.numberPending(connection)
+            try connection.run("COMMIT")
+        } catch {
+            if connection.inTransaction { try? connection.execute("ROLLBACK") }
+            throw error
+        }
+    }
+
+    /// `BEGIN IMMEDIATE`: takes the database's write lock now, waiting up to the busy timeout.
+    private static func beginWrite(_ connection: Connection) throws {
+        do {
+            try connection.run("BEGIN IMMEDIATE")
+        } catch var error as ReservoirError {
+            error.message = "SQLite store \"\(connection.path)\": cannot start a write transaction: \(SQLiteFailure.cause(for: error.nativeCode ?? 1))"
+            throw error
+        }
+    }
+
+    // MARK: - Transactions
+
+    public func read<R>(_ body: (any ReadTransaction) throws -> R) throws -> R {
+        try checkOpen()
+        let session = try pool.acquire()
+        var healthy = true
+        defer { pool.release(session, healthy: healthy) }
+        try session.connection.run("BEGIN DEFERRED")
+        let result: R
+        do {
+            result = try body(SQLiteReadTransaction(session: session))
+        } catch {
+            healthy = Self.end(session, "ROLLBACK")
+            throw error
+        }
+        healthy = Self.end(session, "COMMIT")
+        return result
+    }
+
+    /// Ends a read transaction; false when the connection could not leave it (then discarded).
+    private static func end(_ session: Session, _ command: String) -> Bool {
+        session.catalog.endTransaction()
+        if (try? session.connection.run(command)) == nil {
+            try? session.connection.execute("ROLLBACK")
+        }
+        return !session.connection.inTransaction
+    }
+
+    public func write<R>(_ body: (any WriteTransaction) throws -> R) throws -> R {
+        writerLock.lock()
+        defer { writerLock.unlock() }
+        guard let session = writer else { throw closedError() }
+        let connection = session.connection
+        try Self.beginWrite(connection)
+        let transaction: SQLiteWriteTransaction
+        let result: R
+        do {
+            // Plain SQL writers' changes get their own sequence first, so they precede ours.
+            let start = try ChangeLog.numberPending(connection)
+            transaction = SQLiteWriteTransaction(session: session, startChange: start, retention: options.retention)
+            result = try body(transaction)
+            if try !transaction.recorded && ChangeLog.lastChange(connection) > start {
+                // Logged by triggers but, netted, no change: not another writer's either.
+                try ChangeLog.discard(after: start, connection)
+            }
+            try connection.run("COMMIT")
+        } catch {
+            if connection.inTransaction { try? connection.execute("ROLLBACK") }
+            // DDL may have been rolled back with the rest: reload the catalog next time.
+            session.catalog.invalidate()
+            throw error
+        }
+        session.catalog.endTransaction()
+        return result
+    }
+
+    // MARK: - Other processes
+
+    /// `PRAGMA data_version` on a dedicated connection: changes whenever another
+    /// connection (this backend's writer, another process, a plain SQL client) commits.
+    /// When it moves and the change log holds rows no sequence covers (written by a plain
+    /// SQL client), they are numbered here, so the core's catch-up announces them.
+    public func commitToken() throws -> UInt64 {
+        probeLock.lock()
+        defer { probeLock.unlock() }
+        guard let probe else { throw closedError() }
+        let version = try probe.scalar("PRAGMA data_version").integerValue
+        if version != lastDataVersion || pendingToNumber {
+            lastDataVersion = version
+            pendingToNumber = try ChangeLog.hasPending(probe)
+            if pendingToNumber {
+                try numberPending()
+                pendingToNumber = false
+            }
+        }
+        return UInt64(bitPattern: version)
+    }
+
+    private func numberPending() throws {
+        writerLock.lock()
+        defer { writerLock.unlock() }
+        guard let session = writer else { throw closedError() }
+        try Self.numberPending(session.connection)
+    }
+
+    /// Runs SQL on the writer connection between transactions. For tests (a full disk is
+    /// simulated with `PRAGMA max_page_count`).
+    func executeOnWriter(_ sql: String) throws {
+        writerLock.lock()
+        defer { writerLock.unlock() }
+        guard let session = writer else { throw closedError() }
+        try session.connection.execute(sql)
+    }
+
+    // MARK: - Closing
+
+    public func close() {
+        stateLock.lock()
+        let wasClosed = isClosed
+        isClosed = true
+        stateLock.unlock()
+        guard !wasClosed else { return }
+        writerLock.lock()
+        writer = nil
+        writerLock.unlock()
+        probeLock.lock()
+        probe = nil
+        probeLock.unlock()
+        pool.close()
+    }
+
+    private func checkOpen() throws {
+        stateLock.lock()
+        defer { stateLock.unlock() }
+        if isClosed { throw closedError() }
+    }
+
+    private func closedError() -> ReservoirError {
+        ReservoirError(.closed, "the SQLite store \"\(location)\" has been closed")
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+import Reservoir
+
+/// What one connection knows of the entity tables: their columns, as of a schema version.
+///
+/// Each connection keeps its own catalog and reloads it when `PRAGMA schema_version`
+/// moves (a table or column added by this or any other connection or process).
+final class Catalog {
+    /// One entity table as it is on disk.
+    struct Table {
+        var entity: EntityDescription
+        /// The table's columns, in table order (the order `SELECT *` returns).
+        var columns: [String]
+        var columnSet: Set<String>
+        /// Lower-cased column names: SQLite identifiers ignore ASCII case.
+        var foldedColumns: Set<String>
+
+        init(entity: EntityDescription, columns: [String]) {
+            self.entity = entity
+            self.columns = columns
+            self.columnSet = Set(columns)
+            self.foldedColumns = Set(columns.map(SQL.fold))
+        }
+
+        mutating func addColumn(_ column: String) {
+            columns.append(column)
+            columnSet.insert(column)
+            foldedColumns.insert(SQL.fold(column))
+        }
+    }
+
+    private(set) var tables: [String: Table] = [:]
+    /// Counts reloads from disk, so statement caches built on older tables can be dropped.
+    private(set) var generation = 0
+    /// The schema version the tables were loaded at; -1 forces a reload.
+    private var version: Int64 = -1
+    /// Whether the current transaction has checked the version already.
+    private var checkedInTransaction = false
+
+    /// Forgets everything, for after a rollback of this connection's own DDL.
+    func invalidate() {
+        version = -1
+        checkedInTransaction = false
+        tables = [:]
+    }
+
+    /// Call when a transaction ends, so the next one checks the schema version again.
+    func endTransaction() {
+        checkedInTransaction = false
+    }
+
+    /// Reloads when the schema version moved; checks at most once per transaction.
+    func refreshIfNeeded(_ connection: Connection) throws {
+        guard !checkedInTransaction else { return }
+        let current = try connection.scalar("PRAGMA schema_version").integerValue
+        checkedInTransaction = true
+        guard current != version else { return }
+        try reload(connection)
+        version = current
+    }
+
+    /// Records a table this connection just created or changed, inside its transaction.
+    /// The version is reset so the next transaction reloads from disk.
+    func update(_ table: Table) {
+        tables[table.entity.name] = table
+        version = -1
+    }
+
+    private func reload(_ connection: Connection) throws {
+        var loaded: [String: Table] = [:]
+        let entities = try Metadata.entities(connection)
+        for entity in entities {
+            let columns = try Metadata.columns(of: entity.name, connection)
+            guard !columns.isEmpty else { continue }  // the table was dropped by hand
+            loaded[entity.name] = Table(entity: entity, columns: columns)
+        }
+        tables = loaded
+        generation += 1
+    }
+}
+
+extension Value {
+    /// The integer payload, or 0 for anything else.
+    var integerValue: Int64 {
+        switch self {
+        case let .integer(value): value
+        case let .real(value): Int64(exactly: value.rounded(.towardZero)) ?? 0
+        default: 0
+        }
+    }
+}

@@ -1,0 +1,167 @@
+import Foundation
+import Reservoir
+
+/// The backend's own tables and the DDL of entity tables.
+///
+/// Layout (see Docs/SQLiteBackend.md):
+/// - one table per entity, named after it, `WITHOUT ROWID`, the id column its primary key,
+///   one column per top-level field, every column declared *without a type* so SQLite
+///   keeps each value exactly as bound (no affinity conversions);
+/// - `_reservoir_meta(key, value)`: the format version;
+/// - `_reservoir_entities(name, id_column, fields, indexes)`: entity descriptions;
+/// - `_reservoir_changes(change, entity, id, kind, sequence)`: the change log, filled by
+///   triggers; `sequence` is set on the last row of each change set (see ``ChangeLog``).
+enum Metadata {
+    /// The on-disk format this code writes; a higher one in a file is refused.
+    static let formatVersion: Int64 = 1
+
+    /// Creates the backend's tables when missing and checks the format version.
+    /// Call inside a write transaction.
+    static func setUp(_ connection: Connection) throws {
+        try connection.execute("""
+            CREATE TABLE IF NOT EXISTS _reservoir_meta(key TEXT PRIMARY KEY NOT NULL, value) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS _reservoir_entities(
+                name TEXT PRIMARY KEY NOT NULL, id_column TEXT NOT NULL, fields TEXT NOT NULL, indexes TEXT NOT NULL
+            ) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS _reservoir_changes(
+                change INTEGER PRIMARY KEY, entity TEXT NOT NULL, id, kind TEXT NOT NULL, sequence INTEGER
+            );
+            INSERT OR IGNORE INTO _reservoir_meta(key, value) VALUES('format_version', \(formatVersion));
+            """, action: "create the backend's tables")
+        try checkFormat(connection)
+    }
+
+    /// Whether every table of the backend exists already.
+    static func isSetUp(_ connection: Connection) throws -> Bool {
+        let count = try connection.scalar("""
+            SELECT count(*) FROM sqlite_master WHERE type = 'table'
+            AND name IN ('_reservoir_meta', '_reservoir_entities', '_reservoir_changes')
+            """)
+        return count.integerValue == 3
+    }
+
+    /// Throws `.corrupt` when the file was written in a newer format than this code reads.
+    static func checkFormat(_ connection: Connection) throws {
+        let stored = try connection.scalar("SELECT value FROM _reservoir_meta WHERE key = 'format_version'")
+        guard case let .integer(version) = stored, version <= formatVersion else {
+            throw ReservoirError(.corrupt, "SQLite store \"\(connection.path)\": the file's Reservoir format version is \(stored), this library reads version \(formatVersion) or older; open it with a newer version of Reservoir")
+        }
+    }
+
+    // MARK: - Entities
+
+    /// Every entity description stored in `_reservoir_entities`, by name.
+    static func entities(_ connection: Connection) throws -> [EntityDescription] {
+        let statement = try connection.cached("SELECT name, id_column, fields, indexes FROM _reservoir_entities ORDER BY name")
+        defer { statement.reset() }
+        var result: [EntityDescription] = []
+        while try statement.step() {
+            guard case let .text(name) = statement.value(at: 0), case let .text(idColumn) = statement.value(at: 1) else { continue }
+            result.append(EntityDescription(
+                name: name, idColumn: idColumn,
+                fields: decodeList(statement.value(at: 2)),
+                indexes: decodeList(statement.value(at: 3))
+            ))
+        }
+        return result
+    }
+
+    /// The columns of table `name` in table order; empty when there is no such table.
+    static func columns(of table: String, _ connection: Connection) throws -> [String] {
+        let statement = try connection.cached("SELECT name FROM pragma_table_info(?1) ORDER BY cid")
+        defer { statement.reset() }
+        try statement.bind(.text(table), at: 1)
+        var columns: [String] = []
+        while try statement.step() {
+            if case let .text(name) = statement.value(at: 0) { columns.append(name) }
+        }
+        return columns
+    }
+
+    static func saveEntity(_ entity: EntityDescription, _ connection: Connection) throws {
+        try connection.run(
+            "INSERT OR REPLACE INTO _reservoir_entities(name, id_column, fields, indexes) VALUES(?1, ?2, ?3, ?4)",
+            [.text(entity.name), .text(entity.idColumn), .text(encodeList(entity.fields)), .text(encodeList(entity.indexes))]
+        )
+    }
+
+    // MARK: - Entity tables
+
+    /// Creates the table, its change-log triggers and its indexes.
+    static func createTable(_ entity: EntityDescription, columns: [String], _ connection: Connection) throws {
+        let table = SQL.identifier(entity.name)
+        let id = SQL.identifier(entity.idColumn)
+        let others = columns.filter { $0 != entity.idColumn }.map { ", " + SQL.identifier($0) }.joined()
+        // No declared types: values are stored exactly as bound.
+        var ddl = "CREATE TABLE \(table)(\(id) PRIMARY KEY NOT NULL\(others)) WITHOUT ROWID;\n"
+        ddl += triggers(entity)
+        try connection.execute(ddl, action: "create the table for entity \"\(entity.name)\"")
+    }
+
+    /// The triggers that log every insert, update and delete on an entity table, by any
+    /// SQLite client, into `_reservoir_changes` (sequence numbers are assigned later).
+    ///
+    /// `existed` marks an INSERT that found the row already there (INSERT OR REPLACE,
+    /// or an UPSERT turning into an update), so the reader nets it into an update.
+    static func triggers(_ entity: EntityDescription) -> String {
+        let table = SQL.identifier(entity.name)
+        let id = SQL.identifier(entity.idColumn)
+        let name = SQL.literal(entity.name)
+        func trigger(_ suffix: String) -> String { SQL.identifier(SQL.reservedPrefix + "log_" + entity.name + "_" + suffix) }
+        func log(_ row: String, _ kind: String) -> String {
+            "INSERT INTO _reservoir_changes(entity, id, kind) VALUES(\(name), \(row).\(id), '\(kind)');"
+        }
+        return """
+            CREATE TRIGGER \(trigger("existed")) BEFORE INSERT ON \(table)
+                WHEN EXISTS (SELECT 1 FROM \(table) WHERE \(id) = NEW.\(id)) BEGIN \(log("NEW", "existed")) END;
+            CREATE TRIGGER \(trigger("inserted")) AFTER INSERT ON \(table) BEGIN \(log("NEW", "inserted")) END;
+            CREATE TRIGGER \(trigger("updated")) AFTER UPDATE ON \(table)
+                WHEN OLD.\(id) IS NEW.\(id) BEGIN \(log("NEW", "updated")) END;
+            CREATE TRIGGER \(trigger("rekeyed")) AFTER UPDATE ON \(table)
+                WHEN OLD.\(id) IS NOT NEW.\(id) BEGIN \(log("OLD", "deleted")) \(log("NEW", "inserted")) END;
+            CREATE TRIGGER \(trigger("deleted")) AFTER DELETE ON \(table) BEGIN \(log("OLD", "deleted")) END;
+
+            """
+    }
+
+    static func addColumn(_ column: String, to entity: String, _ connection: Connection) throws {
+        try connection.execute(
+            "ALTER TABLE \(SQL.identifier(entity)) ADD COLUMN \(SQL.identifier(column))",
+            action: "add column \"\(column)\" to the table of entity \"\(entity)\""
+        )
+    }
+
+    static func indexName(_ entity: String, _ column: String) -> String {
+        SQL.reservedPrefix + "index_" + entity + "_" + column
+    }
+
+    static func createIndex(_ column: String, on entity: String, _ connection: Connection) throws {
+        try connection.execute(
+            "CREATE INDEX IF NOT EXISTS \(SQL.identifier(indexName(entity, column))) ON \(SQL.identifier(entity))(\(SQL.identifier(column)))",
+            action: "create the index on \"\(column)\" of entity \"\(entity)\""
+        )
+    }
+
+    static func dropIndex(_ column: String, on entity: String, _ connection: Connection) throws {
+        try connection.execute(
+            "DROP INDEX IF EXISTS \(SQL.identifier(indexName(entity, column)))",
+            action: "drop the index on \"\(column)\" of entity \"\(entity)\""
+        )
+    }
+
+    // MARK: - Lists
+
+    private static func encodeList(_ names: [String]) -> String {
+        guard let data = try? JSONSerialization.data(withJSONObject: names), let text = String(data: data, encoding: .utf8) else {
+            return "[]"
+        }
+        return text
+    }
+
+    private static func decodeList(_ value: Value) -> [String] {
+        guard case let .text(text) = value,
+              let names = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String]
+        else { return [] }
+        return names
+    }
+}

@@ -1,0 +1,45 @@
+import Reservoir
+
+/// Quoting for the only things ever spliced into SQL text: identifiers and the
+/// entity name literal in trigger bodies. Values are always bound parameters.
+enum SQL {
+    /// `name` as a quoted identifier: `"name"`, with inner quotes doubled.
+    static func identifier(_ name: String) -> String {
+        quote(name, with: "\"")
+    }
+
+    /// `text` as a string literal: `'text'`, with inner quotes doubled.
+    static func literal(_ text: String) -> String {
+        quote(text, with: "'")
+    }
+
+    private static func quote(_ text: String, with mark: Character) -> String {
+        var result = String(mark)
+        result.reserveCapacity(text.utf8.count + 2)
+        for character in text {
+            result.append(character)
+            if character == mark { result.append(mark) }
+        }
+        result.append(mark)
+        return result
+    }
+
+    /// SQLite compares identifiers ignoring ASCII case; this is the key it compares by.
+    static func fold(_ name: String) -> String {
+        String(decoding: name.utf8.map { (0x41...0x5a).contains($0) ? $0 + 0x20 : $0 }, as: UTF8.self)
+    }
+
+    /// Names reserved for the backend's own tables, triggers and indexes.
+    static let reservedPrefix = "_reservoir_"
+
+    /// Checks that `name` can name an entity table or a column.
+    static func checkName(_ name: String, kind: String, entity: String, path: String) throws {
+        if name.isEmpty || name.utf8.contains(0) {
+            throw ReservoirError(.invalidSchema, "SQLite store \"\(path)\": \(kind) name \"\(name)\" of entity \"\(entity)\" is empty or contains a NUL character, which SQLite cannot store as a name")
+        }
+        let folded = fold(name)
+        if kind == "entity" && (folded.hasPrefix(reservedPrefix) || folded.hasPrefix("sqlite_")) {
+            throw ReservoirError(.invalidSchema, "SQLite store \"\(path)\": entity name \"\(name)\" is reserved (names starting with \(reservedPrefix) or sqlite_ are the backend's and SQLite's own)")
+        }
+    }
+}

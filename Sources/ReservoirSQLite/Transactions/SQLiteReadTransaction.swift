@@ -1,0 +1,85 @@
+import Reservoir
+
+/// A read snapshot: an open (deferred) transaction on one connection.
+class SQLiteReadTransaction: ReadTransaction {
+    let session: Session
+
+    init(session: Session) {
+        self.session = session
+    }
+
+    var connection: Connection { session.connection }
+
+    func table(_ entity: String) throws -> Catalog.Table? {
+        try session.checkedCatalog().tables[entity]
+    }
+
+    func row(_ entity: String, id: Value) throws -> Row? {
+        guard !id.isNull else { return nil }
+        if let cached = session.rowStatements[entity] {
+            // The hot path: no catalog check. `SELECT *` re-prepares itself when columns
+            // were added; a table dropped since fails with SQLITE_ERROR and takes the slow path.
+            cached.reset()
+            do {
+                return try Self.row(cached, id: id)
+            } catch let error as ReservoirError where error.nativeCode == 1 {
+                session.rowStatements[entity] = nil
+            }
+        }
+        guard let table = try table(entity) else { return nil }
+        let statement = try connection.cached("SELECT * FROM \(SQL.identifier(entity)) WHERE \(SQL.identifier(table.entity.idColumn)) = ?1")
+        session.rowStatements[entity] = statement
+        return try Self.row(statement, id: id)
+    }
+
+    private static func row(_ statement: Statement, id: Value) throws -> Row? {
+        defer { statement.reset() }
+        try statement.bind(id, at: 1)
+        guard try statement.step() else { return nil }
+        return statement.row(columns: statement.columnNames)
+    }
+
+    func fetch(_ query: Query) throws -> [Row] {
+        guard let table = try table(query.entity.name) else { return [] }
+        let compiled = SQLCompiler.compile(query, table: table, counting: false)
+        let statement = try connection.cached(compiled.sql)
+        defer { statement.reset() }
+        try compiled.bind(to: statement)
+        var rows: [Row] = []
+        if let limit = query.limit { rows.reserveCapacity(min(limit, 1024)) }
+        guard try statement.step() else { return rows }
+        let columns = statement.columnNames
+        repeat {
+            rows.append(statement.row(columns: columns))
+        } while try statement.step()
+        return rows
+    }
+
+    func count(_ query: Query) throws -> Int {
+        guard let table = try table(query.entity.name) else { return 0 }
+        let compiled = SQLCompiler.compile(query, table: table, counting: true)
+        let statement = try connection.cached(compiled.sql)
+        defer { statement.reset() }
+        try compiled.bind(to: statement)
+        guard try statement.step() else { return 0 }
+        return Int(statement.int64(at: 0))
+    }
+
+    func entities() throws -> [EntityDescription] {
+        let catalog = try session.checkedCatalog()
+        var result: [EntityDescription] = []
+        for entity in try Metadata.entities(connection) where catalog.tables[entity.name] != nil {
+            let nonEmpty = try connection.scalar("SELECT EXISTS (SELECT 1 FROM \(SQL.identifier(entity.name)))")
+            if nonEmpty.integerValue != 0 { result.append(entity) }
+        }
+        return result
+    }
+
+    func lastSequence() throws -> UInt64 {
+        try ChangeLog.lastSequence(connection)
+    }
+
+    func changeLog(after sequence: UInt64, limit: Int) throws -> [ChangeLogEntry] {
+        try ChangeLog.entries(after: sequence, limit: limit, connection)
+    }
+}

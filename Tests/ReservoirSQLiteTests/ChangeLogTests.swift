@@ -1,0 +1,155 @@
+import Foundation
+import OpenCombineShim
+import Reservoir
+import ReservoirSQLite
+import Testing
+
+/// The persisted change log: plain SQL writes by other clients reach subscriptions,
+/// own commits are announced once, sequences increase, retention is bounded.
+@Suite struct ChangeLogTests {
+    struct Fixture {
+        let directory: TemporaryDirectory
+        let store: Store
+        let changes = Collected<ChangeSet>()
+        /// When each change set arrived, on the delivering thread.
+        let arrivals = Collected<ContinuousClock.Instant>()
+        let subscription: AnyCancellable
+
+        init(options: String = "") throws {
+            directory = try TemporaryDirectory()
+            store = try openStore(directory.databasePath, options: options)
+            let changes = self.changes
+            let arrivals = self.arrivals
+            subscription = store.changes.sink {
+                arrivals.append(ContinuousClock.now)
+                changes.append($0)
+            }
+        }
+
+        func finish() {
+            subscription.cancel()
+            store.close()
+            directory.cleanup()
+        }
+
+        /// Waits for `count` change sets in all; returns them.
+        func wait(for count: Int, timeout: Duration = .seconds(5)) async -> [ChangeSet] {
+            _ = await eventually(timeout: timeout) { changes.values.count >= count }
+            return changes.values
+        }
+    }
+
+    @Test func plainSQLWritesReachSubscriptionsNetted() async throws {
+        let fixture = try Fixture()
+        defer { fixture.finish() }
+        try await fixture.store.write { try $0.insert(Todo(id: 1, title: "one", done: false, priority: 1)) }
+        let raw = try RawConnection(fixture.directory.databasePath)
+
+        let clock = ContinuousClock()
+        let start = clock.now
+        try raw.execute("INSERT INTO todos(id, title, done, priority) VALUES(2, 'two', 0, 5)")
+        var seen = await fixture.wait(for: 2)
+        let latency = fixture.arrivals.values[1] - start
+        try #require(seen.count == 2)
+        #expect(seen[1].isExternal)
+        #expect(seen[1].sequence == 2)
+        #expect(seen[1].changes(to: "todos")?.inserted.map(\.row) == [Row([("id", 2), ("title", "two"), ("done", 0), ("priority", 5), ("note", nil)])])
+        #expect(latency < .milliseconds(500), "plain SQL insert took \(latency) to arrive")
+
+        // Several statements in one transaction net per record; REPLACE and UPSERT are updates.
+        try raw.execute("""
+            BEGIN;
+            UPDATE todos SET title = 'ONE' WHERE id = 1;
+            REPLACE INTO todos(id, title, done, priority) VALUES(2, 'TWO', 1, 5);
+            INSERT INTO todos(id, title, done, priority) VALUES(3, 'three', 0, 1)
+                ON CONFLICT(id) DO UPDATE SET title = excluded.title;
+            INSERT INTO todos(id, title, done, priority) VALUES(3, 'THREE', 0, 1)
+                ON CONFLICT(id) DO UPDATE SET title = excluded.title;
+            INSERT INTO todos(id, title, done, priority) VALUES(4, 'gone', 0, 1);
+            DELETE FROM todos WHERE id = 4;
+            COMMIT;
+            """)
+        seen = await fixture.wait(for: 3)
+        try #require(seen.count == 3)
+        let netted = try #require(seen[2].changes(to: "todos"))
+        #expect(netted.updated.map(\.id) == [1, 2])
+        #expect(netted.inserted.map(\.id) == [3])
+        #expect(netted.inserted.first?.row.value("title") == "THREE")
+        #expect(netted.deleted.isEmpty)
+
+        // Changing a record's id is a delete and an insert.
+        try raw.execute("UPDATE todos SET id = 10 WHERE id = 3")
+        seen = await fixture.wait(for: 4)
+        try #require(seen.count == 4)
+        #expect(seen[3].changes(to: "todos")?.deleted == [3])
+        #expect(seen[3].changes(to: "todos")?.inserted.map(\.id) == [10])
+        #expect(seen.map(\.sequence) == [1, 2, 3, 4])
+        #expect(try fixture.store.fetch(Todo.self).map(\.title) == ["ONE", "TWO", "THREE"])
+    }
+
+    @Test func ownCommitsAreAnnouncedOnceAndPlainSQLBeforeThemComesFirst() async throws {
+        let fixture = try Fixture()
+        defer { fixture.finish() }
+        try await fixture.store.write { try $0.insert(Todo(id: 1, title: "one", done: false, priority: 1)) }
+        let raw = try RawConnection(fixture.directory.databasePath)
+        // A plain SQL write immediately followed by an own write, before any poll.
+        try raw.execute("INSERT INTO todos(id, title, done, priority) VALUES(2, 'sql', 0, 1)")
+        try await fixture.store.write { try $0.insert(Todo(id: 3, title: "own", done: false, priority: 1)) }
+        let seen = await fixture.wait(for: 3)
+        try await Task.sleep(for: .milliseconds(300))  // any duplicate would arrive by now
+        #expect(fixture.changes.values.count == 3)
+        #expect(seen.map(\.sequence) == [1, 2, 3])
+        #expect(seen.map(\.isExternal) == [false, true, false])
+        #expect(seen[1].changes(to: "todos")?.inserted.map(\.id) == [2])
+        #expect(seen[2].changes(to: "todos")?.inserted.map(\.id) == [3])
+    }
+
+    @Test func plainSQLWritesBeforeOpeningAreNumberedButNotReplayed() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanup() }
+        do {
+            let store = try openStore(directory.databasePath)
+            try store.write { try $0.insert(Todo(id: 1, title: "one", done: false, priority: 1)) }
+            store.close()
+        }
+        let raw = try RawConnection(directory.databasePath)
+        try raw.execute("DELETE FROM todos WHERE id = 1")
+        let store = try openStore(directory.databasePath)
+        defer { store.close() }
+        #expect(try store.read { try $0.lastSequence() } == 2)
+        let log = try store.backend.read { try $0.changeLog(after: 0, limit: 10) }
+        #expect(log == [
+            ChangeLogEntry(sequence: 1, entity: "todos", id: 1, kind: .inserted),
+            ChangeLogEntry(sequence: 2, entity: "todos", id: 1, kind: .deleted),
+        ])
+    }
+
+    @Test func retentionKeepsTheNewestChangeSets() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanup() }
+        let store = try openStore(directory.databasePath, options: "?retention=10")
+        defer { store.close() }
+        for id in 1...200 {
+            try store.write { try $0.insert(Todo(id: id, title: "t\(id)", done: false, priority: 1)) }
+        }
+        let log = try store.backend.read { try $0.changeLog(after: 0, limit: 1000) }
+        #expect(try store.read { try $0.lastSequence() } == 200)
+        #expect(log.last?.sequence == 200)
+        #expect(log.count >= 10 && log.count < 10 + 64, "kept \(log.count) change sets")
+        #expect(log.map(\.sequence) == Array(UInt64(201 - log.count)...200))
+        let raw = try RawConnection(directory.databasePath)
+        #expect(try raw.query("SELECT count(*) FROM _reservoir_changes") == [["\(log.count)"]])
+    }
+
+    @Test func twoStoresInOneProcessSeeEachOthersCommits() async throws {
+        let fixture = try Fixture()
+        defer { fixture.finish() }
+        let other = try openStore(fixture.directory.databasePath)
+        defer { other.close() }
+        try await other.write { try $0.insert(Todo(id: 5, title: "from other", done: false, priority: 1)) }
+        let seen = await fixture.wait(for: 1)
+        try #require(seen.count == 1)
+        #expect(seen[0].isExternal)
+        #expect(seen[0].changes(to: "todos")?.inserted.map(\.id) == [5])
+    }
+}
