@@ -47,6 +47,7 @@ let package = Package(
             name: "ReservoirCLI",
             dependencies: [
                 "Reservoir",
+                "ReservoirSQLite",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
             ]
@@ -66,6 +67,7 @@ let package = Package(
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
             ]
         ),
+        .testTarget(name: "ReservoirCLITests", dependencies: ["ReservoirCLI", "CSQLite"]),
         // The second process of ReservoirLMDBTests' multi-process tests.
         .executableTarget(
             name: "ReservoirLMDBTestHelper",

@@ -30,7 +30,7 @@ struct InfoCommand: ParsableCommand {
             print("location:     \(store.backend.location)")
             print("capabilities: \(store.capabilities)")
             print("sequence:     \(sequence)")
-            print("record types: \(entities.isEmpty ? "none" : "")")
+            print("record types:" + (entities.isEmpty ? " none" : ""))
             for (entity, count) in entities {
                 print("  \(entity.name): \(count) record\(count == 1 ? "" : "s")")
             }
