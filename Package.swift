@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "Reservoir", targets: ["Reservoir"]),
         .library(name: "ReservoirConformance", targets: ["ReservoirConformance"]),
         .library(name: "ReservoirSQLite", targets: ["ReservoirSQLite"]),
+        .library(name: "ReservoirLMDB", targets: ["ReservoirLMDB"]),
         .executable(name: "reservoir", targets: ["ReservoirCLI"]),
     ],
     dependencies: [
@@ -36,6 +37,12 @@ let package = Package(
         .target(name: "ReservoirSQLite", dependencies: ["Reservoir", "CSQLite"]),
         // The second process of ReservoirSQLiteTests' multi-process tests.
         .executableTarget(name: "reservoir-sqlite-writer", dependencies: ["ReservoirSQLite", "Reservoir", "CSQLite"]),
+        .systemLibrary(
+            name: "CLMDB",
+            pkgConfig: "lmdb",
+            providers: [.apt(["liblmdb-dev"]), .brew(["lmdb"])]
+        ),
+        .target(name: "ReservoirLMDB", dependencies: ["Reservoir", "CLMDB"]),
         .executableTarget(
             name: "ReservoirCLI",
             dependencies: [
@@ -61,6 +68,23 @@ let package = Package(
             ]
         ),
         .testTarget(name: "ReservoirCLITests", dependencies: ["ReservoirCLI", "CSQLite"]),
+        // The second process of ReservoirLMDBTests' multi-process tests.
+        .executableTarget(
+            name: "ReservoirLMDBTestHelper",
+            dependencies: ["ReservoirLMDB"],
+            path: "Tests/ReservoirLMDBTestHelper"
+        ),
+        .testTarget(
+            name: "ReservoirLMDBTests",
+            dependencies: [
+                "ReservoirLMDB",
+                "ReservoirConformance",
+                "Reservoir",
+                "ReservoirLMDBTestHelper",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+                .product(name: "OpenCombineShim", package: "OpenCombine"),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

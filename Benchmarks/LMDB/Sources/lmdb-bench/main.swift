@@ -1,0 +1,349 @@
+import CLMDB
+import Foundation
+import Reservoir
+import ReservoirLMDB
+
+// Compares the LMDB backend with the raw LMDB C API on the same 100,000 records, in one run.
+// Both sides decode into Swift values. Durability: MDB_NOSYNC on both (durability=none).
+
+struct Item: Storable {
+    var id: Int
+    var name: String
+    var score: Double
+    var rank: Int
+    static let schema = Schema<Item>("items", fields: [.field(\.id), .field(\.name), .field(\.score), .field(\.rank)])
+}
+
+struct IndexedItem: Storable {
+    var id: Int
+    var name: String
+    var score: Double
+    var rank: Int
+    static let schema = Schema<IndexedItem>("indexed_items", fields: [.field(\.id), .field(\.name), .field(\.score), .field(\.rank, indexed: true)])
+}
+
+let count = 100_000
+let commits = 1_000
+let rounds = Int(ProcessInfo.processInfo.environment["ROUNDS"] ?? "5") ?? 5
+var generator = SystemRandomNumberGenerator()
+let items: [Item] = (0..<count).map { i in
+    Item(id: i, name: "item \(i) \(String(repeating: "x", count: i % 17))", score: Double((i &* 7919) % 100_003) / 7, rank: i % 1000)
+}
+let lookups: [Int] = (0..<count).shuffled(using: &generator)
+
+/// CPU time of this thread (user + system), so other processes competing for the
+/// machine's cores do not inflate the figures; wall-clock time is printed beside it.
+func threadCPUTime() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+
+func seconds(_ body: () throws -> Void) rethrows -> Double {
+    let start = threadCPUTime()
+    try body()
+    return threadCPUTime() - start
+}
+
+func temporaryDirectory(_ name: String) -> String {
+    let path = FileManager.default.temporaryDirectory.path + "/reservoir-bench-\(name)-\(UUID().uuidString)"
+    try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}
+
+// MARK: - Raw LMDB
+
+struct RawItem {
+    var id: Int
+    var name: String
+    var score: Double
+    var rank: Int
+}
+
+enum Raw {
+    static func check(_ rc: Int32, _ what: String) {
+        if rc != 0 { fatalError("\(what): \(String(cString: mdb_strerror(rc)))") }
+    }
+
+    static func key(_ id: Int) -> UInt64 { UInt64(id).bigEndian }
+
+    static func encode(_ item: Item, into buffer: inout [UInt8]) {
+        buffer.removeAll(keepingCapacity: true)
+        withUnsafeBytes(of: item.score.bitPattern) { buffer.append(contentsOf: $0) }
+        withUnsafeBytes(of: Int64(item.rank)) { buffer.append(contentsOf: $0) }
+        var name = item.name
+        name.withUTF8 { buffer.append(contentsOf: $0) }
+    }
+
+    static func decode(id: Int, _ data: UnsafeRawBufferPointer) -> RawItem {
+        let score = Double(bitPattern: data.loadUnaligned(fromByteOffset: 0, as: UInt64.self))
+        let rank = Int(data.loadUnaligned(fromByteOffset: 8, as: Int64.self))
+        let name = String(decoding: UnsafeRawBufferPointer(rebasing: data[16...]), as: UTF8.self)
+        return RawItem(id: id, name: name, score: score, rank: rank)
+    }
+
+    static func open(_ path: String, named name: String? = nil) -> (OpaquePointer, MDB_dbi) {
+        var env: OpaquePointer?
+        check(mdb_env_create(&env), "create")
+        check(mdb_env_set_mapsize(env, 1 << 30), "mapsize")
+        check(mdb_env_set_maxdbs(env, 4), "maxdbs")
+        check(mdb_env_open(env, path, CLMDB_NOSYNC | CLMDB_NOTLS, 0o644), "open")
+        var txn: OpaquePointer?
+        check(mdb_txn_begin(env, nil, 0, &txn), "begin")
+        var dbi = MDB_dbi()
+        check(mdb_dbi_open(txn, name, name == nil ? 0 : CLMDB_CREATE, &dbi), "dbi")
+        check(mdb_txn_commit(txn), "commit")
+        return (env!, dbi)
+    }
+
+    static func put(_ txn: OpaquePointer?, _ dbi: MDB_dbi, _ item: Item, _ buffer: inout [UInt8]) {
+        encode(item, into: &buffer)
+        var k = key(item.id)
+        withUnsafeMutableBytes(of: &k) { kb in
+            buffer.withUnsafeMutableBytes { vb in
+                var mk = clmdb_val(kb.baseAddress, kb.count)
+                var mv = clmdb_val(vb.baseAddress, vb.count)
+                check(mdb_put(txn, dbi, &mk, &mv, 0), "put")
+            }
+        }
+    }
+
+    static func run() -> [String: Double] {
+        let path = temporaryDirectory("raw")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let (env, dbi) = open(path)
+        defer { mdb_env_close(env) }
+        var results: [String: Double] = [:]
+        var buffer: [UInt8] = []
+        results["bulk"] = seconds {
+            var txn: OpaquePointer?
+            check(mdb_txn_begin(env, nil, 0, &txn), "begin")
+            for item in items { put(txn, dbi, item, &buffer) }
+            check(mdb_txn_commit(txn), "commit")
+        }
+        var sorted: [RawItem] = []
+        results["fetchAll"] = seconds {
+            var txn: OpaquePointer?
+            check(mdb_txn_begin(env, nil, CLMDB_RDONLY, &txn), "begin")
+            var cursor: OpaquePointer?
+            check(mdb_cursor_open(txn, dbi, &cursor), "cursor")
+            var k = MDB_val(), v = MDB_val()
+            var all: [RawItem] = []
+            all.reserveCapacity(count)
+            var op = MDB_FIRST
+            while mdb_cursor_get(cursor, &k, &v, op) == 0 {
+                op = MDB_NEXT
+                let id = Int(UInt64(bigEndian: UnsafeRawBufferPointer(start: k.mv_data, count: 8).loadUnaligned(as: UInt64.self)))
+                all.append(decode(id: id, UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)))
+            }
+            mdb_cursor_close(cursor)
+            mdb_txn_abort(txn)
+            all.sort { $0.score != $1.score ? $0.score < $1.score : $0.id < $1.id }
+            sorted = all
+        }
+        precondition(sorted.count == count)
+        var checksum = 0
+        results["point"] = seconds {
+            var txn: OpaquePointer?
+            check(mdb_txn_begin(env, nil, CLMDB_RDONLY, &txn), "begin")
+            for id in lookups {
+                var k = key(id)
+                var v = MDB_val()
+                withUnsafeMutableBytes(of: &k) { kb in
+                    var mk = clmdb_val(kb.baseAddress, kb.count)
+                    check(mdb_get(txn, dbi, &mk, &v), "get")
+                }
+                checksum &+= decode(id: id, UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)).rank
+            }
+            mdb_txn_abort(txn)
+        }
+        precondition(checksum > 0)
+        results["commits"] = seconds {
+            for i in 0..<commits {
+                var txn: OpaquePointer?
+                check(mdb_txn_begin(env, nil, 0, &txn), "begin")
+                put(txn, dbi, Item(id: count + i, name: "single \(i)", score: 1, rank: 1), &buffer)
+                check(mdb_txn_commit(txn), "commit")
+            }
+        }
+        return results
+    }
+
+    /// Single-record commits into a named database beside a second one (a log), the shape
+    /// of the backend's commits: shows what the layout itself costs.
+    static func runNamedCommits() -> Double {
+        let path = temporaryDirectory("raw-named")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let (env, dbi) = open(path, named: "rows")
+        defer { mdb_env_close(env) }
+        var logDBI = MDB_dbi()
+        var setup: OpaquePointer?
+        check(mdb_txn_begin(env, nil, 0, &setup), "begin")
+        check(mdb_dbi_open(setup, "log", CLMDB_CREATE, &logDBI), "dbi")
+        check(mdb_txn_commit(setup), "commit")
+        var buffer: [UInt8] = []
+        return seconds {
+            for i in 0..<commits {
+                var txn: OpaquePointer?
+                check(mdb_txn_begin(env, nil, 0, &txn), "begin")
+                put(txn, dbi, Item(id: count + i, name: "single \(i)", score: 1, rank: 1), &buffer)
+                put(txn, logDBI, Item(id: i, name: "log", score: 0, rank: 0), &buffer)
+                check(mdb_txn_commit(txn), "commit")
+            }
+        }
+    }
+}
+
+// MARK: - Reservoir on LMDB
+
+enum Ours {
+    static func run() throws -> [String: Double] {
+        let path = temporaryDirectory("ours")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let registry = BackendRegistry([.lmdb])
+        let store = try Store.open("lmdb:\(path)/env?durability=none&mapsize=1GiB", registry: registry)
+        defer { store.close() }
+        var results: [String: Double] = [:]
+        results["bulk"] = try seconds {
+            try store.write { tx in for item in items { try tx.insert(item) } }
+        }
+        // The backend SPI alone: rows already encoded, no change tracking.
+        let backend = store.backend
+        let entity = EntityDescription(name: "spi_items", idColumn: "id", fields: ["id", "name", "score", "rank"])
+        let rows = try items.map { try RowEncoder().encode($0) }
+        results["bulkSPI"] = try seconds {
+            try backend.write { tx in
+                for (item, row) in zip(items, rows) { try tx.put(entity, id: .integer(Int64(item.id)), row: row) }
+            }
+        }
+        let indexed = items.map { IndexedItem(id: $0.id, name: $0.name, score: $0.score, rank: $0.rank) }
+        results["bulkIndexed"] = try seconds {
+            try store.write { tx in for item in indexed { try tx.insert(item) } }
+        }
+        var sorted: [Item] = []
+        results["fetchAll"] = try seconds {
+            sorted = try store.fetch(FetchRequest<Item>(sortBy: [.ascending(\.score)]))
+        }
+        precondition(sorted.count == count)
+        let byScore = try Query(entity: Item.schema.entity, sort: [SortTerm(column: "score")])
+        results["fetchAllSPI"] = try seconds {
+            let rows = try backend.read { try $0.fetch(byScore) }
+            precondition(rows.count == count)
+        }
+        var checksum = 0
+        results["point"] = try seconds {
+            try store.read { snapshot in
+                for id in lookups {
+                    guard let item = try snapshot.get(Item.self, id: id) else { fatalError("missing \(id)") }
+                    checksum &+= item.rank
+                }
+            }
+        }
+        precondition(checksum > 0)
+        results["pointSPI"] = try seconds {
+            try backend.read { reader in
+                for id in lookups {
+                    guard let row = try reader.row("items", id: .integer(Int64(id))) else { fatalError("missing \(id)") }
+                    if case let .integer(rank) = row.value("rank") { checksum &+= Int(rank) }
+                }
+            }
+        }
+        results["commits"] = try seconds {
+            for i in 0..<commits {
+                try store.write { tx in try tx.insert(Item(id: count + i, name: "single \(i)", score: 1, rank: 1)) }
+            }
+        }
+        return results
+    }
+}
+
+// MARK: - Profiling aid: PROFILE=fetch|point runs one operation in a loop, for perf.
+
+if let mode = ProcessInfo.processInfo.environment["PROFILE"] {
+    let path = temporaryDirectory("profile")
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    let store = try Store.open("lmdb:\(path)/env?durability=none&mapsize=1GiB", registry: BackendRegistry([.lmdb]))
+    if mode == "fetch" || mode == "point" {
+        try store.write { tx in for item in items { try tx.insert(item) } }
+    }
+    let byScore = try Query(entity: Item.schema.entity, sort: [SortTerm(column: "score")])
+    let rows = try items.map { try RowEncoder().encode($0) }
+    for round in 0..<20 {
+        let t = try seconds {
+            if mode == "commits" {
+                for i in 0..<commits {
+                    try store.write { tx in try tx.upsert(Item(id: count + i, name: "single \(i)", score: 1, rank: 1)) }
+                }
+            } else if mode == "spicommits" || mode == "nolog" {
+                let entity = Item.schema.entity
+                let lastSequence = try store.backend.read { try $0.lastSequence() }
+                let prepared = try (0..<commits).map { i in
+                    let item = Item(id: count + round * commits + i, name: "single \(i)", score: 1, rank: 1)
+                    return (item, try RowEncoder().encode(item))
+                }
+                for (item, row) in prepared {
+                    try store.backend.write { tx in
+                        try tx.put(entity, id: .integer(Int64(item.id)), row: row)
+                        if mode == "spicommits" {
+                            let sequence = try tx.lastSequence() + 1
+                            try tx.record(ChangeSet(sequence: sequence, entities: [EntityChanges(entity: "items", inserted: [RowChange(id: .integer(Int64(item.id)), row: row)])]))
+                        }
+                    }
+                }
+                _ = lastSequence
+            } else if mode == "bulk" {
+                let entity = EntityDescription(name: "spi_items_\(round)", idColumn: "id", fields: ["id", "name", "score", "rank"])
+                try store.backend.write { tx in
+                    for (item, row) in zip(items, rows) { try tx.put(entity, id: .integer(Int64(item.id)), row: row) }
+                }
+            } else if mode == "fetch" {
+                _ = try store.backend.read { try $0.fetch(byScore) }
+            } else {
+                try store.backend.read { reader in for id in lookups { _ = try reader.row("items", id: .integer(Int64(id))) } }
+            }
+        }
+        print(mode, t)
+    }
+    exit(0)
+}
+
+// MARK: - Report
+
+var raw: [String: Double] = [:]
+var ours: [String: Double] = [:]
+for round in 1...rounds {
+    var r = Raw.run()
+    r["namedCommits"] = Raw.runNamedCommits()
+    let o = try Ours.run()
+    for (key, value) in r { raw[key] = min(raw[key] ?? .infinity, value) }
+    for (key, value) in o { ours[key] = min(ours[key] ?? .infinity, value) }
+    FileHandle.standardError.write(Data("round \(round) done\n".utf8))
+}
+
+func ms(_ s: Double) -> String { String(format: "%9.1f ms", s * 1000) }
+func us(_ s: Double, per n: Int) -> String { String(format: "%7.2f µs", s / Double(n) * 1e6) }
+
+print("LMDB backend vs raw LMDB C API, \(count) records, best of \(rounds) rounds, thread CPU time, MDB_NOSYNC both")
+print("| operation | raw C API | Reservoir LMDB | ratio | target |")
+print("| --- | ---: | ---: | ---: | ---: |")
+@MainActor func line(_ name: String, _ key: String, _ oursKey: String, per n: Int? = nil, target: Double) {
+    guard let r = raw[key], let o = ours[oursKey] else { return }
+    let rs = n.map { "\(ms(r)) (\(us(r, per: $0)))" } ?? ms(r)
+    let os = n.map { "\(ms(o)) (\(us(o, per: $0)))" } ?? ms(o)
+    let ratio = o / r
+    print("| \(name) | \(rs) | \(os) | \(String(format: "%.2fx", ratio)) \(ratio <= target ? "ok" : "MISS") | ≤ \(String(format: "%.0f", target))x |")
+}
+line("bulk insert, one transaction (Store.insert, Codable)", "bulk", "bulk", target: 2)
+line("bulk insert, one transaction (backend SPI put of rows)", "bulk", "bulkSPI", target: 2)
+line("fetch-all sorted by score (scan, decode, sort)", "fetchAll", "fetchAll", target: 3)
+line("fetch-all sorted by score (backend SPI rows)", "fetchAll", "fetchAllSPI", target: 3)
+line("100,000 point reads (Snapshot.get, decode)", "point", "point", per: count, target: 3)
+line("100,000 point reads (backend SPI row)", "point", "pointSPI", per: count, target: 3)
+line("1,000 single-record commits, no sync", "commits", "commits", per: commits, target: 3)
+if let named = raw["namedCommits"], let o = ours["commits"] {
+    print("raw C API, 1,000 commits of a record plus a log record into two named databases: \(ms(named)) (\(us(named, per: commits))); Reservoir is \(String(format: "%.2fx", o / named)) that")
+}
+if let indexed = ours["bulkIndexed"], let plain = ours["bulk"] {
+    print("bulk insert with one indexed field: \(ms(indexed)) (\(String(format: "%.2fx", indexed / plain)) the unindexed insert)")
+}

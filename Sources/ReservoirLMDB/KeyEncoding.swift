@@ -1,0 +1,208 @@
+import Foundation
+import Reservoir
+
+/// The order-preserving byte encoding of ``Value``s used for LMDB keys.
+///
+/// For any two values, comparing their encodings with `memcmp` (LMDB's default key
+/// order) gives exactly `Value.compare`: null < numbers < text < blob, integers and
+/// reals compared numerically and exactly, text by UTF-8 bytes, blobs by bytes.
+/// Equal values (`.integer(1)` and `.real(1.0)`, `0.0` and `-0.0`) encode identically.
+/// Every encoding is self-delimiting (no encoding is a prefix of another), so a value
+/// can be followed by more bytes (an index key is the value, then the id) without
+/// disturbing the order.
+///
+/// | value | bytes |
+/// | --- | --- |
+/// | null | `05` |
+/// | NaN | `11` |
+/// | real below -2^63 | `12`, the bits inverted (8 bytes, big-endian) |
+/// | number in [-2^63, 2^63) | `13`, the integer part biased (8 bytes, big-endian), then `01` when integral, `00` + the fraction's magnitude inverted when negative, `02` + the fraction's bits when positive |
+/// | real from 2^63 up | `14`, the bits (8 bytes, big-endian) |
+/// | text | `20`, the UTF-8 bytes with `00` written `00 FF`, then `00 00` |
+/// | blob | `30`, the bytes escaped like text, then `00 00` |
+enum KeyEncoding {
+    static let nullTag: UInt8 = 0x05
+    static let nanTag: UInt8 = 0x11
+    static let negativeHugeTag: UInt8 = 0x12
+    static let numberTag: UInt8 = 0x13
+    static let positiveHugeTag: UInt8 = 0x14
+    static let textTag: UInt8 = 0x20
+    static let blobTag: UInt8 = 0x30
+    /// Index entries whose key would exceed LMDB's key size live after every value.
+    static let overlongTag: UInt8 = 0xFF
+
+    /// The first byte any non-null value encodes with: the lower bound of "not null".
+    static let firstNonNull: [UInt8] = [nanTag]
+
+    static func encode(_ value: Value) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(16)
+        append(value, to: &bytes)
+        return bytes
+    }
+
+    static func append(_ value: Value, to bytes: inout [UInt8]) {
+        switch value {
+        case .null:
+            bytes.append(nullTag)
+        case let .integer(i):
+            appendInteger(i, fraction: 0, to: &bytes)
+        case let .real(d):
+            appendReal(d, to: &bytes)
+        case let .text(s):
+            bytes.append(textTag)
+            var s = s
+            s.withUTF8 { appendEscaped(UnsafeRawBufferPointer($0), to: &bytes) }
+        case let .blob(data):
+            bytes.append(blobTag)
+            data.withUnsafeBytes { appendEscaped($0, to: &bytes) }
+        }
+    }
+
+    /// The escaped form of text's bytes without the terminator: the common prefix of
+    /// the encodings of every text starting with `prefix`.
+    static func textPrefix(_ prefix: String) -> [UInt8] {
+        var bytes: [UInt8] = [textTag]
+        var prefix = prefix
+        prefix.withUTF8 { utf8 in
+            for byte in utf8 {
+                bytes.append(byte)
+                if byte == 0 { bytes.append(0xFF) }
+            }
+        }
+        return bytes
+    }
+
+    private static func appendReal(_ d: Double, to bytes: inout [UInt8]) {
+        if d.isNaN {
+            bytes.append(nanTag)
+        } else if d < -9_223_372_036_854_775_808.0 {
+            bytes.append(negativeHugeTag)
+            appendBigEndian(~d.bitPattern, to: &bytes)
+        } else if d >= 9_223_372_036_854_775_808.0 {
+            bytes.append(positiveHugeTag)
+            appendBigEndian(d.bitPattern, to: &bytes)
+        } else {
+            // In range: the integer part is exact in Int64 and the fraction is exact too.
+            let whole = d.rounded(.towardZero)
+            appendInteger(Int64(whole), fraction: d - whole, to: &bytes)
+        }
+    }
+
+    private static func appendInteger(_ i: Int64, fraction: Double, to bytes: inout [UInt8]) {
+        bytes.append(numberTag)
+        appendBigEndian(UInt64(bitPattern: i) ^ (1 << 63), to: &bytes)
+        if fraction == 0 {
+            bytes.append(0x01)
+        } else if fraction < 0 {
+            // A larger magnitude is a smaller number: invert.
+            bytes.append(0x00)
+            appendBigEndian(~(-fraction).bitPattern, to: &bytes)
+        } else {
+            bytes.append(0x02)
+            appendBigEndian(fraction.bitPattern, to: &bytes)
+        }
+    }
+
+    private static func appendBigEndian(_ value: UInt64, to bytes: inout [UInt8]) {
+        var shift = 56
+        while shift >= 0 {
+            bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
+            shift -= 8
+        }
+    }
+
+    private static func appendEscaped(_ source: UnsafeRawBufferPointer, to bytes: inout [UInt8]) {
+        bytes.reserveCapacity(bytes.count + source.count + 2)
+        for byte in source {
+            bytes.append(byte)
+            if byte == 0 { bytes.append(0xFF) }
+        }
+        bytes.append(0x00)
+        bytes.append(0x00)
+    }
+
+    /// The length of the value encoding at the start of `bytes`, or nil when it is malformed.
+    static func length(of bytes: UnsafeRawBufferPointer) -> Int? {
+        guard let tag = bytes.first else { return nil }
+        switch tag {
+        case nullTag, nanTag:
+            return 1
+        case negativeHugeTag, positiveHugeTag:
+            return bytes.count >= 9 ? 9 : nil
+        case numberTag:
+            guard bytes.count >= 10 else { return nil }
+            switch bytes[9] {
+            case 0x01: return 10
+            case 0x00, 0x02: return bytes.count >= 18 ? 18 : nil
+            default: return nil
+            }
+        case textTag, blobTag:
+            var i = 1
+            while i + 1 < bytes.count {
+                if bytes[i] == 0 {
+                    if bytes[i + 1] == 0 { return i + 2 }
+                    guard bytes[i + 1] == 0xFF else { return nil }
+                    i += 2
+                } else {
+                    i += 1
+                }
+            }
+            return nil
+        default:
+            return nil
+        }
+    }
+}
+
+/// Lexicographic byte comparison, as LMDB orders keys.
+@inline(__always)
+func compareBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
+    let n = min(a.count, b.count)
+    if n > 0, let pa = a.baseAddress, let pb = b.baseAddress {
+        let c = memcmp(pa, pb, n)
+        if c != 0 { return c < 0 ? -1 : 1 }
+    }
+    return a.count == b.count ? 0 : (a.count < b.count ? -1 : 1)
+}
+
+func compareBytes(_ a: [UInt8], _ b: [UInt8]) -> Int {
+    a.withUnsafeBytes { pa in b.withUnsafeBytes { pb in compareBytes(pa, pb) } }
+}
+
+extension KeyEncoding {
+    /// The value an encoding stands for (integral numbers come back as integers), or nil
+    /// when the bytes are not exactly one encoded value. Used for messages and tools.
+    static func decode(_ bytes: UnsafeRawBufferPointer) -> Value? {
+        guard let length = length(of: bytes), length == bytes.count, let tag = bytes.first else { return nil }
+        func bigEndian(at offset: Int) -> UInt64 {
+            var value: UInt64 = 0
+            for i in offset..<offset + 8 { value = value << 8 | UInt64(bytes[i]) }
+            return value
+        }
+        switch tag {
+        case nullTag: return .null
+        case nanTag: return .real(.nan)
+        case negativeHugeTag: return .real(Double(bitPattern: ~bigEndian(at: 1)))
+        case positiveHugeTag: return .real(Double(bitPattern: bigEndian(at: 1)))
+        case numberTag:
+            let whole = Int64(bitPattern: bigEndian(at: 1) ^ (1 << 63))
+            switch bytes[9] {
+            case 0x01: return .integer(whole)
+            case 0x00: return .real(Double(whole) - Double(bitPattern: ~bigEndian(at: 10)))
+            default: return .real(Double(whole) + Double(bitPattern: bigEndian(at: 10)))
+            }
+        case textTag, blobTag:
+            var raw: [UInt8] = []
+            var i = 1
+            while i < length - 2 {
+                raw.append(bytes[i])
+                i += bytes[i] == 0 ? 2 : 1
+            }
+            if tag == blobTag { return .blob(Data(raw)) }
+            return String(validating: raw, as: UTF8.self).map(Value.text)
+        default:
+            return nil
+        }
+    }
+}

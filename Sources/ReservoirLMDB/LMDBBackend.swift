@@ -1,0 +1,108 @@
+import CLMDB
+import Foundation
+import Reservoir
+
+/// The LMDB backend, `lmdb:PATH`: an LMDB environment directory shared safely by
+/// several processes.
+///
+///     BackendRegistry.shared.register(.lmdb)
+///     let store = try Store.open("lmdb:./app.lmdb?durability=full")
+///
+/// Each entity is a named database (encoded id → compact binary row), each indexed field
+/// another (encoded value, then id), beside a change log and metadata; keys use an
+/// order-preserving encoding so LMDB's byte order is the contract's value order. Queries
+/// are narrowed by indexes and answered with ``QueryEvaluator``. The map grows by itself
+/// when full. See Docs/LMDBBackend.md for layout, durability and limits.
+public final class LMDBBackend: StorageBackend {
+    let environment: LMDBEnvironment
+    private let isClosed = LockedFlag()
+
+    /// Opens (creating it when its parent directory exists) the environment at `path`.
+    public init(path: String, options: LMDBOptions = LMDBOptions()) throws {
+        environment = try LMDBEnvironment.acquire(path: path, options: options)
+    }
+
+    /// Opens the environment an `lmdb:` configuration names.
+    public convenience init(configuration: StoreConfiguration) throws {
+        guard configuration.scheme == "lmdb" else {
+            throw ReservoirError(.invalidConfiguration, "store configuration \"\(configuration.string)\" is not an lmdb: configuration")
+        }
+        try self.init(path: configuration.location, options: LMDBOptions(configuration))
+    }
+
+    deinit { close() }
+
+    public var capabilities: BackendCapabilities { [.persistent, .multiProcess] }
+
+    /// The environment directory's canonical path.
+    public var location: String { environment.path }
+
+    /// The current size of the memory map, in bytes.
+    public var mapSize: Int { environment.mapSize }
+
+    public func read<R>(_ body: (any ReadTransaction) throws -> R) throws -> R {
+        try checkOpen()
+        let transaction = try LMDBTransaction.beginRead(in: environment)
+        defer { transaction.end() }
+        return try body(transaction)
+    }
+
+    public func write<R>(_ body: (any WriteTransaction) throws -> R) throws -> R {
+        try checkOpen()
+        return try environment.withWriterLocks {
+            let transaction = try LMDBTransaction(writingIn: environment)
+            defer { transaction.end() }
+            let result = try body(transaction)
+            try transaction.commit()
+            return result
+        }
+    }
+
+    public func commitToken() throws -> UInt64 {
+        try checkOpen()
+        return try environment.lastTransactionID()
+    }
+
+    public func close() {
+        guard isClosed.set() else { return }
+        environment.release()
+    }
+
+    private func checkOpen() throws {
+        if isClosed.value {
+            throw ReservoirError(.closed, "lmdb:\(environment.path): the store has been closed")
+        }
+    }
+}
+
+extension BackendFactory {
+    /// The factory for `lmdb:PATH[?durability=none|normal|full&mapsize=SIZE&maxmapsize=SIZE&maxreaders=N&maxdbs=N&logretention=N]`.
+    public static let lmdb = BackendFactory(
+        scheme: "lmdb",
+        summary: "lmdb:PATH[?durability=none|normal|full&mapsize=SIZE&maxmapsize=SIZE&maxreaders=N&maxdbs=N&logretention=N]"
+    ) { configuration in
+        try LMDBBackend(configuration: configuration)
+    }
+}
+
+/// A flag set once, thread-safely.
+final class LockedFlag: @unchecked Sendable {
+    // @unchecked: `flag` is guarded by `lock`.
+    private let lock = NSLock()
+    private var flag = false
+
+    var value: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return flag
+    }
+
+    /// Sets the flag; returns whether this call set it.
+    func set() -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        if flag { return false }
+        flag = true
+        return true
+    }
+}

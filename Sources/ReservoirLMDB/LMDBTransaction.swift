@@ -1,0 +1,620 @@
+import CLMDB
+import Foundation
+import Reservoir
+
+/// One LMDB transaction (`MDB_txn`), read-only or the write transaction.
+///
+/// A write records every operation it performs. When LMDB reports the map full
+/// (`MDB_MAP_FULL`, from a put or from the commit), the transaction is aborted, the map
+/// grown, a new LMDB transaction begun on the same snapshot and the recorded
+/// operations replayed, so the caller's closure runs exactly once and nothing is lost
+/// or doubled. The writer locks stay held throughout, so no other writer can commit in
+/// between; should one have (a tool outside this library), the write fails with `.busy`
+/// and nothing is committed.
+final class LMDBTransaction: WriteTransaction {
+    enum Operation {
+        /// `entity` indexes ``operationEntities``: one copy of each description, not one per row.
+        case put(entity: Int, key: [UInt8], row: Row)
+        case delete(entity: Int, key: [UInt8])
+        case record(sequence: UInt64, entries: [ChangeLogEntry])
+        case prepareStore
+    }
+
+    let environment: LMDBEnvironment
+    let isWrite: Bool
+    private(set) var txn: OpaquePointer?
+    private var inGate = false
+    /// Handles valid in this transaction: committed before it began (nil: not a database).
+    private var handles: [String: MDB_dbi?]
+    /// Handles this write transaction opened; they become shared when it commits.
+    private var opened: [String: MDB_dbi] = [:]
+    /// Stored entity descriptions read in this transaction.
+    private var descriptions: [String: EntityDescription?] = [:]
+    /// Row databases by entity name, and index databases by entity and column.
+    private var rowHandles: [String: MDB_dbi] = [:]
+    private var lastRows: (entity: String, handle: MDB_dbi)?
+    /// The description the last put made sure of.
+    private var lastEnsured: EntityDescription?
+    /// Reused for encoding lookup keys.
+    private var keyScratch: [UInt8] = []
+    private var indexHandles: [String: [String: MDB_dbi]] = [:]
+    var names = ColumnNameCache()
+
+    // Write state.
+    private var operations: [Operation] = []
+    private var operationEntities: [EntityDescription] = []
+    private var startID = 0
+    /// The id of the commit this transaction's snapshot shows.
+    private var snapshotID = 0
+    private var poisoned: ReservoirError?
+
+    var path: String { environment.path }
+
+    private init(environment: LMDBEnvironment, isWrite: Bool) {
+        self.environment = environment
+        self.isWrite = isWrite
+        self.handles = [:]
+    }
+
+    deinit { end() }
+
+    // MARK: - Lifecycle
+
+    /// Begins a read transaction whose handles cover every named database in its snapshot.
+    static func beginRead(in environment: LMDBEnvironment) throws -> LMDBTransaction {
+        let transaction = LMDBTransaction(environment: environment, isWrite: false)
+        var refreshes = 0
+        while true {
+            try environment.enter()
+            let (known, rows) = environment.committedHandlesAndRows()
+            var txn: OpaquePointer?
+            let rc = mdb_txn_begin(environment.env, nil, CLMDB_RDONLY, &txn)
+            if rc == CLMDB_MAP_RESIZED {
+                environment.exit()
+                try environment.adoptMapSize()
+                continue
+            }
+            guard rc == 0, let txn else {
+                environment.exit()
+                throw LMDBErrors.error(code: rc, "lmdb:\(environment.path): cannot begin a read transaction")
+            }
+            var stat = MDB_stat()
+            let statRC = mdb_stat(txn, CLMDB_MAIN_DBI, &stat)
+            if statRC == 0 && stat.ms_entries <= known.count {
+                transaction.txn = txn
+                transaction.inGate = true
+                transaction.handles = known
+                transaction.rowHandles = rows
+                transaction.snapshotID = mdb_txn_id(txn)
+                return transaction
+            }
+            mdb_txn_abort(txn)
+            environment.exit()
+            try check(statRC, "read the list of named databases")
+            refreshes += 1
+            if refreshes > 50 {
+                throw ReservoirError(.backend, "lmdb:\(environment.path): the list of named databases kept changing while opening a read transaction")
+            }
+            try environment.refreshHandles()
+        }
+    }
+
+    /// Begins the write transaction. The caller holds the environment's writer locks.
+    convenience init(writingIn environment: LMDBEnvironment) throws {
+        self.init(environment: environment, isWrite: true)
+        try LMDBErrors.convert(path: environment.path) { try beginWriteTransaction() }
+        if let txn {
+            startID = mdb_txn_id(txn)
+            snapshotID = startID - 1
+        }
+    }
+
+    private func beginWriteTransaction() throws {
+        while true {
+            try environment.enter()
+            (handles, rowHandles) = environment.committedHandlesAndRows()
+            var txn: OpaquePointer?
+            let rc = mdb_txn_begin(environment.env, nil, 0, &txn)
+            if rc == CLMDB_MAP_RESIZED {
+                environment.exit()
+                try environment.adoptMapSize()
+                continue
+            }
+            guard rc == 0, let txn else {
+                environment.exit()
+                throw LMDBFailure(code: rc, operation: "begin a write transaction")
+            }
+            self.txn = txn
+            inGate = true
+            return
+        }
+    }
+
+    /// Aborts the transaction if it is still open and leaves the gate. Safe to call twice.
+    func end() {
+        if let txn {
+            mdb_txn_abort(txn)
+            self.txn = nil
+        }
+        opened = [:]
+        descriptions = [:]
+        rowHandles = [:]
+        lastRows = nil
+        lastEnsured = nil
+        indexHandles = [:]
+        if inGate {
+            inGate = false
+            environment.exit()
+        }
+    }
+
+    /// Commits the write transaction, growing the map and replaying when it is full.
+    func commit() throws {
+        if let poisoned { throw poisoned }
+        while true {
+            guard let txn else {
+                throw ReservoirError(.misuse, "lmdb:\(path): commit of a transaction that has ended")
+            }
+            let rc = mdb_txn_commit(txn)
+            self.txn = nil  // freed by LMDB whatever the outcome
+            let committed = opened
+            let described = descriptions
+            end()
+            if rc == 0 {
+                environment.addHandles(committed.mapValues { Optional($0) })
+                // What this transaction knew of descriptions is the state its commit made.
+                for (entity, description) in described {
+                    environment.cacheDescription(entity, description, at: startID)
+                }
+                return
+            }
+            guard rc == CLMDB_MAP_FULL else {
+                throw environment.diagnoseWriteFailure(code: rc, "lmdb:\(path): cannot commit the write transaction; nothing was committed")
+            }
+            try rebuild(grow: true)
+        }
+    }
+
+    // MARK: - Recording and replaying writes
+
+    /// Records `operation` and applies it; on a full map, grows and replays everything.
+    private func perform(_ operation: Operation) throws {
+        if let poisoned { throw poisoned }
+        guard txn != nil else {
+            throw ReservoirError(.misuse, "lmdb:\(path): the write transaction has ended")
+        }
+        operations.append(operation)
+        do {
+            try apply(operation)
+        } catch let failure as LMDBFailure where failure.code == CLMDB_MAP_FULL {
+            try rebuild(grow: true)
+        } catch {
+            // Undo the half-applied operation by replaying the others on a fresh transaction.
+            operations.removeLast()
+            let reported = (error as? LMDBFailure).map { LMDBErrors.error($0, path: path) } ?? error
+            do {
+                try rebuild(grow: false)
+            } catch {
+                poisoned = (error as? ReservoirError) ?? ReservoirError(.backend, "lmdb:\(path): \(error)")
+            }
+            throw reported
+        }
+    }
+
+    /// Ends the LMDB transaction, optionally grows the map, begins again on the same
+    /// snapshot and replays the recorded operations.
+    private func rebuild(grow: Bool) throws {
+        var grow = grow
+        do {
+            while true {
+                end()
+                if grow { try environment.growMap() }
+                try LMDBErrors.convert(path: path) { try beginWriteTransaction() }
+                guard let txn, mdb_txn_id(txn) == startID else {
+                    throw ReservoirError(.busy, "lmdb:\(path): another writer outside this library committed while the map was growing; this transaction was rolled back, run it again")
+                }
+                do {
+                    for operation in operations { try apply(operation) }
+                    return
+                } catch let failure as LMDBFailure where failure.code == CLMDB_MAP_FULL {
+                    grow = true
+                }
+            }
+        } catch {
+            end()
+            let failure = (error as? LMDBFailure).map { LMDBErrors.error($0, path: path) }
+                ?? (error as? ReservoirError) ?? ReservoirError(.backend, "lmdb:\(path): \(error)")
+            poisoned = failure
+            throw failure
+        }
+    }
+
+    private func apply(_ operation: Operation) throws {
+        switch operation {
+        case let .put(entity, key, row): try applyPut(operationEntities[entity], key: key, row: row)
+        case let .delete(entity, key): try applyDelete(operationEntities[entity], key: key)
+        case let .record(sequence, entries): try applyRecord(sequence, entries)
+        case .prepareStore: try applyPrepareStore()
+        }
+    }
+
+    // MARK: - Low-level access
+
+    /// The handle of a named database, or nil when it does not exist (and `create` is false).
+    func database(_ name: String, create: Bool = false) throws -> MDB_dbi? {
+        if let known = handles[name] { return known }
+        if let handle = opened[name] { return handle }
+        guard isWrite, let txn else { return nil }
+        var dbi = MDB_dbi()
+        let rc = mdb_dbi_open(txn, name, create ? CLMDB_CREATE : 0, &dbi)
+        if rc == CLMDB_NOTFOUND { return nil }
+        try check(rc, "open the named database \"\(name)\"")
+        opened[name] = dbi
+        return dbi
+    }
+
+    /// The row database of `entity` (cached by entity name).
+    func rowsDatabase(_ entity: String, create: Bool = false) throws -> MDB_dbi? {
+        // Most transactions touch one entity: skip hashing its name.
+        if let last = lastRows, last.entity == entity { return last.handle }
+        if let handle = rowHandles[entity] {
+            lastRows = (entity, handle)
+            return handle
+        }
+        guard let handle = try database(Catalog.rowsDatabase(entity), create: create) else { return nil }
+        rowHandles[entity] = handle
+        lastRows = (entity, handle)
+        return handle
+    }
+
+    /// The index database of `entity`'s `column` (cached).
+    func indexDatabase(_ entity: String, _ column: String, create: Bool = false) throws -> MDB_dbi? {
+        if let handle = indexHandles[entity]?[column] { return handle }
+        guard let handle = try database(Catalog.indexDatabase(entity, column), create: create) else { return nil }
+        indexHandles[entity, default: [:]][column] = handle
+        return handle
+    }
+
+    func liveTransaction() throws -> OpaquePointer {
+        if let poisoned { throw poisoned }
+        guard let txn else {
+            throw ReservoirError(.misuse, "lmdb:\(path): a transaction was used after it ended; use it only inside its closure")
+        }
+        return txn
+    }
+
+    /// The value stored under `key`, valid until the transaction changes or ends.
+    func get(_ dbi: MDB_dbi, _ key: [UInt8]) throws -> UnsafeRawBufferPointer? {
+        let txn = try liveTransaction()
+        var data = MDB_val()
+        let rc = key.withUnsafeBytes { raw -> Int32 in
+            var k = clmdb_val(raw.baseAddress, raw.count)
+            return mdb_get(txn, dbi, &k, &data)
+        }
+        if rc == CLMDB_NOTFOUND { return nil }
+        try check(rc, "read a record")
+        return UnsafeRawBufferPointer(start: data.mv_data, count: data.mv_size)
+    }
+
+    func put(_ dbi: MDB_dbi, _ key: [UInt8], _ value: [UInt8]) throws {
+        let txn = try liveTransaction()
+        let rc = key.withUnsafeBytes { k in
+            value.withUnsafeBytes { v -> Int32 in
+                var mk = clmdb_val(k.baseAddress, k.count)
+                var mv = clmdb_val(v.baseAddress, v.count)
+                return mdb_put(txn, dbi, &mk, &mv, 0)
+            }
+        }
+        try check(rc, "write a record")
+    }
+
+    func del(_ dbi: MDB_dbi, _ key: [UInt8]) throws {
+        let txn = try liveTransaction()
+        let rc = key.withUnsafeBytes { k -> Int32 in
+            var mk = clmdb_val(k.baseAddress, k.count)
+            return mdb_del(txn, dbi, &mk, nil)
+        }
+        if rc == CLMDB_NOTFOUND { return }
+        try check(rc, "delete a record")
+    }
+
+    /// Visits keys (and values) from the first key at or after `start` (the first key
+    /// when nil) in key order, or backwards from the last key when `reverse`, while `visit`
+    /// returns true.
+    func scan(_ dbi: MDB_dbi, from start: [UInt8]? = nil, reverse: Bool = false,
+              _ visit: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Bool) throws {
+        let txn = try liveTransaction()
+        var cursor: OpaquePointer?
+        try check(mdb_cursor_open(txn, dbi, &cursor), "open a cursor")
+        defer { mdb_cursor_close(cursor) }
+        var key = MDB_val()
+        var data = MDB_val()
+        var rc: Int32
+        if let start {
+            rc = start.withUnsafeBytes { raw -> Int32 in
+                key = clmdb_val(raw.baseAddress, raw.count)
+                return mdb_cursor_get(cursor, &key, &data, MDB_SET_RANGE)
+            }
+        } else {
+            rc = mdb_cursor_get(cursor, &key, &data, reverse ? MDB_LAST : MDB_FIRST)
+        }
+        let step = reverse ? MDB_PREV : MDB_NEXT
+        while rc == 0 {
+            let more = try visit(UnsafeRawBufferPointer(start: key.mv_data, count: key.mv_size),
+                                 UnsafeRawBufferPointer(start: data.mv_data, count: data.mv_size))
+            if !more { return }
+            rc = mdb_cursor_get(cursor, &key, &data, step)
+        }
+        if rc != CLMDB_NOTFOUND { try check(rc, "read with a cursor") }
+    }
+
+    /// The number of records in a named database.
+    func entryCount(_ dbi: MDB_dbi) throws -> Int {
+        let txn = try liveTransaction()
+        var stat = MDB_stat()
+        try check(mdb_stat(txn, dbi, &stat), "count records")
+        return Int(stat.ms_entries)
+    }
+
+    // MARK: - Rows and descriptions
+
+    func decodeRow(_ bytes: UnsafeRawBufferPointer, entity: String, key: UnsafeRawBufferPointer) throws -> Row {
+        if let row = RowCodec.decode(bytes, names: &names) { return row }
+        let id = KeyEncoding.decode(key).map(\.description) ?? "x'" + key.map { String(format: "%02x", $0) }.joined() + "'"
+        let version = bytes.first.map { "version byte \($0)" } ?? "empty"
+        throw ReservoirError(.corrupt, "lmdb:\(path): the row of \"\(entity)\" with id \(id) cannot be decoded (\(version), \(bytes.count) bytes); this library reads row format \(RowCodec.version)")
+    }
+
+    /// The entity's description as last written, or nil when it was never written.
+    func storedDescription(_ entity: String) throws -> EntityDescription? {
+        if let cached = descriptions[entity] { return cached }
+        // Not changed by this transaction, so as of the snapshot's commit.
+        if let cached = environment.cachedDescription(entity, at: snapshotID) {
+            descriptions[entity] = .some(cached)
+            return cached
+        }
+        guard let meta = try database(Catalog.metaDatabase) else { return nil }
+        var result: EntityDescription?
+        if let bytes = try get(meta, Catalog.entityKey(entity)) {
+            guard let decoded = Catalog.decodeEntity(bytes) else {
+                throw ReservoirError(.corrupt, "lmdb:\(path): the stored description of entity \"\(entity)\" cannot be decoded")
+            }
+            result = decoded
+        }
+        descriptions[entity] = .some(result)
+        environment.cacheDescription(entity, result, at: snapshotID)
+        return result
+    }
+
+    /// The row key of `id`; throws `.valueOutOfRange` when it is longer than LMDB keys may be.
+    func idKey(_ id: Value, entity: String) throws -> [UInt8] {
+        let key = KeyEncoding.encode(id)
+        guard key.count < environment.maxKeySize else {
+            throw ReservoirError(.valueOutOfRange, "lmdb:\(path): the id \(id) of a \"\(entity)\" record encodes to \(key.count) bytes; LMDB keys hold at most \(environment.maxKeySize - 1) here (use shorter ids)")
+        }
+        return key
+    }
+
+    /// The index key of `value` for the record whose row key is `id`: the value's
+    /// encoding then the id's, or, when that is too long for an LMDB key, the overlong
+    /// marker then the id.
+    func indexKey(_ value: Value, id: [UInt8]) -> [UInt8] {
+        var key = KeyEncoding.encode(value)
+        key.append(contentsOf: id)
+        if key.count > environment.maxKeySize {
+            return [KeyEncoding.overlongTag] + id
+        }
+        return key
+    }
+
+    // MARK: - ReadTransaction
+
+    func row(_ entity: String, id: Value) throws -> Row? {
+        try LMDBErrors.convert(path: path) {
+            guard let rows = try rowsDatabase(entity) else { return nil }
+            var key = keyScratch
+            keyScratch = []
+            defer { keyScratch = key }
+            key.removeAll(keepingCapacity: true)
+            KeyEncoding.append(id, to: &key)
+            guard key.count < environment.maxKeySize, let bytes = try get(rows, key) else { return nil }
+            if let row = RowCodec.decode(bytes, names: &names) { return row }
+            return try key.withUnsafeBytes { try decodeRow(bytes, entity: entity, key: $0) }
+        }
+    }
+
+    func entities() throws -> [EntityDescription] {
+        try LMDBErrors.convert(path: path) {
+            guard let meta = try database(Catalog.metaDatabase) else { return [] }
+            var found: [EntityDescription] = []
+            let prefix = Catalog.entityKeyPrefix
+            try scan(meta, from: prefix) { key, value in
+                guard key.starts(with: prefix) else { return false }
+                guard let entity = Catalog.decodeEntity(value) else {
+                    throw ReservoirError(.corrupt, "lmdb:\(path): a stored entity description cannot be decoded")
+                }
+                found.append(entity)
+                return true
+            }
+            return try found.filter { entity in
+                guard let rows = try rowsDatabase(entity.name) else { return false }
+                return try entryCount(rows) > 0
+            }.sorted { $0.name < $1.name }
+        }
+    }
+
+    func lastSequence() throws -> UInt64 {
+        try LMDBErrors.convert(path: path) {
+            // Retention always keeps the newest record, so the log's last key is the newest sequence.
+            guard let log = try database(Catalog.logDatabase) else { return 0 }
+            var newest: UInt64?
+            var damaged = false
+            try scan(log, reverse: true) { key, _ in
+                newest = Catalog.readBigEndian(key)
+                damaged = newest == nil
+                return false
+            }
+            if damaged {
+                throw ReservoirError(.corrupt, "lmdb:\(path): the change log's newest key is not a sequence number")
+            }
+            return newest ?? 0
+        }
+    }
+
+    func changeLog(after sequence: UInt64, limit: Int) throws -> [ChangeLogEntry] {
+        try LMDBErrors.convert(path: path) {
+            guard limit > 0, sequence < UInt64.max, let log = try database(Catalog.logDatabase) else { return [] }
+            var entries: [ChangeLogEntry] = []
+            var sets = 0
+            try scan(log, from: Catalog.bigEndian(sequence + 1)) { key, value in
+                guard let number = Catalog.readBigEndian(key), let decoded = Catalog.decodeEntries(value, sequence: number) else {
+                    throw ReservoirError(.corrupt, "lmdb:\(path): a change-log record cannot be decoded")
+                }
+                entries.append(contentsOf: decoded)
+                sets += 1
+                return sets < limit
+            }
+            return entries
+        }
+    }
+
+    // MARK: - WriteTransaction
+
+    func put(_ entity: EntityDescription, id: Value, row: Row) throws {
+        let key = try idKey(id, entity: entity.name)
+        try perform(.put(entity: operationEntity(entity), key: key, row: row))
+    }
+
+    func delete(_ entity: EntityDescription, id: Value) throws {
+        let key = KeyEncoding.encode(id)
+        guard key.count < environment.maxKeySize else { return }
+        try perform(.delete(entity: operationEntity(entity), key: key))
+    }
+
+    func record(_ changeSet: ChangeSet) throws {
+        try perform(.record(sequence: changeSet.sequence, entries: changeSet.logEntries))
+    }
+
+    /// The position of `entity` in ``operationEntities``, adding it when it differs from the last.
+    private func operationEntity(_ entity: EntityDescription) -> Int {
+        if let last = operationEntities.last, last == entity { return operationEntities.count - 1 }
+        operationEntities.append(entity)
+        return operationEntities.count - 1
+    }
+
+    /// Creates (or checks) the metadata of the store; run by the first write on open.
+    func prepareStore() throws {
+        try perform(.prepareStore)
+    }
+
+    // MARK: - Applying operations
+
+    private func applyPut(_ entity: EntityDescription, key: [UInt8], row: Row) throws {
+        try ensureEntity(entity)
+        guard let rows = try rowsDatabase(entity.name, create: true) else { return }
+        var old: Row?
+        if !entity.indexes.isEmpty, let bytes = try get(rows, key) {
+            old = try? key.withUnsafeBytes { try decodeRow(bytes, entity: entity.name, key: $0) }
+        }
+        try put(rows, key, RowCodec.encode(row))
+        for column in entity.indexes {
+            guard let index = try indexDatabase(entity.name, column, create: true) else { continue }
+            let newKey = indexKey(row.value(column), id: key)
+            if let old {
+                let oldKey = indexKey(old.value(column), id: key)
+                if oldKey == newKey { continue }
+                try del(index, oldKey)
+            }
+            try put(index, newKey, [])
+        }
+    }
+
+    private func applyDelete(_ entity: EntityDescription, key: [UInt8]) throws {
+        guard let rows = try rowsDatabase(entity.name), let bytes = try get(rows, key) else { return }
+        let stored = try storedDescription(entity.name) ?? entity
+        // A row that cannot be decoded is still deleted; its index entries then point
+        // nowhere, which lookups skip.
+        let old = stored.indexes.isEmpty ? nil : try? key.withUnsafeBytes { try decodeRow(bytes, entity: entity.name, key: $0) }
+        try del(rows, key)
+        guard let old else { return }
+        for column in stored.indexes {
+            guard let index = try indexDatabase(entity.name, column) else { continue }
+            try del(index, indexKey(old.value(column), id: key))
+        }
+    }
+
+    private func applyRecord(_ sequence: UInt64, _ entries: [ChangeLogEntry]) throws {
+        guard let log = try database(Catalog.logDatabase, create: true) else { return }
+        try put(log, Catalog.bigEndian(sequence), Catalog.encode(entries))
+        let retention = UInt64(environment.options.logRetention)
+        guard sequence > retention else { return }
+        let cutoff = sequence - retention
+        while true {
+            var first: [UInt8]?
+            try scan(log) { key, _ in
+                if let number = Catalog.readBigEndian(key), number <= cutoff { first = Array(key) }
+                return false
+            }
+            guard let first else { return }
+            try del(log, first)
+        }
+    }
+
+    /// Makes the stored description of `entity` match: builds indexes it adds, empties
+    /// indexes it drops.
+    private func ensureEntity(_ entity: EntityDescription) throws {
+        if let last = lastEnsured, last == entity { return }
+        let stored = try storedDescription(entity.name)
+        guard stored != entity else {
+            lastEnsured = entity
+            return
+        }
+        guard let meta = try database(Catalog.metaDatabase, create: true),
+              let rows = try rowsDatabase(entity.name, create: true)
+        else { return }
+        let previous = Set(stored?.indexes ?? [])
+        for column in stored?.indexes ?? [] where !entity.indexes.contains(column) {
+            if let index = try indexDatabase(entity.name, column) {
+                try check(mdb_drop(try liveTransaction(), index, 0), "empty the index on \(entity.name).\(column)")
+            }
+        }
+        for column in entity.indexes where !previous.contains(column) {
+            guard let index = try indexDatabase(entity.name, column, create: true) else { continue }
+            try check(mdb_drop(try liveTransaction(), index, 0), "empty the index on \(entity.name).\(column)")
+            var entries: [[UInt8]] = []
+            try scan(rows) { key, value in
+                if let row = try? decodeRow(value, entity: entity.name, key: key) {
+                    entries.append(indexKey(row.value(column), id: Array(key)))
+                }
+                return true
+            }
+            for entry in entries { try put(index, entry, []) }
+        }
+        try put(meta, Catalog.entityKey(entity.name), Catalog.encode(entity))
+        descriptions[entity.name] = .some(entity)
+        lastEnsured = entity
+    }
+
+    private func applyPrepareStore() throws {
+        let txn = try liveTransaction()
+        if let meta = try database(Catalog.metaDatabase) {
+            if let bytes = try get(meta, Catalog.formatKey) {
+                let version = bytes.count == 4 ? bytes.reduce(UInt32(0)) { $0 << 8 | UInt32($1) } : 0
+                guard version == Catalog.formatVersion else {
+                    throw ReservoirError(.cannotOpen, "lmdb:\(path): the store has format version \(version); this library reads format \(Catalog.formatVersion)")
+                }
+                _ = try database(Catalog.logDatabase, create: true)
+                return
+            }
+        }
+        var stat = MDB_stat()
+        try check(mdb_stat(txn, CLMDB_MAIN_DBI, &stat), "list the named databases")
+        let ours = (try database(Catalog.metaDatabase) != nil ? 1 : 0) + (try database(Catalog.logDatabase) != nil ? 1 : 0)
+        guard stat.ms_entries <= ours else {
+            throw ReservoirError(.cannotOpen, "lmdb:\(path): is an LMDB environment, but not a Reservoir store (it holds \(stat.ms_entries) records or databases of something else)")
+        }
+        guard let meta = try database(Catalog.metaDatabase, create: true) else { return }
+        _ = try database(Catalog.logDatabase, create: true)
+        try put(meta, Catalog.formatKey, withUnsafeBytes(of: Catalog.formatVersion.bigEndian) { Array($0) })
+    }
+}

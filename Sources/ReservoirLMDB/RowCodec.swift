@@ -1,0 +1,341 @@
+import Foundation
+import Reservoir
+
+/// The compact binary row format stored as LMDB values.
+///
+///     version (1 byte, 1) · column count (varint) · per column:
+///         name length (varint) · name (UTF-8) · tag (1 byte) · payload
+///
+/// Tags: 0 null; 1 integer, zigzag varint; 2 real, 8 bytes little-endian bit pattern;
+/// 3 text, length varint + UTF-8; 4 blob, length varint + bytes. A row written before
+/// a field existed simply lacks that column, which readers treat as null. The same
+/// value encoding (tag + payload) stores ids in the change log, keeping their type.
+enum RowCodec {
+    static let version: UInt8 = 1
+
+    enum Tag: UInt8 {
+        case null = 0, integer, real, text, blob
+    }
+
+    // MARK: - Encoding
+
+    static func encode(_ row: Row) -> [UInt8] {
+        // Two passes: the exact size, then the bytes written straight into one allocation.
+        row.columns.withUnsafeBufferPointer { columns in
+            row.values.withUnsafeBufferPointer { values in
+                var size = 1 + varintLength(UInt64(columns.count))
+                for i in 0..<columns.count {
+                    let nameLength = columns[i].utf8.count
+                    size += varintLength(UInt64(nameLength)) + nameLength + 1
+                    switch values[i] {
+                    case .null: break
+                    case let .integer(v): size += varintLength(zigzag(v))
+                    case .real: size += 8
+                    case let .text(text):
+                        let length = text.utf8.count
+                        size += varintLength(UInt64(length)) + length
+                    case let .blob(data): size += varintLength(UInt64(data.count)) + data.count
+                    }
+                }
+                return [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+                    initialized = 0
+                    guard let base = buffer.baseAddress else { return }
+                    var out = RawWriter(base: base)
+                    out.byte(version)
+                    out.varint(UInt64(columns.count))
+                    for i in 0..<columns.count {
+                        out.string(columns[i])
+                        switch values[i] {
+                        case .null:
+                            out.byte(Tag.null.rawValue)
+                        case let .integer(v):
+                            out.byte(Tag.integer.rawValue)
+                            out.varint(zigzag(v))
+                        case let .real(d):
+                            out.byte(Tag.real.rawValue)
+                            out.fixed64(d.bitPattern)
+                        case let .text(text):
+                            out.byte(Tag.text.rawValue)
+                            out.string(text)
+                        case let .blob(data):
+                            out.byte(Tag.blob.rawValue)
+                            out.varint(UInt64(data.count))
+                            out.bytes(data)
+                        }
+                    }
+                    initialized = out.offset
+                }
+            }
+        }
+    }
+
+    @inline(__always)
+    static func zigzag(_ i: Int64) -> UInt64 { UInt64(bitPattern: (i << 1) ^ (i >> 63)) }
+
+    @inline(__always)
+    static func varintLength(_ value: UInt64) -> Int {
+        var v = value
+        var n = 1
+        while v >= 0x80 {
+            v >>= 7
+            n += 1
+        }
+        return n
+    }
+
+    static func appendValue(_ value: Value, to out: inout ByteWriter) {
+        switch value {
+        case .null:
+            out.bytes.append(Tag.null.rawValue)
+        case let .integer(i):
+            out.bytes.append(Tag.integer.rawValue)
+            out.varint(UInt64(bitPattern: (i << 1) ^ (i >> 63)))
+        case let .real(d):
+            out.bytes.append(Tag.real.rawValue)
+            out.fixed64(d.bitPattern)
+        case let .text(s):
+            out.bytes.append(Tag.text.rawValue)
+            out.string(s)
+        case let .blob(data):
+            out.bytes.append(Tag.blob.rawValue)
+            out.varint(UInt64(data.count))
+            out.bytes.append(contentsOf: data)
+        }
+    }
+
+    // MARK: - Decoding
+
+    /// Decodes a stored row; nil when the bytes are not a row this version can read.
+    static func decode(_ bytes: UnsafeRawBufferPointer, names: inout ColumnNameCache) -> Row? {
+        var reader = ByteReader(bytes)
+        guard let version = reader.byte(), version == Self.version,
+              let storedCount = reader.varint(), storedCount <= UInt64(bytes.count)
+        else { return nil }
+        let count = Int(storedCount)
+        var values: [Value] = []
+        values.reserveCapacity(count)
+        // Rows of one entity usually repeat the previous row's column list: share its array.
+        let previous = names.lastColumns
+        var columns: [String]? = previous.count == count ? nil : []
+        columns?.reserveCapacity(count)
+        for position in 0..<count {
+            guard let nameBytes = reader.lengthPrefixed(),
+                  let name = names.name(for: nameBytes, position: position),
+                  let value = readValue(&reader)
+            else { return nil }
+            if columns == nil, previous[position] != name {
+                columns = Array(previous[0..<position])
+                columns?.reserveCapacity(count)
+            }
+            columns?.append(name)
+            values.append(value)
+        }
+        guard reader.isAtEnd else { return nil }
+        let finalColumns = columns ?? previous
+        if columns != nil { names.lastColumns = finalColumns }
+        return Row(columns: finalColumns, values: values)
+    }
+
+    static func readValue(_ reader: inout ByteReader) -> Value? {
+        guard let raw = reader.byte(), let tag = Tag(rawValue: raw) else { return nil }
+        switch tag {
+        case .null:
+            return .null
+        case .integer:
+            guard let z = reader.varint() else { return nil }
+            return .integer(Int64(bitPattern: (z >> 1) ^ (0 &- (z & 1))))
+        case .real:
+            guard let bits = reader.fixed64() else { return nil }
+            return .real(Double(bitPattern: bits))
+        case .text:
+            guard let utf8 = reader.lengthPrefixed(), let text = decodeUTF8(utf8) else { return nil }
+            return .text(text)
+        case .blob:
+            guard let bytes = reader.lengthPrefixed() else { return nil }
+            return .blob(Data(bytes))
+        }
+    }
+}
+
+/// Interns column names while decoding, so a scan over many rows does not build the
+/// same strings again and again.
+struct ColumnNameCache {
+    /// The column list of the last row decoded.
+    var lastColumns: [String] = []
+    private var entries: [(bytes: [UInt8], name: String)] = []
+    /// The entry the column at each position matched last: rows of one entity usually
+    /// list their columns in the same order, so the first comparison nearly always hits.
+    private var byPosition: [Int] = []
+
+    mutating func name(for bytes: UnsafeRawBufferPointer, position: Int) -> String? {
+        if position < byPosition.count {
+            let entry = entries[byPosition[position]]
+            if entry.bytes.count == bytes.count, entry.bytes.withUnsafeBytes({ compareBytes($0, bytes) == 0 }) {
+                return entry.name
+            }
+        }
+        var found: Int?
+        for (index, entry) in entries.enumerated() where entry.bytes.count == bytes.count {
+            if entry.bytes.withUnsafeBytes({ compareBytes($0, bytes) == 0 }) {
+                found = index
+                break
+            }
+        }
+        if found == nil {
+                guard let name = decodeUTF8(bytes) else { return nil }
+            guard entries.count < 256 else { return name }
+            entries.append((Array(bytes), name))
+            found = entries.count - 1
+        }
+        guard let index = found else { return nil }
+        if position < byPosition.count {
+            byPosition[position] = index
+        } else if position == byPosition.count, position < 256 {
+            byPosition.append(index)
+        }
+        return entries[index].name
+    }
+}
+
+// MARK: - Byte helpers
+
+/// The string UTF-8 `bytes` spell, or nil when they are not valid UTF-8. ASCII, the usual
+/// case, skips the generic validator.
+@inline(__always)
+func decodeUTF8(_ bytes: UnsafeRawBufferPointer) -> String? {
+    let utf8 = bytes.assumingMemoryBound(to: UInt8.self)
+    var i = 0
+    let n = utf8.count
+    var high: UInt64 = 0
+    while i + 8 <= n {
+        high |= bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+        i += 8
+    }
+    while i < n {
+        high |= UInt64(utf8[i])
+        i += 1
+    }
+    if high & 0x8080_8080_8080_8080 == 0 {
+        return String(decoding: utf8, as: UTF8.self)
+    }
+    return String(validating: utf8, as: UTF8.self)
+}
+
+/// Writes into memory sized beforehand by ``RowCodec/encode(_:)``.
+struct RawWriter {
+    let base: UnsafeMutablePointer<UInt8>
+    var offset = 0
+
+    @inline(__always)
+    mutating func byte(_ value: UInt8) {
+        base[offset] = value
+        offset += 1
+    }
+
+    @inline(__always)
+    mutating func varint(_ value: UInt64) {
+        var v = value
+        while v >= 0x80 {
+            byte(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        byte(UInt8(v))
+    }
+
+    @inline(__always)
+    mutating func fixed64(_ value: UInt64) {
+        var little = value.littleEndian
+        withUnsafeBytes(of: &little) { raw($0) }
+    }
+
+    @inline(__always)
+    mutating func raw(_ source: UnsafeRawBufferPointer) {
+        if let address = source.baseAddress, source.count > 0 {
+            UnsafeMutableRawPointer(base + offset).copyMemory(from: address, byteCount: source.count)
+        }
+        offset += source.count
+    }
+
+    @inline(__always)
+    mutating func string(_ text: String) {
+        varint(UInt64(text.utf8.count))
+        if text.utf8.withContiguousStorageIfAvailable({ raw(UnsafeRawBufferPointer($0)) }) == nil {
+            var copy = text
+            copy.withUTF8 { raw(UnsafeRawBufferPointer($0)) }
+        }
+    }
+
+    @inline(__always)
+    mutating func bytes(_ data: Data) {
+        data.withUnsafeBytes { raw($0) }
+    }
+}
+
+struct ByteWriter {
+    var bytes: [UInt8] = []
+
+    @inline(__always)
+    mutating func varint(_ value: UInt64) {
+        var v = value
+        while v >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        bytes.append(UInt8(v))
+    }
+
+    mutating func fixed64(_ value: UInt64) {
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    mutating func string(_ text: String) {
+        var text = text
+        text.withUTF8 { utf8 in
+            varint(UInt64(utf8.count))
+            bytes.append(contentsOf: utf8)
+        }
+    }
+}
+
+struct ByteReader {
+    let buffer: UnsafeRawBufferPointer
+    var offset = 0
+
+    init(_ buffer: UnsafeRawBufferPointer) { self.buffer = buffer }
+
+    var isAtEnd: Bool { offset == buffer.count }
+
+    mutating func byte() -> UInt8? {
+        guard offset < buffer.count else { return nil }
+        defer { offset += 1 }
+        return buffer[offset]
+    }
+
+    mutating func varint() -> UInt64? {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while offset < buffer.count, shift < 64 {
+            let b = buffer[offset]
+            offset += 1
+            result |= UInt64(b & 0x7F) << shift
+            if b < 0x80 { return result }
+            shift += 7
+        }
+        return nil
+    }
+
+    mutating func fixed64() -> UInt64? {
+        guard buffer.count - offset >= 8 else { return nil }
+        var value: UInt64 = 0
+        withUnsafeMutableBytes(of: &value) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + 8])) }
+        offset += 8
+        return UInt64(littleEndian: value)
+    }
+
+    mutating func lengthPrefixed() -> UnsafeRawBufferPointer? {
+        guard let length = varint(), length <= UInt64(buffer.count - offset) else { return nil }
+        let slice = UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + Int(length)])
+        offset += Int(length)
+        return slice
+    }
+}

@@ -1,0 +1,166 @@
+import Foundation
+import OpenCombineShim
+import Reservoir
+import Testing
+@testable import ReservoirLMDB
+
+/// Several processes on one environment: commits reach the other process's change hub
+/// through the change log, and a process that dies holding LMDB's locks harms nothing.
+@Suite(.serialized) struct MultiProcessTests {
+    @Test(.timeLimit(.minutes(1)))
+    func commitInAnotherProcessReachesChangesQuickly() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.cleanUp() }
+        let configuration = "lmdb:\(dir.path)/env"
+        let store = try openStore(configuration)
+        defer { store.close() }
+        let received = Locked<[(ChangeSet, Double)]>([])
+        let subscription = store.changes.sink { changeSet in
+            let now = Date().timeIntervalSince1970
+            received.withLock { $0.append((changeSet, now)) }
+        }
+        defer { subscription.cancel() }
+        // A live fetch: the latest results, as the other process commits.
+        let live = Locked<[[Int]]>([])
+        let liveSubscription = store.objectsPublisher(for: FetchRequest<Note>(where: \.priority >= 3, sortBy: [.descending(\.priority)]))
+            .sink(receiveCompletion: { _ in }, receiveValue: { notes in live.withLock { $0.append(notes.map(\.id)) } })
+        defer { liveSubscription.cancel() }
+
+        let count = 8
+        let helper = try Helper(["write", configuration, "1", "\(count)", "150"])
+        #expect(await helper.waitForExit() == 0)
+        let committed = helper.output.compactMap { line -> (Int, Double)? in
+            let parts = line.split(separator: " ")
+            guard parts.count == 3, parts[0] == "committed", let id = Int(parts[1]), let time = Double(parts[2]) else { return nil }
+            return (id, time)
+        }
+        #expect(committed.count == count, "helper output: \(helper.output)")
+        let deadline = Date().addingTimeInterval(5)
+        while received.withLock({ $0.count }) < count && Date() < deadline {
+            try await Task.sleep(nanoseconds: 10_000_000)
+        }
+        let arrivals = received.withLock { $0 }
+        #expect(arrivals.count == count, "change sets received: \(arrivals.map(\.0))")
+        var latencies: [Double] = []
+        for (changeSet, arrival) in arrivals {
+            #expect(changeSet.isExternal)
+            guard let inserted = changeSet.changes(to: "notes")?.inserted.first,
+                  case let .integer(id) = inserted.id,
+                  let sent = committed.first(where: { $0.0 == Int(id) })
+            else {
+                Issue.record("unexpected change set \(changeSet)")
+                continue
+            }
+            #expect(inserted.row.value("title") == .text("from another process"))
+            latencies.append(arrival - sent.1)
+        }
+        #expect(arrivals.map(\.0.sequence) == Array(1...UInt64(count)), "sequences in order, each once")
+        let sorted = latencies.sorted()
+        let median = sorted.isEmpty ? .infinity : sorted[sorted.count / 2]
+        print("cross-process latency ms: \(latencies.map { Int(($0 * 1000).rounded()) }), median \(Int(median * 1000))")
+        #expect(median < 0.1, "median latency \(median) s")
+        #expect((sorted.last ?? .infinity) < 1.0, "worst latency \(sorted.last ?? .infinity) s")
+        // The live fetch ended at exactly what a fresh fetch returns.
+        let expectedLive = Array((3...count).reversed())
+        let liveDeadline = Date().addingTimeInterval(5)
+        while live.withLock({ $0.last }) != expectedLive && Date() < liveDeadline {
+            try await Task.sleep(nanoseconds: 10_000_000)
+        }
+        let liveHistory = live.withLock { $0 }
+        #expect(liveHistory.first == [], "first value is the (empty) fetch at attach: \(liveHistory)")
+        #expect(liveHistory.last == expectedLive, "live results: \(liveHistory)")
+        // The other process's rows are readable here, in a named database it created.
+        #expect(try store.count(FetchRequest<Note>()) == count)
+        #expect(try store.fetch(FetchRequest<Note>(where: \.priority >= 7)).map(\.id) == [7, 8])
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aWriterKilledMidTransactionLeavesTheLockUsable() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.cleanUp() }
+        let configuration = "lmdb:\(dir.path)/env"
+        let store = try openStore(configuration)
+        defer { store.close() }
+        try await store.write { tx in try tx.insert(Note(id: 1, title: "before")) }
+        let helper = try Helper(["die-in-write", configuration, "2"])
+        #expect(await helper.waitForLine { $0 == "writing" } != nil)
+        _ = await helper.waitForExit()
+        #expect(helper.process.terminationReason == .uncaughtSignal)
+        // The dead process held LMDB's writer mutex and the writer lock file: both recover.
+        try await store.write { tx in try tx.insert(Note(id: 3, title: "after")) }
+        #expect(try store.fetch(Note.self).map(\.id) == [1, 3])
+        #expect(try await store.read { try $0.lastSequence() } == 2)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func staleReaderSlotsAreClearedOnOpen() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.cleanUp() }
+        let configuration = "lmdb:\(dir.path)/env"
+        do {
+            let store = try openStore(configuration)
+            try await store.write { tx in try tx.insert(Note(id: 1, title: "x")) }
+            store.close()
+        }
+        // One reader stays alive (so the lock file is not reset on the next open), one dies
+        // holding its reader slot.
+        let alive = try Helper(["hold-read", configuration])
+        defer { alive.kill9() }
+        let dying = try Helper(["hold-read", configuration])
+        #expect(await alive.waitForLine { $0 == "reading" } != nil)
+        #expect(await dying.waitForLine { $0 == "reading" } != nil)
+        dying.kill9()
+        let backend = try LMDBBackend(path: dir.path + "/env")
+        defer { backend.close() }
+        #expect(backend.environment.staleReadersCleared == 1)
+        #expect(try backend.read { try $0.row("notes", id: .integer(1)) } != nil)
+    }
+
+    /// Two processes writing at once into a tiny map: each grows it, the other follows
+    /// (MDB_MAP_RESIZED), and every write lands once with its own sequence.
+    @Test(.timeLimit(.minutes(2)))
+    func twoProcessesGrowingTheMapTogether() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.cleanUp() }
+        let configuration = "lmdb:\(dir.path)/env?mapsize=64KiB&durability=none"
+        let store = try openStore(configuration)
+        defer { store.close() }
+        let perProcess = 600
+        let helper = try Helper(["write", configuration, "\(perProcess)", "\(perProcess)", "0"], environment: ["PADDING": "2000"])
+        for i in 0..<perProcess {
+            try await store.write { tx in
+                try tx.insert(Note(id: i, title: String(repeating: "p", count: 2000), priority: i % 10))
+            }
+        }
+        #expect(await helper.waitForExit(within: 60) == 0, "helper output tail: \(helper.output.suffix(3))")
+        #expect(helper.output.filter { $0.hasPrefix("committed ") }.count == perProcess)
+        #expect(try store.count(FetchRequest<Note>()) == 2 * perProcess)
+        #expect(try store.fetch(Note.self).map(\.id) == Array(0..<(2 * perProcess)))
+        let log = try store.backend.read { try $0.changeLog(after: 0, limit: 10_000) }
+        #expect(log.map(\.sequence) == Array(1...UInt64(2 * perProcess)), "one change set per commit, numbered without gaps or repeats")
+        let backend = try #require(store.backend as? LMDBBackend)
+        print("map after two processes grew it: \(backend.mapSize) bytes; this process grew it \(backend.environment.resizes.grown) times and followed the other \(backend.environment.resizes.followed) times")
+    }
+
+    /// A process killed (SIGKILL) while committing loses no commit that returned, in the
+    /// default durability and with durability=none: the pages are written before commit returns.
+    @Test(.timeLimit(.minutes(1)), arguments: ["", "?durability=none"])
+    func aKilledProcessLosesNoCommittedTransaction(options: String) async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.cleanUp() }
+        let configuration = "lmdb:\(dir.path)/env" + options
+        let helper = try Helper(["write", configuration, "0", "100000", "0"])
+        _ = await helper.waitForLine { $0.hasPrefix("committed 200 ") }
+        helper.kill9()
+        let reported = Set(helper.output.compactMap { line -> Int? in
+            let parts = line.split(separator: " ")
+            return parts.count == 3 && parts[0] == "committed" ? Int(parts[1]) : nil
+        })
+        #expect(reported.count >= 200)
+        let store = try openStore(configuration)
+        defer { store.close() }
+        let stored = Set(try store.fetch(Note.self).map(\.id))
+        #expect(reported.isSubset(of: stored), "committed but missing: \(reported.subtracting(stored).sorted().prefix(10))")
+        #expect(try await store.read { try $0.lastSequence() } == UInt64(stored.count))
+    }
+}

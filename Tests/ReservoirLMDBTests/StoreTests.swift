@@ -1,0 +1,121 @@
+import Foundation
+import Reservoir
+import Testing
+@testable import ReservoirLMDB
+
+@Suite struct StoreTests {
+    @Test func crudAndPersistenceAcrossReopen() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.cleanUp() }
+        let configuration = "lmdb:\(dir.path)/env"
+        do {
+            let store = try openStore(configuration)
+            defer { store.close() }
+            try store.write { tx in
+                for i in 1...20 {
+                    try tx.insert(Note(id: i, title: "note \(i)", priority: i % 3 == 0 ? nil : i % 4, score: Double(i) / 2, tag: i % 2 == 0 ? "even" : nil))
+                }
+            }
+            #expect(try store.count(FetchRequest<Note>()) == 20)
+            try store.write { tx in
+                try tx.update(Note(id: 1, title: "first", priority: 9, score: nil, tag: "x"))
+                try tx.delete(Note.self, id: 2)
+            }
+            #expect(throws: ReservoirError.self) {
+                try store.write { tx in try tx.insert(Note(id: 3, title: "dup")) }
+            }
+            #expect(try store.get(Note.self, id: 1)?.title == "first")
+            #expect(try store.get(Note.self, id: 2) == nil)
+        }
+        let reopened = try openStore(configuration)
+        defer { reopened.close() }
+        #expect(try reopened.count(FetchRequest<Note>()) == 19)
+        #expect(try reopened.get(Note.self, id: 1) == Note(id: 1, title: "first", priority: 9, score: nil, tag: "x"))
+        #expect(try reopened.fetch(FetchRequest<Note>(where: \.priority == 9)).map(\.id) == [1])
+        #expect(try reopened.read { try $0.lastSequence() } == 2)
+        #expect(try reopened.fetch(FetchRequest<Note>(sortBy: [.descending(\.id)], limit: 3)).map(\.id) == [20, 19, 18])
+    }
+
+    @Test func rollbackLeavesNothing() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.cleanUp() }
+        let store = try openStore("lmdb:\(dir.path)/env")
+        defer { store.close() }
+        struct Boom: Error {}
+        #expect(throws: Boom.self) {
+            try store.write { tx in
+                try tx.insert(Note(id: 1, title: "a"))
+                throw Boom()
+            }
+        }
+        #expect(try store.count(FetchRequest<Note>()) == 0)
+        #expect(try store.read { try $0.lastSequence() } == 0)
+    }
+
+    @Test func addedFieldReadsAsNilAndGetsIndexed() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.cleanUp() }
+        let store = try openStore("lmdb:\(dir.path)/env")
+        defer { store.close() }
+        try store.write { tx in
+            try tx.insert(NoteV1(id: "a", title: "old"))
+            try tx.insert(NoteV1(id: "b", title: "older"))
+        }
+        #expect(try store.fetch(NoteV2.self) == [NoteV2(id: "a", title: "old", rating: nil), NoteV2(id: "b", title: "older", rating: nil)])
+        try store.write { tx in try tx.insert(NoteV2(id: "c", title: "new", rating: 5)) }
+        #expect(try store.fetch(FetchRequest<NoteV2>(where: \.rating == nil)).map(\.id) == ["a", "b"])
+        #expect(try store.fetch(FetchRequest<NoteV2>(where: \.rating >= 1)).map(\.id) == ["c"])
+        #expect(try store.read { try $0.entities() }.map(\.indexes) == [["rating"]])
+    }
+
+    @Test func corruptRowIsAnErrorNamingEntityAndID() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.cleanUp() }
+        let backend = try LMDBBackend(path: dir.path + "/env")
+        defer { backend.close() }
+        let entity = Note.schema.entity
+        try backend.write { tx in try tx.put(entity, id: .integer(7), row: Row(columns: ["id", "title"], values: [.integer(7), .text("x")])) }
+        // Overwrite the row with garbage behind the backend's back.
+        try backend.write { tx in
+            let t = try #require(tx as? LMDBTransaction)
+            let rows = try #require(try t.database(Catalog.rowsDatabase("notes")))
+            try t.put(rows, KeyEncoding.encode(.integer(7)), [9, 9, 9])
+        }
+        let error = try #require(throws: ReservoirError.self) { try backend.read { try $0.row("notes", id: .integer(7)) } }
+        #expect(error.code == .corrupt)
+        #expect(error.message.contains("\"notes\"") && error.message.contains("id 7"), "\(error)")
+        let fetchError = try #require(throws: ReservoirError.self) {
+            try backend.read { try $0.fetch(Query(entity: entity)) }
+        }
+        #expect(fetchError.code == .corrupt)
+    }
+
+    @Test func nestingAcrossStoresOnOneEnvironment() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.cleanUp() }
+        let configuration = "lmdb:\(dir.path)/env"
+        let first = try openStore(configuration)
+        defer { first.close() }
+        let second = try openStore(configuration)
+        defer { second.close() }
+        // A write inside another store's write on the same thread would wait for itself.
+        let error = try #require(throws: ReservoirError.self) {
+            try first.write { tx in
+                try tx.insert(Note(id: 1, title: "outer"))
+                try second.write { inner in try inner.insert(Note(id: 2, title: "inner")) }
+            }
+        }
+        #expect(error.code == .misuse)
+        #expect(try first.count(FetchRequest<Note>()) == 0)
+        // Reads inside a write see the committed state; a write inside a read is fine.
+        try first.write { tx in
+            try tx.insert(Note(id: 3, title: "pending"))
+            #expect(try second.count(FetchRequest<Note>()) == 0)
+        }
+        try second.read { snapshot in
+            try first.write { tx in try tx.insert(Note(id: 4, title: "while reading")) }
+            #expect(try snapshot.fetch(Note.self).map(\.id) == [3])
+        }
+        #expect(try second.fetch(Note.self).map(\.id) == [3, 4])
+    }
+}
