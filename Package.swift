@@ -48,6 +48,7 @@ let package = Package(
             dependencies: [
                 "Reservoir",
                 "ReservoirSQLite",
+                "ReservoirLMDB",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
             ]

@@ -81,6 +81,21 @@ struct CLITests {
         #expect(priorities == [2, 3, 9], "inserted priorities (the plain SQL update shows as 9): \(watch.output)")
     }
 
+    @Test("watch on lmdb: shows another process's commits")
+    func watchLMDB() async throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let store = ["--store", "lmdb:./todos.lmdb"]
+        let watch = try CLIProcess(["watch", "--json", "--count", "3"] + store, in: scratch.url)
+        try await watch.waitForLines(1)
+        _ = try await CLIProcess.run(["todo", "add", "one", "--priority", "1"] + store, in: scratch.url)
+        try await watch.waitForLines(2)
+        _ = try await CLIProcess.run(["todo", "add", "two", "--priority", "5"] + store, in: scratch.url)
+        #expect(try await watch.waitForExit(seconds: 15) == 0, "\(watch.errors)")
+        let counts = watch.lines.compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])?["count"] as? Int }
+        #expect(counts == [0, 1, 2], "\(watch.output)")
+    }
+
     @Test("watch quits cleanly on Ctrl-C")
     func watchInterrupt() async throws {
         let scratch = try Scratch()
@@ -98,14 +113,17 @@ struct CLITests {
         for i in 0..<25 {
             _ = try await CLIProcess.run(["todo", "add", "task \(i)", "--priority", "\(i % 4)", "--store", "sqlite:./a.sqlite"], in: scratch.url)
         }
-        let copied = try await CLIProcess.run(["copy", "sqlite:./a.sqlite", "sqlite:./b.sqlite", "--batch", "7"], in: scratch.url)
+        let copied = try await CLIProcess.run(["copy", "sqlite:./a.sqlite", "lmdb:./b.lmdb", "--batch", "7"], in: scratch.url)
         #expect(copied.status == 0, "\(copied.errors)")
         #expect(copied.output.contains("todos: 25 records copied (25 new, 0 replaced)"), "\(copied.output)")
-        let again = try await CLIProcess.run(["copy", "sqlite:./a.sqlite", "sqlite:./b.sqlite"], in: scratch.url)
+        let again = try await CLIProcess.run(["copy", "sqlite:./a.sqlite", "lmdb:./b.lmdb"], in: scratch.url)
         #expect(again.output.contains("(0 new, 25 replaced)"), "\(again.output)")
+        let back = try await CLIProcess.run(["copy", "lmdb:./b.lmdb", "sqlite:./c.sqlite"], in: scratch.url)
+        #expect(back.status == 0, "\(back.errors)")
         let source = try await CLIProcess.run(["todo", "list", "--json", "--store", "sqlite:./a.sqlite"], in: scratch.url)
-        let destination = try await CLIProcess.run(["todo", "list", "--json", "--store", "sqlite:./b.sqlite"], in: scratch.url)
-        #expect(source.output == destination.output)
+        let destination = try await CLIProcess.run(["todo", "list", "--json", "--store", "lmdb:./b.lmdb"], in: scratch.url)
+        let roundTrip = try await CLIProcess.run(["todo", "list", "--json", "--store", "sqlite:./c.sqlite"], in: scratch.url)
+        #expect(source.output == destination.output && source.output == roundTrip.output)
     }
 
     @Test("demo runs the script on every backend and finds the streams identical")
