@@ -1,13 +1,14 @@
 import Foundation
 
-/// A value guarded by a lock. Never call out to unknown code inside `withLock`.
-final class Locked<State>: @unchecked Sendable {
+/// A value guarded by a lock, shared with the backend modules (`package` access, not public
+/// API). Never call out to unknown code inside `withLock`.
+package final class Locked<State>: @unchecked Sendable {
     private let lock = NSLock()
     private var state: State
 
-    init(_ state: State) { self.state = state }
+    package init(_ state: State) { self.state = state }
 
-    func withLock<R>(_ body: (inout State) throws -> R) rethrows -> R {
+    package func withLock<R>(_ body: (inout State) throws -> R) rethrows -> R {
         lock.lock()
         defer { lock.unlock() }
         return try body(&state)
