@@ -63,6 +63,38 @@ extension ConformanceSuite {
         }),
     ]
 
+    /// A store that falls behind the change log's retention re-reads instead of missing commits.
+    static let fallingBehindCase = ConformanceCase(
+        "multi-store", "a store that falls behind the change log re-reads instead of missing commits",
+        requires: .multiProcess, needsShortChangeLog: true, waiting: { context in
+            guard let option = context.harness.shortChangeLog else { return }
+            // The case's own store would share the location without the option: close it first.
+            context.store.close()
+            let configuration = try StoreConfiguration(context.configuration + (context.configuration.contains("?") ? "&" : "?") + option)
+            let writer = try Store(backend: context.harness.registry.makeBackend(configuration), configuration: configuration)
+            defer { writer.close() }
+            try writer.write { tx in try tx.insert(Item(id: 0, name: "first", rank: 0)) }
+            // Polls only when told to, so it is sure to fall behind.
+            let laggard = try Store(backend: context.harness.registry.makeBackend(configuration), configuration: configuration, pollInterval: .seconds(3600))
+            defer { laggard.close() }
+            let request = FetchRequest<Item>(sortBy: [.descending(\.rank)], limit: 10)
+            let live = LiveRecorder<CollectionDifference<Item>>()
+            laggard.changesPublisher(for: request).subscribe(live)
+            let announced = ChangeRecorder(laggard)
+            // Well past the retention, even for a backend that trims only now and then.
+            for i in 1...150 {
+                try writer.write { tx in try tx.insert(Item(id: i, name: "n\(i)", rank: i)) }
+            }
+            laggard.pollExternalChanges()
+            try expectEqual(live.applied.map(\.id), try laggard.fetch(request).map(\.id), "the lagging store's live fetch")
+            try expect(announced.changeSets.contains { !$0.isComplete }, "an incomplete change set announced the lost stretch: \(announced.changeSets)")
+            let sequences = announced.changeSets.map(\.sequence)
+            try expect(zip(sequences, sequences.dropFirst()).allSatisfy { $0 < $1 }, "sequences increase: \(sequences)")
+            try expectEqual(sequences.last, try writer.read { try $0.lastSequence() }, "the last announced sequence")
+            live.cancel()
+            announced.cancel()
+        })
+
     static let configurationCases: [ConformanceCase] = [
         ConformanceCase("configuration", "an unknown option is rejected by name") { context in
             let bad = context.configuration + (context.configuration.contains("?") ? "&" : "?") + "bogus=1"

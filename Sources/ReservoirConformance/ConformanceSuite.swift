@@ -24,7 +24,7 @@ public enum ConformanceSuite {
     /// Every case, grouped and named `group/name`.
     public static let cases: [ConformanceCase] =
         valueCases + crudCases + predicateCases + sortCases + transactionCases
-        + changeSetCases + liveFetchCases + persistenceCases + configurationCases
+        + changeSetCases + liveFetchCases + persistenceCases + [fallingBehindCase] + configurationCases
 
     /// The case called `group/name`, if any.
     public static func named(_ id: String) -> ConformanceCase? {
@@ -38,20 +38,28 @@ public struct ConformanceHarness: Sendable {
     public let registry: BackendRegistry
     let freshConfiguration: @Sendable () throws -> String
     let cleanup: @Sendable (String) -> Void
+    /// A `key=value` option that makes the backend keep only a few change sets (say 5) in its
+    /// change log, for the cases about a store falling behind it; without one they are skipped.
+    /// The cases write 150 change sets, so a backend may trim lazily.
+    public let shortChangeLog: String?
 
     /// - Parameters:
     ///   - registry: knows the backend's scheme.
     ///   - freshConfiguration: a configuration string for a new, empty store each call
     ///     (a new temporary path for file-backed backends).
     ///   - cleanup: removes what a configuration created, after the case.
+    ///   - shortChangeLog: an option keeping only a few change sets in the change log
+    ///     (multi-process backends), such as `retention=5`.
     public init(
         registry: BackendRegistry = .shared,
         freshConfiguration: @escaping @Sendable () throws -> String,
-        cleanup: @escaping @Sendable (String) -> Void = { _ in }
+        cleanup: @escaping @Sendable (String) -> Void = { _ in },
+        shortChangeLog: String? = nil
     ) {
         self.registry = registry
         self.freshConfiguration = freshConfiguration
         self.cleanup = cleanup
+        self.shortChangeLog = shortChangeLog
     }
 }
 
@@ -70,14 +78,17 @@ public struct ConformanceCase: Sendable, Identifiable, CustomStringConvertible {
     public let name: String
     /// Capabilities the backend needs for the case to apply.
     public let requirements: BackendCapabilities
+    /// Whether the case needs the harness's ``ConformanceHarness/shortChangeLog`` option.
+    public let needsShortChangeLog: Bool
     let body: @Sendable (ConformanceContext) async throws -> Void
 
     /// A case whose checks wait (for other stores, other tasks).
-    init(_ group: String, _ name: String, requires requirements: BackendCapabilities = [],
+    init(_ group: String, _ name: String, requires requirements: BackendCapabilities = [], needsShortChangeLog: Bool = false,
          waiting body: @escaping @Sendable (ConformanceContext) async throws -> Void) {
         self.group = group
         self.name = name
         self.requirements = requirements
+        self.needsShortChangeLog = needsShortChangeLog
         self.body = body
     }
 
@@ -100,6 +111,9 @@ public struct ConformanceCase: Sendable, Identifiable, CustomStringConvertible {
         let missing = requirements.subtracting(context.store.capabilities)
         if !missing.isEmpty {
             return .skipped("\(id) needs a backend that is \(missing); \(context.configuration) is not")
+        }
+        if needsShortChangeLog && harness.shortChangeLog == nil {
+            return .skipped("\(id) needs a harness with a shortChangeLog option (a change log of a few change sets)")
         }
         try await body(context)
         return .passed

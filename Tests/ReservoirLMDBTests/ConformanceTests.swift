@@ -16,7 +16,8 @@ let lmdbHarness = ConformanceHarness(
         guard let parsed = try? StoreConfiguration(configuration) else { return }
         let directory = (parsed.location as NSString).deletingLastPathComponent
         try? FileManager.default.removeItem(atPath: directory)
-    }
+    },
+    shortChangeLog: "logretention=5"
 )
 
 @Test(arguments: ConformanceSuite.cases)

@@ -20,7 +20,8 @@ struct SQLiteConformanceTests {
             guard let parsed = try? StoreConfiguration(configuration) else { return }
             let directory = URL(fileURLWithPath: parsed.location).deletingLastPathComponent()
             try? FileManager.default.removeItem(at: directory)
-        }
+        },
+        shortChangeLog: "retention=5"
     )
 
     @Test(arguments: ConformanceSuite.cases)

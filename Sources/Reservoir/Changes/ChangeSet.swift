@@ -12,11 +12,17 @@ public struct ChangeSet: Sendable, Equatable, CustomStringConvertible {
     public let entities: [EntityChanges]
     /// Whether another process (or another `Store` on the same location) committed it.
     public let isExternal: Bool
+    /// False when this store fell so far behind other processes' commits that the change
+    /// log (which keeps a bounded history) no longer held them: everything up to `sequence`
+    /// changed in ways no longer known, `entities` is empty, and observers must re-read.
+    /// Live fetches re-fetch on it.
+    public let isComplete: Bool
 
-    public init(sequence: UInt64, entities: [EntityChanges], isExternal: Bool = false) {
+    public init(sequence: UInt64, entities: [EntityChanges], isExternal: Bool = false, isComplete: Bool = true) {
         self.sequence = sequence
         self.entities = entities.sorted { $0.entity < $1.entity }
         self.isExternal = isExternal
+        self.isComplete = isComplete
     }
 
     /// The changes to the entity named `entity`, if any.
@@ -39,7 +45,7 @@ public struct ChangeSet: Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String {
-        "#\(sequence)" + (isExternal ? " (external)" : "") + " " + entities.map(\.description).joined(separator: " ")
+        "#\(sequence)" + (isExternal ? " (external)" : "") + (isComplete ? " " + entities.map(\.description).joined(separator: " ") : " (incomplete: re-read)")
     }
 }
 

@@ -5,7 +5,9 @@ import Foundation
 /// ``StorageBackend/commitToken()``; when it moves, the log entries after the last
 /// announced sequence are read, the changed rows loaded, and the change sets published
 /// like local ones. Own commits are already announced, and the hub drops a sequence it
-/// has seen, so nothing is announced twice.
+/// has seen, so nothing is announced twice. A store that fell behind the log's retention
+/// gets one incomplete change set for the lost stretch (backends number change sets
+/// consecutively; one that skips numbers causes extra re-reads, never wrong results).
 extension Store {
     /// How many change sets one catch-up reads at most; the rest wait for the next probe.
     static let catchUpBatch = 1000
@@ -49,9 +51,15 @@ extension Store {
                 try ChangeLogReader.changeSets(
                     from: reader.changeLog(after: after, limit: Self.catchUpBatch), reader: reader)
             }
+            // The log keeps a bounded history: when it no longer reaches back to `after`, the
+            // changes in between are lost, and observers are told to re-read instead.
+            let resumesAt = changeSets.first?.sequence ?? (sequence + 1)
+            if resumesAt > after + 1 {
+                hub.enqueue(ChangeSet(sequence: min(resumesAt - 1, sequence), entities: [], isExternal: true, isComplete: false))
+            }
             var progressed = false
             for changeSet in changeSets where changeSet.sequence <= sequence {
-                if changeSet.entities.isEmpty {
+                if changeSet.entities.isEmpty && changeSet.isComplete {
                     progressed = changeSet.sequence > hub.lastEnqueued || progressed
                     hub.skip(through: changeSet.sequence)
                 } else {

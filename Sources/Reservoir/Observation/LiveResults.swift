@@ -80,6 +80,10 @@ final class LiveResults<T: Storable> {
         let none = Delta(removed: [], inserted: [])
         guard changeSet.sequence > sequence else { return none }
         sequence = changeSet.sequence
+        guard changeSet.isComplete else {
+            // What changed is no longer known (the change log was trimmed past it).
+            return try refetch(from: backend)
+        }
         guard let changes = changeSet.changes(to: query.entity.name), !changes.isEmpty else { return none }
         if query.offset > 0 {
             // Records before the window are not held, so any change may shift it.
