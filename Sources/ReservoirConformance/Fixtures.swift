@@ -93,11 +93,12 @@ struct EvolvingV2: Storable {
 /// (mixed storage classes in one column).
 let rawEntity = EntityDescription(name: "conformance_raw", idColumn: "id", fields: ["id", "a", "b", "c"], indexes: ["a"])
 
-/// A deterministic generator (SplitMix64), so randomized cases reproduce from their seed.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
+/// A deterministic generator (SplitMix64), so randomized checks reproduce from their seed.
+/// Public for backends' own differential tests.
+public struct SeededGenerator: RandomNumberGenerator, Sendable {
+    public var state: UInt64
+    public init(seed: UInt64) { state = seed }
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9

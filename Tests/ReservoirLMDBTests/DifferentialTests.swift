@@ -1,5 +1,6 @@
 import Foundation
 import Reservoir
+import ReservoirConformance
 import Testing
 @testable import ReservoirLMDB
 
@@ -15,9 +16,9 @@ import Testing
         .blob(Data()), .blob(Data([0])), .blob(Data([1, 2])),
     ]
 
-    static func pick(_ g: inout SplitMix) -> Value { pool[Int(g.next() % UInt64(pool.count))] }
+    static func pick(_ g: inout SeededGenerator) -> Value { pool[Int(g.next() % UInt64(pool.count))] }
 
-    static func predicate(_ g: inout SplitMix, depth: Int = 0) -> RowPredicate {
+    static func predicate(_ g: inout SeededGenerator, depth: Int = 0) -> RowPredicate {
         let column = ["a", "b", "a", "id"][Int(g.next() % 4)]
         switch g.next() % (depth > 1 ? 5 : 8) {
         case 0, 1:
@@ -38,7 +39,7 @@ import Testing
         defer { dir.cleanUp() }
         let backend = try LMDBBackend(path: dir.path + "/env")
         defer { backend.close() }
-        var g = SplitMix(state: seed)
+        var g = SeededGenerator(seed: seed)
         var rows: [Value: Row] = [:]
         try backend.write { tx in
             for _ in 0..<120 {
@@ -79,7 +80,7 @@ import Testing
         defer { dir.cleanUp() }
         let backend = try LMDBBackend(path: dir.path + "/env")
         defer { backend.close() }
-        var g = SplitMix(state: seed)
+        var g = SeededGenerator(seed: seed)
         var rows: [Value: Row] = [:]
         try backend.write { tx in
             for i in 0..<200 {
@@ -114,7 +115,7 @@ import Testing
         let backend = try LMDBBackend(path: dir.path + "/env")
         defer { backend.close() }
         let entity = EntityDescription(name: "typed", idColumn: "id", fields: ["id", "r", "i"])
-        var g = SplitMix(state: 42)
+        var g = SeededGenerator(seed: 42)
         let reals: [Double] = [-0.0, 0.0, 1.5, -2.25, 1e300, -.infinity, .infinity, 7]
         var rows: [Row] = []
         for id in 0..<300 {

@@ -1,6 +1,7 @@
 import Foundation
 import PropertyBased
 import Reservoir
+import ReservoirConformance
 import Testing
 @testable import ReservoirLMDB
 
@@ -71,7 +72,7 @@ import Testing
 
     /// Random values from a seed: integers near powers of two, reals from random bits and
     /// near integers, short texts and blobs over a small alphabet including 0x00 and 0xFF.
-    static func randomValue(_ g: inout SplitMix) -> Value {
+    static func randomValue(_ g: inout SeededGenerator) -> Value {
         switch g.next() % 8 {
         case 0: return .null
         case 1: return .integer(Int64(bitPattern: g.next()))
@@ -97,8 +98,8 @@ import Testing
 
     @Test func randomPairsKeepTheOrder() async {
         await propertyCheck(count: 3000, input: Gen.uint64(), Gen.uint64()) { s1, s2 in
-            var g1 = SplitMix(state: s1)
-            var g2 = SplitMix(state: s2)
+            var g1 = SeededGenerator(seed: s1)
+            var g2 = SeededGenerator(seed: s2)
             let a = Self.randomValue(&g1)
             let b = Self.randomValue(&g2)
             Self.check(a, b)
@@ -107,16 +108,6 @@ import Testing
     }
 }
 
-struct SplitMix {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 private func * (value: Value, sign: Int64) -> Value {
     if case let .integer(i) = value { return .integer(i &* sign) }

@@ -1,26 +1,12 @@
 import Foundation
 import Reservoir
+import ReservoirConformance
 import ReservoirSQLite
 import Testing
 
 /// Differential tests: random rows and random queries, SQLite's compiled SQL against
 /// the reference evaluator. Every mismatch reports the seed, the query and both answers.
 @Suite struct QueryCompilationTests {
-    struct Generator {
-        var state: UInt64
-
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-
-        mutating func int(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
-        mutating func pick<T>(_ items: [T]) -> T { items[int(items.count)] }
-    }
-
     static let values: [Value] = [
         .null,
         .integer(-3), .integer(0), .integer(1), .integer(2), .integer(3), .integer(.max), .integer(.min),
@@ -36,7 +22,7 @@ import Testing
     static let fragments = ["", "a", "A", "ab", "b", "é", "e", "\u{301}", "\0", "a\0", "%", "_", "日", "Z", "ze", "1", "abcd"]
     static let columns = ["a", "b", "c", "missing", "id"]
 
-    static func predicate(_ g: inout Generator, depth: Int) -> RowPredicate {
+    static func predicate(_ g: inout SeededGenerator, depth: Int) -> RowPredicate {
         let choice = g.int(depth > 0 ? 10 : 7)
         switch choice {
         case 0, 1, 2:
@@ -66,7 +52,7 @@ import Testing
         defer { directory.cleanup() }
         let backend = try SQLiteBackend(path: directory.databasePath)
         defer { backend.close() }
-        var g = Generator(state: seed)
+        var g = SeededGenerator(seed: seed)
         let entity = EntityDescription(name: "items", idColumn: "id", fields: ["id", "a", "b", "c"], indexes: ["b"])
         var rows: [Row] = []
         for id in 0..<120 {
@@ -111,4 +97,9 @@ import Testing
             }
         }
     }
+}
+
+extension SeededGenerator {
+    mutating func int(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
+    mutating func pick<T>(_ items: [T]) -> T { items[int(items.count)] }
 }
