@@ -106,16 +106,16 @@ struct BenchRun {
             }
         })
         step("live subscription")
-        let received = Counter()
+        let received = Locked(0)
         let subscription = store.changesPublisher(for: FetchRequest<BenchItem>(where: \.group < 50, sortBy: [.ascending(\.value)]))
-            .sink(receiveCompletion: { _ in }, receiveValue: { _ in received.add() })
+            .sink(receiveCompletion: { _ in }, receiveValue: { _ in received.withLock { $0 += 1 } })
         defer { subscription.cancel() }
         let updates = 200
         results.append(try time("commit until a live fetch has its diff", updates) {
             for i in 0..<updates {
-                let before = received.value
+                let before = received.withLock { $0 }
                 try store.write { tx in try tx.update(BenchItem(id: (i * 31) % records, name: "live \(i)", value: Double.random(in: 0..<1, using: &random), group: (i * 31) % 50)) }
-                guard received.value == before + 1 else { throw CommandFailure("the live fetch missed commit \(i)") }
+                guard received.withLock({ $0 }) == before + 1 else { throw CommandFailure("the live fetch missed commit \(i)") }
             }
         })
         return results
@@ -126,13 +126,6 @@ struct BenchRun {
         try body()
         return Measurement(name: name, seconds: Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9, operations: operations)
     }
-}
-
-final class Counter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
-    func add() { lock.lock(); count += 1; lock.unlock() }
-    var value: Int { lock.lock(); defer { lock.unlock() }; return count }
 }
 
 /// A temporary directory for scratch stores, removed afterwards.

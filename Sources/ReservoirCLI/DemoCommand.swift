@@ -69,7 +69,7 @@ enum DemoScript {
             .sink(receiveCompletion: { completion in
                 if case let .failure(error) = completion { transcript.add("  failed: \(error)") }
             }, receiveValue: { newRows in
-                rows.set(newRows)
+                rows.withLock { $0 = newRows }
                 transcript.add("  rows  " + (newRows.isEmpty ? "(none)" : newRows.map(\.text).joined(separator: " | ")))
             })
         defer { subscription.cancel() }
@@ -114,7 +114,7 @@ enum DemoScript {
             try tx.update(milk)
         }
         let fetched = try store.fetch(openByPriority).map(Row.init)
-        transcript.add(fetched == rows.get() ? "rows kept by applyingChanges equal a fresh fetch" : "rows kept by applyingChanges DIFFER from a fresh fetch")
+        transcript.add(fetched == rows.withLock({ $0 }) ? "rows kept by applyingChanges equal a fresh fetch" : "rows kept by applyingChanges DIFFER from a fresh fetch")
         return transcript.lines
     }
 
@@ -143,12 +143,4 @@ final class Transcript: @unchecked Sendable {
         output(line)
     }
     var lines: [String] { lock.lock(); defer { lock.unlock() }; return kept }
-}
-
-final class Locked<T>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: T
-    init(_ value: T) { self.value = value }
-    func get() -> T { lock.lock(); defer { lock.unlock() }; return value }
-    func set(_ new: T) { lock.lock(); value = new; lock.unlock() }
 }

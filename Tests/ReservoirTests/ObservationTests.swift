@@ -91,15 +91,16 @@ struct ObservationTests {
     func applyingChanges() throws {
         let store = try Store.open("memory:", registry: BackendRegistry())
         let transformed = Recorder<[String]>(initial: .unlimited)
-        let calls = Counter()
+        let calls = Locked(0)
         store.changesPublisher(for: FetchRequest<Card>(sortBy: [.ascending(\.rank)]))
-            .applyingChanges([String]()) { card in calls.add(); return "card \(card.id) rank \(card.rank)" }
+            .applyingChanges([String]()) { card in calls.withLock { $0 += 1 }; return "card \(card.id) rank \(card.rank)" }
             .subscribe(transformed)
         try store.write { tx in for i in 0..<5 { try tx.insert(Card(id: i, rank: i * 10, suit: nil)) } }
         try store.write { tx in try tx.update(Card(id: 2, rank: 99, suit: "h")) }
         try store.write { tx in try tx.delete(Card.self, id: 0) }
         #expect(transformed.values.last == ["card 1 rank 10", "card 3 rank 30", "card 4 rank 40", "card 2 rank 99"])
-        #expect(calls.value == 6, "5 insertions and the updated card's new version")
+        let transformCalls = calls.withLock { $0 }
+        #expect(transformCalls == 6, "5 insertions and the updated card's new version")
         transformed.cancel()
     }
 
@@ -125,11 +126,4 @@ struct ObservationTests {
         #expect(change.applied(to: previous) { $0 } == change.results)
         recorder.cancel()
     }
-}
-
-private final class Counter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
-    func add() { lock.lock(); count += 1; lock.unlock() }
-    var value: Int { lock.lock(); defer { lock.unlock() }; return count }
 }

@@ -47,27 +47,29 @@ struct StoreTests {
     @Test("a subscriber may write to the store while receiving, without deadlock or reordering")
     func reentrantWrite() throws {
         let store = try Store.open("memory:", registry: BackendRegistry())
-        let seen = LockedBox<[UInt64]>([])
+        let seen = Locked<[UInt64]>([])
         let cancellable = store.changes.sink { changeSet in
-            seen.mutate { $0.append(changeSet.sequence) }
+            seen.withLock { $0.append(changeSet.sequence) }
             if changeSet.sequence == 1 {
                 // Nested in the delivery of #1: committed now, delivered right after #1.
                 try? store.write { try $0.insert(Counter(id: 2, value: 2)) }
-                seen.mutate { $0.append(100) }
+                seen.withLock { $0.append(100) }
             }
         }
         try store.write { try $0.insert(Counter(id: 1, value: 1)) }
-        #expect(seen.value == [1, 100, 2])
+        let afterFirst = seen.withLock { $0 }
+        #expect(afterFirst == [1, 100, 2])
         try store.write { try $0.insert(Counter(id: 3, value: 3)) }
-        #expect(seen.value == [1, 100, 2, 3])
+        let afterSecond = seen.withLock { $0 }
+        #expect(afterSecond == [1, 100, 2, 3])
         cancellable.cancel()
     }
 
     @Test("writes from many threads each deliver before returning, in sequence order")
     func concurrentDelivery() async throws {
         let store = try Store.open("memory:", registry: BackendRegistry())
-        let seen = LockedBox<[UInt64]>([])
-        let cancellable = store.changes.sink { changeSet in seen.mutate { $0.append(changeSet.sequence) } }
+        let seen = Locked<[UInt64]>([])
+        let cancellable = store.changes.sink { changeSet in seen.withLock { $0.append(changeSet.sequence) } }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for t in 0..<8 {
                 group.addTask {
@@ -82,7 +84,8 @@ struct StoreTests {
             }
             try await group.waitForAll()
         }
-        #expect(seen.value == Array(1...400))
+        let delivered = seen.withLock { $0 }
+        #expect(delivered == Array(1...400))
         cancellable.cancel()
     }
 
@@ -100,21 +103,5 @@ struct StoreTests {
         store.close()
         let error = #expect(throws: ReservoirError.self) { try store.fetch(Counter.self) }
         #expect(error?.code == .closed)
-    }
-}
-
-final class LockedBox<T>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: T
-    init(_ value: T) { stored = value }
-    var value: T {
-        lock.lock()
-        defer { lock.unlock() }
-        return stored
-    }
-    func mutate(_ body: (inout T) -> Void) {
-        lock.lock()
-        body(&stored)
-        lock.unlock()
     }
 }
