@@ -1,36 +1,69 @@
 /// Accumulates what a write transaction does and nets it into a ``ChangeSet``:
 /// insert-then-update is one insert, insert-then-delete is nothing, delete-then-insert
 /// is an update, and a record written back to its original row is no change.
+///
+/// Bulk inserts are the common large transaction, so they cost no hashing: while an
+/// entity has seen only inserts the backend accepted as new, every touch is a distinct
+/// record and touches are simply appended. The id → position index is built the first
+/// time anything else touches the entity.
 struct ChangeTracker {
     private struct Touch {
+        var id: Value
         var before: Row?
         var after: Row?
     }
 
     private struct EntityTouches {
         var entity: EntityDescription
-        var order: [Value] = []
-        var touches: [Value: Touch] = [:]
+        /// In first-touch order.
+        var touches: [Touch] = []
+        /// The position of each id in `touches`; nil while every touch is a fresh insert.
+        var positions: [Value: Int]?
+
+        mutating func indexed() -> [Value: Int] {
+            if let positions { return positions }
+            var built: [Value: Int] = [:]
+            built.reserveCapacity(touches.count)
+            for (position, touch) in touches.enumerated() { built[touch.id] = position }
+            positions = built
+            return built
+        }
     }
 
     /// The entities touched, few per transaction, each mutated in place (a copy taken out and
-    /// put back would copy its `order` and `touches` on every note: quadratic in the size).
+    /// put back would copy its arrays on every note: quadratic in the size).
     private var entities: [EntityTouches] = []
+
+    private mutating func position(of entity: EntityDescription) -> Int {
+        if let last = entities.indices.last, entities[last].entity.name == entity.name { return last }
+        if let found = entities.firstIndex(where: { $0.entity.name == entity.name }) { return found }
+        entities.append(EntityTouches(entity: entity))
+        return entities.count - 1
+    }
 
     /// Records that `id` went from `before` to `after`; `before` counts only on first touch.
     mutating func note(_ entity: EntityDescription, id: Value, before: Row?, after: Row?) {
-        let position: Int
-        if let found = entities.firstIndex(where: { $0.entity.name == entity.name }) {
-            position = found
+        let slot = position(of: entity)
+        _ = entities[slot].indexed()
+        if let existing = entities[slot].positions?[id] {
+            entities[slot].touches[existing].after = after
         } else {
-            entities.append(EntityTouches(entity: entity))
-            position = entities.count - 1
+            let next = entities[slot].touches.count
+            entities[slot].positions?[id] = next
+            entities[slot].touches.append(Touch(id: id, before: before, after: after))
         }
-        if let index = entities[position].touches.index(forKey: id) {
-            entities[position].touches.values[index].after = after
+    }
+
+    /// Records an insert the backend accepted because no row had `id`: either a record
+    /// new to the transaction or one it deleted earlier.
+    mutating func noteInserted(_ entity: EntityDescription, id: Value, row: Row) {
+        let slot = position(of: entity)
+        if entities[slot].positions == nil {
+            // Only fresh inserts so far: none of them can have this id (the backend would
+            // have refused it), and nothing was deleted.
+            entities[slot].touches.append(Touch(id: id, before: nil, after: row))
         } else {
-            entities[position].order.append(id)
-            entities[position].touches[id] = Touch(before: before, after: after)
+            note(entity, id: id, before: nil, after: row)
         }
     }
 
@@ -38,16 +71,15 @@ struct ChangeTracker {
         var result: [EntityChanges] = []
         for touched in entities {
             var changes = EntityChanges(entity: touched.entity.name)
-            for id in touched.order {
-                guard let touch = touched.touches[id] else { continue }
+            for touch in touched.touches {
                 switch (touch.before, touch.after) {
                 case (nil, let row?):
-                    changes.inserted.append(RowChange(id: id, row: row))
+                    changes.inserted.append(RowChange(id: touch.id, row: row))
                 case (let before?, nil):
-                    changes.deleted.append(id)
-                    changes.deletedRows.append(RowChange(id: id, row: before))
+                    changes.deleted.append(touch.id)
+                    changes.deletedRows.append(RowChange(id: touch.id, row: before))
                 case let (before?, after?) where before != after:
-                    changes.updated.append(RowChange(id: id, row: after))
+                    changes.updated.append(RowChange(id: touch.id, row: after))
                 default:
                     break
                 }

@@ -91,10 +91,10 @@ public final class Transaction: Snapshot {
     /// Inserts a new record; throws `.duplicateID` when one with its id exists.
     public func insert<T: Storable>(_ record: T) throws {
         let (entity, id, row) = try prepare(record)
-        if try writer.row(entity.name, id: id) != nil {
+        guard try writer.insert(entity, id: id, row: row) else {
             throw ReservoirError(.duplicateID, "cannot insert \(T.self) with id \(id) into \"\(entity.name)\": a record with that id exists (use upsert to replace it)")
         }
-        try store(entity, id: id, row: row, previous: nil)
+        tracker.noteInserted(entity, id: id, row: row)
     }
 
     /// Replaces an existing record; throws `.notFound` when none has its id.
