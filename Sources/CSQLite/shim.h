@@ -14,4 +14,13 @@ static inline int reservoir_sqlite3_bind_blob_transient(sqlite3_stmt *stmt, int 
     return sqlite3_bind_blob(stmt, index, bytes, byteCount, SQLITE_TRANSIENT);
 }
 
+// sqlite3_db_config is variadic, which Swift cannot call. Sets whether triggers in the
+// main schema fire on this connection; returns the setting afterwards (0 or 1), or -1
+// when SQLite refused the call.
+static inline int reservoir_sqlite3_enable_triggers(sqlite3 *db, int enable) {
+    int now = -1;
+    if (sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_TRIGGER, enable, &now) != SQLITE_OK) return -1;
+    return now;
+}
+
 #endif

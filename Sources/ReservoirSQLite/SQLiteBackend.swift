@@ -7,9 +7,10 @@ import Reservoir
 ///     let store = try Store.open("sqlite:./app.sqlite?durability=full", registry: BackendRegistry([.sqlite]))
 ///
 /// One table per entity, one column per field, readable with the `sqlite3` shell; a
-/// change log kept by triggers, so commits by any SQLite client reach subscriptions.
+/// change log this library writes for its own commits and triggers keep for any other
+/// SQLite client's, so every commit reaches subscriptions.
 /// The database runs in WAL mode with one writer connection and a pool of reader
-/// connections, so reads never wait for the writer. Docs/SQLiteBackend.md describes
+/// connections, so reads never wait for the writer. Backends.md § SQLite describes
 /// the layout, the SQL each predicate compiles to, durability and multi-process use.
 public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
     // @unchecked: each connection is used under its lock (writer, probe) or by one
@@ -44,6 +45,7 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
         let busyTimeout = options.busyTimeoutMilliseconds
         let writerConnection = try Connection(path: path, create: true, busyTimeout: busyTimeout)
         try Self.configureWriter(writerConnection, options: options)
+        try writerConnection.disableTriggers()
         let writer = Session(connection: writerConnection)
         try Self.setUp(writer, busyTimeout: busyTimeout)
         self.writer = writer
@@ -80,6 +82,9 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
         let connection = session.connection
         if try Metadata.isSetUp(connection) {
             try Metadata.checkFormat(connection)
+            if try Metadata.storedFormat(connection) < Metadata.formatVersion {
+                return try numberPending(connection, creatingTables: true)
+            }
             // Changes plain SQL clients made while no store was open are numbered now, so
             // they are history rather than news; unless another process is writing.
             if try ChangeLog.hasPending(connection) {
@@ -152,13 +157,9 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
         let result: R
         do {
             // Plain SQL writers' changes get their own sequence first, so they precede ours.
-            let start = try ChangeLog.numberPending(connection)
-            transaction = SQLiteWriteTransaction(session: session, startChange: start, retention: options.retention)
+            let head = try ChangeLog.beginWrite(connection)
+            transaction = SQLiteWriteTransaction(session: session, head: head, retention: options.retention)
             result = try body(transaction)
-            if try !transaction.recorded && ChangeLog.lastChange(connection) > start {
-                // Logged by triggers but, netted, no change: not another writer's either.
-                try ChangeLog.discard(after: start, connection)
-            }
             try connection.run("COMMIT")
         } catch {
             if connection.inTransaction { try? connection.execute("ROLLBACK") }

@@ -152,4 +152,73 @@ import Testing
         #expect(seen[0].isExternal)
         #expect(seen[0].changes(to: "todos")?.inserted.map(\.id) == [5])
     }
+
+    @Test func ownWritesLogOneRowPerKindAndOtherStoresReadEveryID() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanup() }
+        let store = try openStore(directory.databasePath)
+        defer { store.close() }
+        try store.write { tx in
+            for id in 1...4 { try tx.insert(Todo(id: id, title: "t\(id)", done: false, priority: 1)) }
+        }
+        let keys = EntityDescription(name: "keys")
+        let textIDs: [Value] = [.text(""), .text("é"), .text("e\u{301}"), .text(String(repeating: "long ", count: 100))]
+        let otherIDs: [Value] = [.blob(Data()), .blob(Data([0, 255, 3])), .real(2.5)]
+        try store.write { tx in
+            try tx.update(Todo(id: 1, title: "changed", done: true, priority: 1))
+            try tx.delete(Todo.self, id: 2)
+            try tx.delete(Todo.self, id: 3)
+            try tx.insert(Todo(id: 9, title: "nine", done: false, priority: 1))
+            for id in textIDs + otherIDs { try tx.putRow(Row([("id", id), ("note", .text("x"))]), in: keys) }
+        }
+        let raw = try RawConnection(directory.databasePath)
+        // First change set: one packed row. Second: keys inserted (packed), todos inserted
+        // (one id, unpacked), updated (one), deleted (packed, closing). No trigger rows.
+        #expect(try raw.query("SELECT entity, kind, id, ids IS NOT NULL, sequence FROM _reservoir_changes ORDER BY change") == [
+            ["todos", "inserted", nil, "1", "1"],
+            ["keys", "inserted", nil, "1", nil],
+            ["todos", "inserted", "9", "0", nil],
+            ["todos", "updated", "1", "0", nil],
+            ["todos", "deleted", nil, "1", "2"],
+        ])
+        let other = try openStore(directory.databasePath)
+        defer { other.close() }
+        let log = try other.backend.read { try $0.changeLog(after: 0, limit: 10) }
+        let expected: [ChangeLogEntry] = (1...4).map { ChangeLogEntry(sequence: 1, entity: "todos", id: .integer(Int64($0)), kind: .inserted) }
+            + (textIDs + otherIDs).map { ChangeLogEntry(sequence: 2, entity: "keys", id: $0, kind: .inserted) }
+            + [ChangeLogEntry(sequence: 2, entity: "todos", id: 9, kind: .inserted),
+               ChangeLogEntry(sequence: 2, entity: "todos", id: 1, kind: .updated),
+               ChangeLogEntry(sequence: 2, entity: "todos", id: 2, kind: .deleted),
+               ChangeLogEntry(sequence: 2, entity: "todos", id: 3, kind: .deleted)]
+        #expect(log.count == expected.count)
+        for (got, want) in zip(log, expected) {
+            #expect(got.sequence == want.sequence && got.entity == want.entity && got.kind == want.kind && got.id.isIdentical(to: want.id), "\(got) != \(want)")
+        }
+    }
+
+    @Test func aVersionOneFileIsUpgradedAndItsLogStillReads() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanup() }
+        do {
+            let store = try openStore(directory.databasePath)
+            try store.write { try $0.insert(Todo(id: 1, title: "one", done: false, priority: 1)) }
+            store.close()
+        }
+        // Make it what version 1 wrote: no ids column.
+        let raw = try RawConnection(directory.databasePath)
+        try raw.execute("ALTER TABLE _reservoir_changes DROP COLUMN ids; UPDATE _reservoir_meta SET value = 1 WHERE key = 'format_version'")
+        let store = try openStore(directory.databasePath)
+        defer { store.close() }
+        #expect(try raw.query("SELECT value FROM _reservoir_meta WHERE key = 'format_version'") == [["2"]])
+        try store.write { tx in
+            try tx.insert(Todo(id: 2, title: "two", done: false, priority: 1))
+            try tx.insert(Todo(id: 3, title: "three", done: false, priority: 1))
+        }
+        let log = try store.backend.read { try $0.changeLog(after: 0, limit: 10) }
+        #expect(log == [
+            ChangeLogEntry(sequence: 1, entity: "todos", id: 1, kind: .inserted),
+            ChangeLogEntry(sequence: 2, entity: "todos", id: 2, kind: .inserted),
+            ChangeLogEntry(sequence: 2, entity: "todos", id: 3, kind: .inserted),
+        ])
+    }
 }

@@ -1,20 +1,24 @@
+import Foundation
 import Reservoir
 
-/// The persisted change log.
+/// The persisted change log, `_reservoir_changes(change, entity, id, kind, ids, sequence)`.
 ///
-/// Triggers on every entity table append one row to `_reservoir_changes` per insert,
-/// update and delete, whoever makes it (this library or any SQLite client), in the
-/// writing transaction, with a NULL `sequence`. A change set is closed by writing its
-/// sequence number on its *last* row: a row belongs to the change set closed by the first
-/// row at or after it that has a sequence. (One more row-sized write per commit on the page
-/// the triggers just wrote, rather than a row in a second table, which would add a page to
-/// every commit.) Because only one transaction writes at a time, the rows after the last
-/// closed change set are exactly those written by clients that do not number their commits
-/// (plain SQL); they are *pending*:
+/// Two writers fill it, in the writing transaction:
+/// - **this library** logs each change set itself, one row per entity and kind: `id` holds
+///   the record's id when the group has one record, else `ids` holds the group's ids packed
+///   (``IDPacking``). Its writer connection runs with triggers off, so a bulk insert costs
+///   one log row, not one per record;
+/// - **any other SQLite client** (plain SQL) is logged by triggers on every entity table,
+///   one row per insert, update and delete, with a NULL `sequence`.
+///
+/// A change set is closed by the sequence number on its *last* row: a row belongs to the
+/// change set closed by the first row at or after it that has a sequence. Because only one
+/// transaction writes at a time, the rows after the last closed change set are exactly
+/// those written by plain SQL clients; they are *pending*:
 ///
 /// - this library's write transaction first closes pending rows as their own change set,
-///   then its own rows get the sequence the core passes to ``WriteTransaction/record(_:)``,
-///   both before it commits;
+///   then logs its own change set with the sequence the core passes to
+///   ``WriteTransaction/record(_:)``, closed by its last row, before it commits;
 /// - ``SQLiteBackend/commitToken()`` closes pending rows as soon as it notices a commit,
 ///   so a plain SQL write reaches subscriptions within one poll.
 ///
@@ -52,42 +56,59 @@ enum ChangeLog {
         try connection.scalar("SELECT sequence IS NULL FROM _reservoir_changes ORDER BY change DESC LIMIT 1").integerValue == 1
     }
 
-    /// Closes pending change rows as one change set. Call inside a write transaction.
-    /// Returns the id of the newest change row afterwards.
+    /// Closes pending change rows as one change set and returns the head afterwards.
+    /// Call inside a write transaction.
     @discardableResult
-    static func numberPending(_ connection: Connection) throws -> Int64 {
+    static func numberPending(_ connection: Connection) throws -> Head {
         let head = try head(connection)
         let last = try lastChange(connection)
-        if last > head.lastChange {
-            try close(last, sequence: Int64(clamping: head.sequence) + 1, connection)
+        guard last > head.lastChange else { return head }
+        let sequence = head.sequence + 1
+        try connection.run("UPDATE _reservoir_changes SET sequence = ?1 WHERE change = ?2", [.integer(Int64(clamping: sequence)), .integer(last)])
+        return Head(sequence: sequence, lastChange: last)
+    }
+
+    /// Readies the log for this library's write transaction: one look at the newest row,
+    /// and only when plain SQL left pending rows, closing them first.
+    static func beginWrite(_ connection: Connection) throws -> Head {
+        let statement = try connection.cached("SELECT change, sequence FROM _reservoir_changes ORDER BY change DESC LIMIT 1")
+        guard try statement.step() else {
+            statement.reset()
+            return Head(sequence: 0, lastChange: 0)
         }
-        return max(last, head.lastChange)
+        let newest = Head(sequence: UInt64(clamping: statement.int64(at: 1)), lastChange: statement.int64(at: 0))
+        let pending = statement.isNull(at: 1)
+        statement.reset()
+        return pending ? try numberPending(connection) : newest
     }
 
-    private static func close(_ change: Int64, sequence: Int64, _ connection: Connection) throws {
-        try connection.run("UPDATE _reservoir_changes SET sequence = ?1 WHERE change = ?2", [.integer(sequence), .integer(change)])
-    }
-
-    /// Records `changeSet` as the change rows after `start`. Call inside the write
-    /// transaction that made them.
-    static func record(_ changeSet: ChangeSet, after start: Int64, retention: Int, _ connection: Connection) throws {
+    /// Logs `changeSet`, one row per entity and kind, the last row closing it. Call inside
+    /// the write transaction that made it, on the writer connection (triggers off).
+    static func record(_ changeSet: ChangeSet, retention: Int, _ connection: Connection) throws {
         guard let sequence = Int64(exactly: changeSet.sequence) else {
             throw ReservoirError(.valueOutOfRange, "SQLite store \"\(connection.path)\": sequence \(changeSet.sequence) does not fit SQLite's integers")
         }
-        var last = try lastChange(connection)
-        if last <= start {
-            // The triggers logged nothing (dropped by hand?): log the change set's own entries.
-            let insert = try connection.cached("INSERT INTO _reservoir_changes(entity, id, kind) VALUES(?1, ?2, ?3)")
-            for entry in changeSet.logEntries {
-                insert.reset()
-                try insert.bind(.text(entry.entity), at: 1)
-                try insert.bind(entry.id, at: 2)
-                try insert.bind(.text(entry.kind.rawValue), at: 3)
-                try insert.run()
-            }
-            last = try lastChange(connection)
+        var groups: [(entity: String, kind: ChangeType, ids: [Value])] = []
+        for changes in changeSet.entities {
+            if !changes.inserted.isEmpty { groups.append((changes.entity, .inserted, changes.inserted.map(\.id))) }
+            if !changes.updated.isEmpty { groups.append((changes.entity, .updated, changes.updated.map(\.id))) }
+            if !changes.deleted.isEmpty { groups.append((changes.entity, .deleted, changes.deleted)) }
         }
-        try close(last, sequence: sequence, connection)
+        let insert = try connection.cached("INSERT INTO _reservoir_changes(entity, id, kind, ids, sequence) VALUES(?1, ?2, ?3, ?4, ?5)")
+        for (position, group) in groups.enumerated() {
+            insert.reset()
+            try insert.bind(.text(group.entity), at: 1)
+            if group.ids.count == 1 {
+                try insert.bind(group.ids[0], at: 2)
+                try insert.bind(.null, at: 4)
+            } else {
+                try insert.bind(.null, at: 2)
+                try insert.bind(.blob(IDPacking.pack(group.ids)), at: 4)
+            }
+            try insert.bind(.text(group.kind.rawValue), at: 3)
+            try insert.bind(position == groups.count - 1 ? .integer(sequence) : .null, at: 5)
+            try insert.run()
+        }
         if retention > 0 && sequence % trimInterval == 0 {
             try trim(keeping: retention, newest: sequence, connection)
         }
@@ -111,12 +132,6 @@ enum ChangeLog {
         try connection.run("DELETE FROM _reservoir_changes WHERE change <= ?1", [.integer(boundary)])
     }
 
-    /// Removes change rows after `start` (logged by a transaction that turned out to
-    /// change nothing), so they are never mistaken for another writer's.
-    static func discard(after start: Int64, _ connection: Connection) throws {
-        try connection.run("DELETE FROM _reservoir_changes WHERE change > ?1", [.integer(start)])
-    }
-
     // MARK: - Reading
 
     /// Entries of the change sets after `sequence`, at most `limit` change sets, netted
@@ -130,7 +145,7 @@ enum ChangeLog {
             [.integer(Int64(clamping: sequence))]
         ).integerValue
         let rows = try connection.cached(
-            "SELECT change, entity, id, kind, sequence FROM _reservoir_changes WHERE change > ?1 ORDER BY change")
+            "SELECT change, entity, id, kind, sequence, ids FROM _reservoir_changes WHERE change > ?1 ORDER BY change")
         defer { rows.reset() }
         try rows.bind(boundary, at: 1)
         var result: [ChangeLogEntry] = []
@@ -139,7 +154,14 @@ enum ChangeLog {
         while closed < limit, try rows.step() {
             if case let .text(entity) = rows.value(at: 1), case let .text(kind) = rows.value(at: 3),
                let event = Netting.Event(rawValue: kind) {
-                netting.add(entity: entity, id: rows.value(at: 2), event)
+                if case let .blob(packed) = rows.value(at: 5) {
+                    guard let ids = IDPacking.unpack(packed) else {
+                        throw ReservoirError(.corrupt, "SQLite store \"\(connection.path)\": change-log row \(rows.int64(at: 0)) has an ids value that is not a packed id list")
+                    }
+                    for id in ids { netting.add(entity: entity, id: id, event) }
+                } else {
+                    netting.add(entity: entity, id: rows.value(at: 2), event)
+                }
             }
             if !rows.isNull(at: 4) {
                 netting.flush(sequence: UInt64(clamping: rows.int64(at: 4)), into: &result)
@@ -148,6 +170,80 @@ enum ChangeLog {
         }
         // Rows after the last closed change set are pending: not part of the log yet.
         return result
+    }
+}
+
+/// The `ids` column of a change-log row: record ids back to back, each a tag byte
+/// (0 null, 1 integer, 2 real, 3 text, 4 blob) then, big-endian, 8 bytes for numbers
+/// or a 4-byte length and the bytes for text (UTF-8) and blobs.
+enum IDPacking {
+    static func pack(_ ids: [Value]) -> Data {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(ids.count * 9)
+        func append(_ word: UInt64, count: Int) {
+            for shift in stride(from: (count - 1) * 8, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: word >> UInt64(shift))) }
+        }
+        for id in ids {
+            switch id {
+            case .null: bytes.append(0)
+            case let .integer(integer):
+                bytes.append(1)
+                append(UInt64(bitPattern: integer), count: 8)
+            case let .real(real):
+                bytes.append(2)
+                append(real.bitPattern, count: 8)
+            case let .text(text):
+                bytes.append(3)
+                append(UInt64(text.utf8.count), count: 4)
+                bytes.append(contentsOf: text.utf8)
+            case let .blob(data):
+                bytes.append(4)
+                append(UInt64(data.count), count: 4)
+                bytes.append(contentsOf: data)
+            }
+        }
+        return Data(bytes)
+    }
+
+    /// The ids, or nil when `data` is not a packed list.
+    static func unpack(_ data: Data) -> [Value]? {
+        let bytes = [UInt8](data)
+        var position = 0
+        func word(_ count: Int) -> UInt64? {
+            guard bytes.count - position >= count else { return nil }
+            var word: UInt64 = 0
+            for byte in bytes[position..<(position + count)] { word = word << 8 | UInt64(byte) }
+            position += count
+            return word
+        }
+        func payload() -> ArraySlice<UInt8>? {
+            guard let length = word(4), bytes.count - position >= Int(length) else { return nil }
+            defer { position += Int(length) }
+            return bytes[position..<(position + Int(length))]
+        }
+        var ids: [Value] = []
+        while position < bytes.count {
+            let tag = bytes[position]
+            position += 1
+            switch tag {
+            case 0:
+                ids.append(.null)
+            case 1:
+                guard let word = word(8) else { return nil }
+                ids.append(.integer(Int64(bitPattern: word)))
+            case 2:
+                guard let word = word(8) else { return nil }
+                ids.append(.real(Double(bitPattern: word)))
+            case 3:
+                guard let text = payload() else { return nil }
+                ids.append(.text(String(decoding: text, as: UTF8.self)))
+            case 4:
+                guard let blob = payload() else { return nil }
+                ids.append(.blob(Data(blob)))
+            default: return nil
+            }
+        }
+        return ids
     }
 }
 

@@ -38,6 +38,14 @@ final class Connection {
         sqlite3_busy_timeout(handle, milliseconds)
     }
 
+    /// Stops the change-log triggers from firing on this connection: the writer logs
+    /// this library's changes itself, one row per change set and kind (see ``ChangeLog``).
+    func disableTriggers() throws {
+        guard reservoir_sqlite3_enable_triggers(handle, 0) == 0 else {
+            throw ReservoirError(.backend, "SQLite store \"\(path)\": cannot turn off triggers on the writer connection (SQLITE_DBCONFIG_ENABLE_TRIGGER); SQLite \(String(cString: sqlite3_libversion())) is too old")
+        }
+    }
+
     // MARK: - Statements
 
     /// The cached prepared statement for `sql`, reset and ready to bind.

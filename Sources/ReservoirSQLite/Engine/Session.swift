@@ -6,12 +6,40 @@ final class Session {
     let catalog = Catalog()
     /// `SELECT * … WHERE id = ?1` per entity, the hottest statement.
     var rowStatements: [String: Statement] = [:]
-    /// `INSERT … ON CONFLICT DO UPDATE` per entity and row shape (see `SQLiteWriteTransaction`).
-    var upserts: [UpsertKey: Statement] = [:]
-    /// The previous put's statement, and the entity description its table was prepared for.
-    var lastUpsert: (key: UpsertKey, statement: Statement, description: EntityDescription)?
+    /// `INSERT` and `INSERT … ON CONFLICT DO UPDATE` per entity and row shape (see `SQLiteWriteTransaction`).
+    var writes: [WriteKey: Statement] = [:]
+    /// The previous write's statement and what it was prepared for.
+    var lastWrite: LastWrite?
 
-    struct UpsertKey: Hashable {
+    /// The previous write, so a run of writes of one shape skips the catalog and the cache.
+    final class LastWrite {
+        let key: WriteKey
+        let statement: Statement
+        /// The catalog revision the table was ready at.
+        let revision: Int
+        /// The entity description the table was prepared for.
+        let description: EntityDescription
+        /// Where the id sits in the row's columns (the statement binds it first).
+        let idPosition: Int?
+
+        init(key: WriteKey, statement: Statement, revision: Int, description: EntityDescription) {
+            self.key = key
+            self.statement = statement
+            self.revision = revision
+            self.description = description
+            self.idPosition = key.columns.firstIndex(of: description.idColumn)
+        }
+    }
+
+    enum WriteMode: Hashable {
+        /// Insert or replace.
+        case upsert
+        /// Insert; fails with SQLITE_CONSTRAINT_PRIMARYKEY when the id exists.
+        case insert
+    }
+
+    struct WriteKey: Hashable {
+        var mode: WriteMode
         var entity: String
         var columns: [String]
         var tableColumnCount: Int
@@ -30,8 +58,8 @@ final class Session {
         try catalog.refreshIfNeeded(connection)
         if catalog.generation != cacheGeneration {
             rowStatements = [:]
-            upserts = [:]
-            lastUpsert = nil
+            writes = [:]
+            lastWrite = nil
             cacheGeneration = catalog.generation
         }
         return catalog

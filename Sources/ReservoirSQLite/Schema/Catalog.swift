@@ -32,6 +32,9 @@ final class Catalog {
     private(set) var tables: [String: Table] = [:]
     /// Counts reloads from disk, so statement caches built on older tables can be dropped.
     private(set) var generation = 0
+    /// Counts every change to `tables` (reloads, own DDL, invalidation): a write statement
+    /// prepared at the same revision still matches its table.
+    private(set) var revision = 0
     /// The schema version the tables were loaded at; -1 forces a reload.
     private var version: Int64 = -1
     /// Whether the current transaction has checked the version already.
@@ -42,6 +45,7 @@ final class Catalog {
         version = -1
         checkedInTransaction = false
         tables = [:]
+        revision += 1
     }
 
     /// Call when a transaction ends, so the next one checks the schema version again.
@@ -64,6 +68,7 @@ final class Catalog {
     func update(_ table: Table) {
         tables[table.entity.name] = table
         version = -1
+        revision += 1
     }
 
     private func reload(_ connection: Connection) throws {
@@ -76,6 +81,7 @@ final class Catalog {
         }
         tables = loaded
         generation += 1
+        revision += 1
     }
 }
 

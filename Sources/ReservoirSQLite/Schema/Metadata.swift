@@ -3,17 +3,20 @@ import Reservoir
 
 /// The backend's own tables and the DDL of entity tables.
 ///
-/// Layout (see Docs/SQLiteBackend.md):
+/// Layout (see Backends.md § SQLite):
 /// - one table per entity, named after it, `WITHOUT ROWID`, the id column its primary key,
 ///   one column per top-level field, every column declared *without a type* so SQLite
 ///   keeps each value exactly as bound (no affinity conversions);
 /// - `_reservoir_meta(key, value)`: the format version;
 /// - `_reservoir_entities(name, id_column, fields, indexes)`: entity descriptions;
-/// - `_reservoir_changes(change, entity, id, kind, sequence)`: the change log, filled by
-///   triggers; `sequence` is set on the last row of each change set (see ``ChangeLog``).
+/// - `_reservoir_changes(change, entity, id, kind, ids, sequence)`: the change log, filled
+///   by this library's writer and by triggers for other clients; `sequence` is set on the
+///   last row of each change set (see ``ChangeLog``).
 enum Metadata {
     /// The on-disk format this code writes; a higher one in a file is refused.
-    static let formatVersion: Int64 = 1
+    /// Version 2 added the change log's `ids` column (packed id lists), which version 1
+    /// readers would skip; a version 1 file is upgraded in place on open.
+    static let formatVersion: Int64 = 2
 
     /// Creates the backend's tables when missing and checks the format version.
     /// Call inside a write transaction.
@@ -24,11 +27,22 @@ enum Metadata {
                 name TEXT PRIMARY KEY NOT NULL, id_column TEXT NOT NULL, fields TEXT NOT NULL, indexes TEXT NOT NULL
             ) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS _reservoir_changes(
-                change INTEGER PRIMARY KEY, entity TEXT NOT NULL, id, kind TEXT NOT NULL, sequence INTEGER
+                change INTEGER PRIMARY KEY, entity TEXT NOT NULL, id, kind TEXT NOT NULL, sequence INTEGER, ids BLOB
             );
             INSERT OR IGNORE INTO _reservoir_meta(key, value) VALUES('format_version', \(formatVersion));
             """, action: "create the backend's tables")
         try checkFormat(connection)
+        if try storedFormat(connection) < formatVersion {
+            if try !columns(of: "_reservoir_changes", connection).contains("ids") {
+                try connection.execute("ALTER TABLE _reservoir_changes ADD COLUMN ids BLOB", action: "upgrade the change log to format \(formatVersion)")
+            }
+            try connection.run("UPDATE _reservoir_meta SET value = ?1 WHERE key = 'format_version'", [.integer(formatVersion)])
+        }
+    }
+
+    /// The format version the file records.
+    static func storedFormat(_ connection: Connection) throws -> Int64 {
+        try connection.scalar("SELECT value FROM _reservoir_meta WHERE key = 'format_version'").integerValue
     }
 
     /// Whether every table of the backend exists already.

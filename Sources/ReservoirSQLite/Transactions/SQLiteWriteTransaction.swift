@@ -1,43 +1,72 @@
+import CSQLite
 import Reservoir
 
 /// The write transaction: an open `BEGIN IMMEDIATE` on the writer connection.
 final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
-    /// The newest change-log row before this transaction wrote anything.
-    let startChange: Int64
+    /// The change log's newest change set when this transaction began (after pending
+    /// plain-SQL rows were closed); nothing else writes the log until it commits.
+    let head: ChangeLog.Head
     let retention: Int
-    private(set) var recorded = false
     /// Whether this transaction changed the schema (so a rollback must reset the catalog).
     private(set) var changedSchema = false
 
-    init(session: Session, startChange: Int64, retention: Int) {
-        self.startChange = startChange
+    init(session: Session, head: ChangeLog.Head, retention: Int) {
+        self.head = head
         self.retention = retention
         super.init(session: session)
     }
 
+    /// SQLITE_CONSTRAINT_PRIMARYKEY, a macro Swift does not import.
+    private static let primaryKeyConstraint = SQLITE_CONSTRAINT | 6 << 8
+
+    override func lastSequence() throws -> UInt64 {
+        head.sequence
+    }
+
     func put(_ entity: EntityDescription, id: Value, row: Row) throws {
+        try write(entity, id: id, row: row, mode: .upsert).run()
+    }
+
+    func insert(_ entity: EntityDescription, id: Value, row: Row) throws -> Bool {
+        let statement = try write(entity, id: id, row: row, mode: .insert)
+        do {
+            try statement.run()
+            return true
+        } catch let error as ReservoirError where error.nativeCode == Self.primaryKeyConstraint {
+            // ON CONFLICT ABORT undid this statement alone; the transaction goes on.
+            return false
+        }
+    }
+
+    /// The statement that writes `row` under `id`, bound and ready to run.
+    private func write(_ entity: EntityDescription, id: Value, row: Row, mode: Session.WriteMode) throws -> Statement {
         guard !id.isNull else {
             throw ReservoirError(.invalidSchema, "SQLite store \"\(session.path)\": cannot store a row of entity \"\(entity.name)\" with a null id")
         }
-        let statement: Statement
         let catalog = try session.checkedCatalog()
-        if let last = session.lastUpsert, last.key.entity == entity.name, last.key.columns == row.columns,
-           last.description == entity, catalog.tables[entity.name]?.columns.count == last.key.tableColumnCount {
-            // The same entity and row shape as the previous put: the table is ready.
-            statement = last.statement
-            statement.reset()
+        let last: Session.LastWrite
+        if let cached = session.lastWrite, cached.revision == catalog.revision, cached.key.mode == mode,
+           cached.key.entity == entity.name, cached.key.columns == row.columns, cached.description == entity {
+            // The same entity, row shape and mode as the previous write: the table is ready.
+            last = cached
+            last.statement.reset()
         } else {
             let table = try prepareTable(entity, for: row)
-            statement = try upsert(table, row: row)
-            session.lastUpsert?.description = entity
+            let key = Session.WriteKey(mode: mode, entity: table.entity.name, columns: row.columns, tableColumnCount: table.columns.count)
+            let statement = try session.writes[key] ?? makeWrite(table, row: row, mode: mode)
+            statement.reset()
+            session.writes[key] = statement
+            last = Session.LastWrite(key: key, statement: statement, revision: session.catalog.revision, description: entity)
+            session.lastWrite = last
         }
+        let statement = last.statement
         try statement.bind(id, at: 1)
         var index: Int32 = 2
-        for (column, value) in zip(row.columns, row.values) where column != entity.idColumn {
+        for (position, value) in row.values.enumerated() where position != last.idPosition {
             try statement.bind(value, at: index)
             index += 1
         }
-        try statement.run()
+        return statement
     }
 
     func delete(_ entity: EntityDescription, id: Value) throws {
@@ -48,8 +77,7 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
     }
 
     func record(_ changeSet: ChangeSet) throws {
-        try ChangeLog.record(changeSet, after: startChange, retention: retention, connection)
-        recorded = true
+        try ChangeLog.record(changeSet, retention: retention, connection)
     }
 
     // MARK: - Schema on demand
@@ -122,18 +150,10 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
         ReservoirError(.invalidSchema, "SQLite store \"\(session.path)\": column \"\(column)\" of entity \"\(entity)\" differs only in letter case from an existing column (\(columns.joined(separator: ", "))); SQLite column names ignore case")
     }
 
-    /// The cached `INSERT … ON CONFLICT DO UPDATE` for this row's columns: parameter 1 is
-    /// the id, then the row's other columns in order; table columns the row lacks become NULL.
-    private func upsert(_ table: Catalog.Table, row: Row) throws -> Statement {
-        let key = Session.UpsertKey(entity: table.entity.name, columns: row.columns, tableColumnCount: table.columns.count)
-        let statement = try session.upserts[key] ?? makeUpsert(table, row: row)
-        statement.reset()
-        session.upserts[key] = statement
-        session.lastUpsert = (key, statement, table.entity)
-        return statement
-    }
-
-    private func makeUpsert(_ table: Catalog.Table, row: Row) throws -> Statement {
+    /// The `INSERT` (refusing an existing id) or `INSERT … ON CONFLICT DO UPDATE` for this
+    /// row's columns: parameter 1 is the id, then the row's other columns in order; table
+    /// columns the row lacks become NULL.
+    private func makeWrite(_ table: Catalog.Table, row: Row, mode: Session.WriteMode) throws -> Statement {
         let idColumn = table.entity.idColumn
         var sql = "INSERT INTO \(SQL.identifier(table.entity.name))(\(SQL.identifier(idColumn))"
         var values = "?1"
@@ -148,11 +168,14 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
             written.insert(column)
             index += 1
         }
-        for column in table.columns where !written.contains(column) {
-            updates.append("\(SQL.identifier(column)) = NULL")
+        sql += ") VALUES(\(values))"
+        if mode == .upsert {
+            for column in table.columns where !written.contains(column) {
+                updates.append("\(SQL.identifier(column)) = NULL")
+            }
+            if updates.isEmpty { updates.append("\(SQL.identifier(idColumn)) = excluded.\(SQL.identifier(idColumn))") }
+            sql += " ON CONFLICT(\(SQL.identifier(idColumn))) DO UPDATE SET " + updates.joined(separator: ", ")
         }
-        if updates.isEmpty { updates.append("\(SQL.identifier(idColumn)) = excluded.\(SQL.identifier(idColumn))") }
-        sql += ") VALUES(\(values)) ON CONFLICT(\(SQL.identifier(idColumn))) DO UPDATE SET " + updates.joined(separator: ", ")
         return try connection.cached(sql)
     }
 }
