@@ -337,6 +337,20 @@ func ratio(_ a: Duration, _ b: Duration) -> String {
     return String(format: "%.2f×", x / y)
 }
 
+if ProcessInfo.processInfo.environment["BENCH_PROFILE"] == "codec" {
+    // The core's Codable row mapping alone, both ways, per record.
+    for _ in 0..<repetitions {
+        var rows: [Row] = []
+        rows.reserveCapacity(items.count)
+        let encode = try measure { for item in items { rows.append(try RowEncoder().encode(item)) } }
+        var decoded: [Item] = []
+        decoded.reserveCapacity(rows.count)
+        let decode = try measure { for row in rows { decoded.append(try RowDecoder().decode(Item.self, from: row)) } }
+        checksum &+= decoded.count
+        say("encode \(format(encode, per: items.count)) decode \(format(decode, per: rows.count))")
+    }
+    exit(0)
+}
 if ProcessInfo.processInfo.environment["BENCH_PROFILE"] == "spicommits" {
     do {  // scoped, so the defers clean up before exit
         let rows = try items.map { try RowEncoder().encode($0) }

@@ -1,26 +1,27 @@
 /// Encodes and decodes records with the errors and schema checks the store wants:
 /// messages name the type, the entity and the id.
 enum RecordCoding {
-    /// Per record type, once its schema is verified: the columns its last record encoded,
-    /// so the next encoding can follow them without searching and share the array.
-    private static let layouts = Locked<[ObjectIdentifier: [String]]>([:])
-
+    /// Encodes `record`; the first record of each type (and of each new column layout) is
+    /// checked against the schema.
     static func encode<T: Storable>(_ record: T) throws -> Row {
-        let type = ObjectIdentifier(T.self)
-        let layout = layouts.withLock { $0[type] }
-        let row: Row
         do {
-            row = try RowEncoder().encode(record, expecting: layout)
+            return try RowEncoder().encode(record, firstOfType: { row in
+                do {
+                    try verifySchema(record, row)
+                } catch let error as ReservoirError {
+                    throw SchemaMismatch(error: error)
+                }
+            })
+        } catch let mismatch as SchemaMismatch {
+            throw mismatch.error
         } catch let error as ReservoirError {
             throw ReservoirError(error.code, "cannot encode \(T.self) with id \(record.id) for \"\(T.schema.name)\": \(error.message)")
         }
-        if layout == nil {
-            try verifySchema(record, row)
-        }
-        if layout == nil || layout != row.columns {
-            layouts.withLock { $0[type] = row.columns }
-        }
-        return row
+    }
+
+    /// Carries a schema error past the wrapping of encoding errors: its message says it all.
+    private struct SchemaMismatch: Error {
+        let error: ReservoirError
     }
 
     static func decode<T: Storable>(_ type: T.Type, from row: Row) throws -> T {
