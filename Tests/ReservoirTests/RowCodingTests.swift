@@ -123,3 +123,86 @@ struct RowCodingTests {
         #expect(error?.message.contains("bad name") == true && error?.message.contains("1st") == true, "\(String(describing: error))")
     }
 }
+
+/// The same entity as `Plain`, mapped by hand instead of through Codable.
+private struct Mapped: Storable {
+    var id: Int
+    var title: String
+    var rating: Double?
+    var at: Date
+    static let schema = Schema<Mapped>("notes", fields: [.field(\.title), .field(\.rating)])
+    static let columns = ["id", "title", "rating", "at"]
+
+    func makeRow() throws -> Row {
+        Row(columns: Self.columns, values: [try id.toValue(), .text(title), try rating.toValue(), try at.toValue()])
+    }
+
+    init(id: Int, title: String, rating: Double?, at: Date) {
+        (self.id, self.title, self.rating, self.at) = (id, title, rating, at)
+    }
+
+    init(row: Row) throws {
+        self.init(id: try row.decode("id"), title: try row.decode("title"), rating: try row.decode("rating"), at: try row.decode("at"))
+    }
+}
+
+private struct Plain: Storable {
+    var id: Int
+    var title: String
+    var rating: Double?
+    var at: Date
+    static let schema = Schema<Plain>("notes", fields: [.field(\.title), .field(\.rating)])
+}
+
+/// Reads `notes` through its own init(row:), which the store must call (not Codable's).
+private struct Shouting: Storable {
+    var id: Int
+    var title: String
+    static let schema = Schema<Shouting>("notes", fields: [.field(\.title)])
+    init(row: Row) throws {
+        id = try row.decode("id")
+        title = try row.decode("title", as: String.self).uppercased()
+    }
+}
+
+/// A hand-written mapping whose column disagrees with the schema's field.
+private struct Misnamed: Storable {
+    var id: Int
+    var title: String
+    static let schema = Schema<Misnamed>("misnamed", fields: [.field(\.title)])
+    func makeRow() throws -> Row { Row(columns: ["id", "name"], values: [try id.toValue(), .text(title)]) }
+}
+
+@Suite("Rows mapped by hand")
+struct HandMappedRowTests {
+    @Test("hand-mapped and Codable records of one entity read each other's rows")
+    func interoperate() throws {
+        let store = try Store.open("memory:")
+        let when = Date(timeIntervalSinceReferenceDate: 1000.25)
+        try store.write { tx in
+            try tx.insert(Mapped(id: 1, title: "by hand", rating: nil, at: when))
+            try tx.insert(Plain(id: 2, title: "codable", rating: 4.5, at: when))
+        }
+        let mapped = try store.fetch(FetchRequest<Mapped>(sortBy: [.ascending(\.title)]))
+        #expect(mapped.map(\.id) == [1, 2])
+        #expect(mapped.map(\.rating) == [nil, 4.5])
+        #expect(mapped.allSatisfy { $0.at == when })
+        let plain = try store.fetch(FetchRequest<Plain>(where: \.rating == nil))
+        #expect(plain.map(\.title) == ["by hand"])
+        #expect(try store.fetch(Shouting.self).map(\.title) == ["BY HAND", "CODABLE"])
+        #expect(try store.get(Shouting.self, id: 2)?.title == "CODABLE")
+        #expect(try Mapped(id: 3, title: "t", rating: 1, at: when).makeRow() == RowEncoder().encode(Plain(id: 3, title: "t", rating: 1, at: when)))
+    }
+
+    @Test("a hand-written row is checked against the schema, and decode names the column")
+    func checked() throws {
+        let store = try Store.open("memory:")
+        let error = #expect(throws: ReservoirError.self) { try store.write { try $0.insert(Misnamed(id: 1, title: "x")) } }
+        #expect(error?.code == .invalidSchema)
+        #expect(error?.message.contains("\"title\"") == true, "\(String(describing: error))")
+        let row = Row([("id", .integer(1)), ("title", .integer(5)), ("rating", .null), ("at", .real(0))])
+        let decodeError = #expect(throws: ReservoirError.self) { try Mapped(row: row) }
+        #expect(decodeError?.code == .typeMismatch)
+        #expect(decodeError?.message.contains("column \"title\"") == true, "\(String(describing: decodeError))")
+    }
+}

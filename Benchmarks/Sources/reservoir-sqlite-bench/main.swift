@@ -6,7 +6,8 @@
 // Each figure is the best of `repetitions` runs (3 by default; the bulk insert on a fresh
 // database each time), raw and Reservoir alternating so load from other processes falls on
 // both alike. Both sides use WAL mode with synchronous=NORMAL. A third column times the
-// backend alone through the StorageBackend SPI with pre-encoded rows.
+// backend alone through the StorageBackend SPI with pre-encoded rows; a fourth, Store with the
+// records mapped by hand (Storable.makeRow / init(row:)) instead of Codable.
 // BENCH_PROFILE=bulk|fetch|reads|commits|spi runs one part alone, for a profiler.
 import CSQLiteRaw
 import Foundation
@@ -21,6 +22,34 @@ struct Item: Storable {
     var tag: String?
 
     static let schema = Schema<Item>("items", fields: [.field(\.name), .field(\.score), .field(\.count), .field(\.tag)])
+}
+
+/// The same records mapped by hand (Storable.makeRow / init(row:)), without Codable.
+struct MappedItem: Storable {
+    var id: Int
+    var name: String
+    var score: Double
+    var count: Int
+    var tag: String?
+
+    static let schema = Schema<MappedItem>("items", fields: [.field(\.name), .field(\.score), .field(\.count), .field(\.tag)])
+    static let columns = ["id", "name", "score", "count", "tag"]
+
+    init(_ item: Item) {
+        (id, name, score, count, tag) = (item.id, item.name, item.score, item.count, item.tag)
+    }
+
+    func makeRow() throws -> Row {
+        Row(columns: Self.columns, values: [.integer(Int64(id)), .text(name), .real(score), .integer(Int64(count)), tag.map { .text($0) } ?? .null])
+    }
+
+    init(row: Row) throws {
+        id = try row.decode("id")
+        name = try row.decode("name")
+        score = try row.decode("score")
+        count = try row.decode("count")
+        tag = try row.decode("tag")
+    }
 }
 
 let recordCount = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 100_000 : 100_000
@@ -40,6 +69,7 @@ func makeItems(_ count: Int) -> [Item] {
 }
 
 let items = makeItems(recordCount)
+let mappedItems = items.map(MappedItem.init)
 var lookupOrder = Array(1...recordCount)
 do {
     var state: UInt64 = 42
@@ -211,9 +241,10 @@ nonisolated(unsafe) var checksum = 0
 
 /// Runs both sides, alternating raw and Reservoir within each repetition so that load
 /// from other processes on the machine falls on both alike; keeps the best time of each.
-@MainActor func runBoth(rows: [Row]) throws -> (raw: Figures, reservoir: Figures, spi: Figures) {
+@MainActor func runBoth(rows: [Row]) throws -> (raw: Figures, reservoir: Figures, mapped: Figures, spi: Figures) {
     var raw = Figures()
     var reservoir = Figures()
+    var mapped = Figures()
     var spi = Figures()
     let entity = Item.schema.entity
     let spiDirectory = scratchDirectory()
@@ -242,6 +273,13 @@ nonisolated(unsafe) var checksum = 0
             reservoir.bulkInsert = min(reservoir.bulkInsert, try measure { try store.write { tx in for item in items { try tx.insert(item) } } })
         }
         do {
+            let scratch = scratchDirectory()
+            defer { try? FileManager.default.removeItem(at: scratch) }
+            let store = try Store.open("sqlite:" + scratch.appendingPathComponent("mapped.sqlite").path, registry: registry)
+            defer { store.close() }
+            mapped.bulkInsert = min(mapped.bulkInsert, try measure { try store.write { tx in for item in mappedItems { try tx.insert(item) } } })
+        }
+        do {
             let spiScratch = repetition == 0 ? spiDirectory : scratchDirectory()
             defer { if repetition > 0 { try? FileManager.default.removeItem(at: spiScratch) } }
             let backend = try SQLiteBackend(path: spiScratch.appendingPathComponent("spi.sqlite").path)
@@ -267,12 +305,17 @@ nonisolated(unsafe) var checksum = 0
     defer { backend.close() }
     let sorted = FetchRequest<Item>(sortBy: [.ascending(\.name)])
     let sortedQuery = try sorted.query()
+    let mappedSorted = FetchRequest<MappedItem>(sortBy: [.ascending(\.name)])
+    guard try store.fetch(mappedSorted).map(\.id) == database.fetchAllSorted().map(\.id) else {
+        fatalError("hand-mapped records disagree with raw SQLite")
+    }
     guard try store.fetch(sorted) == database.fetchAllSorted() else {
         fatalError("Reservoir and raw SQLite disagree on the sorted records")
     }
     for _ in 0..<repetitions {
         raw.fetchAll = min(raw.fetchAll, measure { checksum &+= database.fetchAllSorted().count })
         reservoir.fetchAll = min(reservoir.fetchAll, try measure { checksum &+= try store.fetch(sorted).count })
+        mapped.fetchAll = min(mapped.fetchAll, try measure { checksum &+= try store.fetch(mappedSorted).count })
         spi.fetchAll = min(spi.fetchAll, try measure { checksum &+= try backend.read { try $0.fetch(sortedQuery) }.count })
     }
     say("fetch all done")
@@ -280,6 +323,9 @@ nonisolated(unsafe) var checksum = 0
         raw.pointReads = min(raw.pointReads, measure { for id in lookupOrder { checksum &+= database.get(id)?.count ?? 0 } })
         reservoir.pointReads = min(reservoir.pointReads, try measure {
             for id in lookupOrder { checksum &+= try store.get(Item.self, id: id)?.count ?? 0 }
+        })
+        mapped.pointReads = min(mapped.pointReads, try measure {
+            for id in lookupOrder { checksum &+= try store.get(MappedItem.self, id: id)?.count ?? 0 }
         })
         spi.pointReads = min(spi.pointReads, try measure {
             for id in lookupOrder { checksum &+= try backend.read { try $0.row("items", id: .integer(Int64(id))) }?.count ?? 0 }
@@ -301,6 +347,13 @@ nonisolated(unsafe) var checksum = 0
                 try store.write { try $0.update(item) }
             }
         })
+        mapped.commits = min(mapped.commits, try measure {
+            for index in 0..<commitCount {
+                var item = mappedItems[lookupOrder[index] - 1]
+                item.score += Double(repetition + 11)
+                try store.write { try $0.update(item) }
+            }
+        })
         spi.commits = min(spi.commits, try measure {
             for index in 0..<commitCount {
                 var row = rows[lookupOrder[index] - 1]
@@ -313,7 +366,7 @@ nonisolated(unsafe) var checksum = 0
             }
         })
     }
-    return (raw, reservoir, spi)
+    return (raw, reservoir, mapped, spi)
 }
 
 /// Unbuffered, so progress shows when the output is a file.
@@ -433,20 +486,23 @@ if let operation = ProcessInfo.processInfo.environment["BENCH_PROFILE"] {
     exit(0)
 }
 say("SQLite \(String(cString: sqlite3_libversion())), \(recordCount) records, best of \(repetitions)")
-let (raw, reservoir, spi) = try runBoth(rows: try items.map { try RowEncoder().encode($0) })
-let rows: [(String, Duration, Duration, Duration, Int, String)] = [
-    ("bulk insert, one transaction", raw.bulkInsert, reservoir.bulkInsert, spi.bulkInsert, 1, "1.5×"),
-    ("fetch all, sorted, decoded", raw.fetchAll, reservoir.fetchAll, spi.fetchAll, 1, "1.5×"),
-    ("point read (per read)", raw.pointReads, reservoir.pointReads, spi.pointReads, recordCount, "2×"),
-    ("single-record commit (per commit)", raw.commits, reservoir.commits, spi.commits, commitCount, "1.5×"),
+let (raw, reservoir, mapped, spi) = try runBoth(rows: try items.map { try RowEncoder().encode($0) })
+let rows: [(String, Duration, Duration, Duration, Duration, Int, String)] = [
+    ("bulk insert, one transaction", raw.bulkInsert, reservoir.bulkInsert, mapped.bulkInsert, spi.bulkInsert, 1, "1.5×"),
+    ("fetch all, sorted, decoded", raw.fetchAll, reservoir.fetchAll, mapped.fetchAll, spi.fetchAll, 1, "1.5×"),
+    ("point read (per read)", raw.pointReads, reservoir.pointReads, mapped.pointReads, spi.pointReads, recordCount, "2×"),
+    ("single-record commit (per commit)", raw.commits, reservoir.commits, mapped.commits, spi.commits, commitCount, "1.5×"),
 ]
 func pad(_ text: String, _ width: Int) -> String { text + String(repeating: " ", count: max(0, width - text.count)) }
-say(pad("operation", 35) + pad("raw C API", 11) + pad("Store", 11) + pad("ratio", 8) + pad("target", 8)
-    + pad("SPI rows", 11) + "ratio")
-for (name, rawTime, storeTime, spiTime, count, target) in rows {
-    say(pad(name, 35) + pad(format(rawTime, per: count), 11) + pad(format(storeTime, per: count), 11)
-        + pad(ratio(storeTime, rawTime), 8) + pad("≤ " + target, 8) + pad(format(spiTime, per: count), 11) + ratio(spiTime, rawTime))
+say(pad("operation", 35) + pad("raw C API", 11) + pad("target", 8) + pad("Store", 11) + pad("ratio", 8)
+    + pad("mapped", 11) + pad("ratio", 8) + pad("SPI rows", 11) + "ratio")
+for (name, rawTime, storeTime, mappedTime, spiTime, count, target) in rows {
+    say(pad(name, 35) + pad(format(rawTime, per: count), 11) + pad("≤ " + target, 8)
+        + pad(format(storeTime, per: count), 11) + pad(ratio(storeTime, rawTime), 8)
+        + pad(format(mappedTime, per: count), 11) + pad(ratio(mappedTime, rawTime), 8)
+        + pad(format(spiTime, per: count), 11) + ratio(spiTime, rawTime))
 }
-say("Store: through Store with Codable records (what apps see). SPI rows: the SQLite backend alone,")
+say("Store: through Store with Codable records (what apps see). mapped: through Store with the same")
+say("records mapped by hand (Storable.makeRow and init(row:)). SPI rows: the SQLite backend alone,")
 say("through the StorageBackend SPI with pre-encoded rows (fetch yields Rows, not decoded records).")
 say("(checksum \(checksum))")

@@ -1,32 +1,29 @@
 /// Encodes and decodes records with the errors and schema checks the store wants:
 /// messages name the type, the entity and the id.
 enum RecordCoding {
-    /// Encodes `record`; the first record of each type (and of each new column layout) is
+    /// The types whose rows were checked against their schema.
+    private static let verified = Locked<Set<ObjectIdentifier>>([])
+
+    /// Encodes `record` with its ``Storable/makeRow()``; the first record of each type is
     /// checked against the schema.
     static func encode<T: Storable>(_ record: T) throws -> Row {
+        let row: Row
         do {
-            return try RowEncoder().encode(record, firstOfType: { row in
-                do {
-                    try verifySchema(record, row)
-                } catch let error as ReservoirError {
-                    throw SchemaMismatch(error: error)
-                }
-            })
-        } catch let mismatch as SchemaMismatch {
-            throw mismatch.error
+            row = try record.makeRow()
         } catch let error as ReservoirError {
             throw ReservoirError(error.code, "cannot encode \(T.self) with id \(record.id) for \"\(T.schema.name)\": \(error.message)")
         }
-    }
-
-    /// Carries a schema error past the wrapping of encoding errors: its message says it all.
-    private struct SchemaMismatch: Error {
-        let error: ReservoirError
+        let type = ObjectIdentifier(T.self)
+        if !verified.withLock({ $0.contains(type) }) {
+            try verifySchema(record, row)
+            verified.withLock { _ = $0.insert(type) }
+        }
+        return row
     }
 
     static func decode<T: Storable>(_ type: T.Type, from row: Row) throws -> T {
         do {
-            return try RowDecoder().decode(T.self, from: row)
+            return try T(row: row)
         } catch {
             let id = row.value(T.schema.idColumn)
             let reason = (error as? ReservoirError)?.message ?? "\(error)"

@@ -64,6 +64,17 @@ public struct Row: Sendable {
     public func value(_ column: String) -> Value {
         self[column] ?? .null
     }
+
+    /// The value of `column` read as `T`, for ``Storable/init(row:)`` written by hand. A
+    /// missing column reads as null, so an optional field added later reads as nil. Throws
+    /// `.typeMismatch` naming the column when the stored value cannot be a `T`.
+    public func decode<T: ValueConvertible>(_ column: String, as type: T.Type = T.self) throws -> T {
+        do {
+            return try T.fromValue(value(column))
+        } catch let error as ReservoirError {
+            throw error.inColumn(column)
+        }
+    }
 }
 
 extension Row: Equatable {

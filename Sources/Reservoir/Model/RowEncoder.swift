@@ -12,17 +12,10 @@ public struct RowEncoder: Sendable {
 
     /// The row for `value`, whose encoding must be a keyed container.
     public func encode<T: Encodable>(_ value: T) throws -> Row {
-        try encode(value, firstOfType: { _ in })
-    }
-
-    /// Encodes `value` along the columns the last value of its type wrote; `firstOfType`
-    /// sees the first row of each type (or of a changed layout) before it is remembered.
-    func encode<T: Encodable>(_ value: T, firstOfType: (Row) throws -> Void) throws -> Row {
         let type = ObjectIdentifier(T.self)
         let layout = Self.layouts.withLock { $0[type] }
         let row = try encode(value, expecting: layout)
         if layout != row.columns {
-            try firstOfType(row)
             Self.layouts.withLock { $0[type] = row.columns }
         }
         return row
