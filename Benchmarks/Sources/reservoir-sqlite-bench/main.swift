@@ -8,7 +8,8 @@
 // both alike. Both sides use WAL mode with synchronous=NORMAL. A third column times the
 // backend alone through the StorageBackend SPI with pre-encoded rows; a fourth, Store with the
 // records mapped by hand (Storable.makeRow / init(row:)) instead of Codable.
-// BENCH_PROFILE=bulk|fetch|reads|commits|spi runs one part alone, for a profiler.
+// BENCH_PROFILE=bulk|fetch|reads|commits|spi|spibulk|spicommits|mappedbulk|codec runs one part
+// alone, for a profiler.
 import CSQLiteRaw
 import Foundation
 import Reservoir
@@ -390,6 +391,18 @@ func ratio(_ a: Duration, _ b: Duration) -> String {
     return String(format: "%.2f×", x / y)
 }
 
+if ProcessInfo.processInfo.environment["BENCH_PROFILE"] == "mappedbulk" {
+    // Store.insert of hand-mapped records, repeated on fresh databases, for a profiler.
+    for _ in 0..<repetitions {
+        let directory = scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try Store.open("sqlite:" + directory.appendingPathComponent("mapped.sqlite").path, registry: BackendRegistry([.sqlite]))
+        defer { store.close() }
+        let time = try measure { try store.write { tx in for item in mappedItems { try tx.insert(item) } } }
+        say("mapped bulk \(format(time))")
+    }
+    exit(0)
+}
 if ProcessInfo.processInfo.environment["BENCH_PROFILE"] == "codec" {
     // The core's Codable row mapping alone, both ways, per record.
     for _ in 0..<repetitions {

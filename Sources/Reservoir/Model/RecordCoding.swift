@@ -7,18 +7,22 @@ enum RecordCoding {
     /// Encodes `record` with its ``Storable/makeRow()``; the first record of each type is
     /// checked against the schema.
     static func encode<T: Storable>(_ record: T) throws -> Row {
-        let row: Row
-        do {
-            row = try record.makeRow()
-        } catch let error as ReservoirError {
-            throw ReservoirError(error.code, "cannot encode \(T.self) with id \(record.id) for \"\(T.schema.name)\": \(error.message)")
-        }
+        let row = try encodeChecked(record)
         let type = ObjectIdentifier(T.self)
         if !verified.withLock({ $0.contains(type) }) {
             try verifySchema(record, row)
             verified.withLock { _ = $0.insert(type) }
         }
         return row
+    }
+
+    /// Encodes a record of a type ``encode(_:)`` has checked already.
+    static func encodeChecked<T: Storable>(_ record: T) throws -> Row {
+        do {
+            return try record.makeRow()
+        } catch let error as ReservoirError {
+            throw ReservoirError(error.code, "cannot encode \(T.self) with id \(record.id) for \"\(T.schema.name)\": \(error.message)")
+        }
     }
 
     static func decode<T: Storable>(_ type: T.Type, from row: Row) throws -> T {

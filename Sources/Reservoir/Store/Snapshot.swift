@@ -82,6 +82,9 @@ public class Snapshot {
 public final class Transaction: Snapshot {
     private let writer: any WriteTransaction
     private var tracker = ChangeTracker()
+    /// The record type last written and its entity, once checked: a run of records of one
+    /// type skips the schema checks (and their lock) after the first.
+    private var checked: (type: ObjectIdentifier, entity: EntityDescription)?
 
     init(writer: any WriteTransaction) {
         self.writer = writer
@@ -166,10 +169,15 @@ public final class Transaction: Snapshot {
 
     private func prepare<T: Storable>(_ record: T) throws -> (EntityDescription, Value, Row) {
         try checkOpen()
-        let schema = T.schema
-        try schema.validate()
+        if let checked, checked.type == ObjectIdentifier(T.self) {
+            // Another record of the type just written: its schema is known good.
+            return (checked.entity, try record.id.toValue(), try RecordCoding.encodeChecked(record))
+        }
+        try T.schema.validate()
         let row = try RecordCoding.encode(record)
-        return (schema.entity, try record.id.toValue(), row)
+        let entity = T.schema.entity
+        checked = (ObjectIdentifier(T.self), entity)
+        return (entity, try record.id.toValue(), row)
     }
 
     @discardableResult
