@@ -20,7 +20,16 @@ enum RowCodec {
     // MARK: - Encoding
 
     static func encode(_ row: Row) -> [UInt8] {
-        // Two passes: the exact size, then the bytes written straight into one allocation.
+        let size = encodedSize(row)
+        return [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+            initialized = 0
+            guard let base = buffer.baseAddress else { return }
+            initialized = write(row, to: base)
+        }
+    }
+
+    /// The exact number of bytes ``write(_:to:)`` writes for `row`.
+    static func encodedSize(_ row: Row) -> Int {
         row.columns.withUnsafeBufferPointer { columns in
             row.values.withUnsafeBufferPointer { values in
                 var size = 1 + varintLength(UInt64(columns.count))
@@ -37,34 +46,40 @@ enum RowCodec {
                     case let .blob(data): size += varintLength(UInt64(data.count)) + data.count
                     }
                 }
-                return [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
-                    initialized = 0
-                    guard let base = buffer.baseAddress else { return }
-                    var out = RawWriter(base: base)
-                    out.byte(version)
-                    out.varint(UInt64(columns.count))
-                    for i in 0..<columns.count {
-                        out.string(columns[i])
-                        switch values[i] {
-                        case .null:
-                            out.byte(Tag.null.rawValue)
-                        case let .integer(v):
-                            out.byte(Tag.integer.rawValue)
-                            out.varint(zigzag(v))
-                        case let .real(d):
-                            out.byte(Tag.real.rawValue)
-                            out.fixed64(d.bitPattern)
-                        case let .text(text):
-                            out.byte(Tag.text.rawValue)
-                            out.string(text)
-                        case let .blob(data):
-                            out.byte(Tag.blob.rawValue)
-                            out.varint(UInt64(data.count))
-                            out.bytes(data)
-                        }
+                return size
+            }
+        }
+    }
+
+    /// Writes `row` at `base`, which holds ``encodedSize(_:)`` bytes (an LMDB page reserved
+    /// with `MDB_RESERVE`, or a new array); returns the number written.
+    static func write(_ row: Row, to base: UnsafeMutablePointer<UInt8>) -> Int {
+        row.columns.withUnsafeBufferPointer { columns in
+            row.values.withUnsafeBufferPointer { values in
+                var out = RawWriter(base: base)
+                out.byte(version)
+                out.varint(UInt64(columns.count))
+                for i in 0..<columns.count {
+                    out.string(columns[i])
+                    switch values[i] {
+                    case .null:
+                        out.byte(Tag.null.rawValue)
+                    case let .integer(v):
+                        out.byte(Tag.integer.rawValue)
+                        out.varint(zigzag(v))
+                    case let .real(d):
+                        out.byte(Tag.real.rawValue)
+                        out.fixed64(d.bitPattern)
+                    case let .text(text):
+                        out.byte(Tag.text.rawValue)
+                        out.string(text)
+                    case let .blob(data):
+                        out.byte(Tag.blob.rawValue)
+                        out.varint(UInt64(data.count))
+                        out.bytes(data)
                     }
-                    initialized = out.offset
                 }
+                return out.offset
             }
         }
     }
