@@ -127,6 +127,12 @@ enum RowCodec {
               let storedCount = reader.varint(), storedCount <= UInt64(bytes.count)
         else { return nil }
         let count = Int(storedCount)
+        if count > 0, count == names.lastColumns.count {
+            var fast = reader
+            if let values = decodeValuesInLastLayout(&fast, count: count, names: names), fast.isAtEnd {
+                return Row(columns: names.lastColumns, values: values)
+            }
+        }
         var values: [Value] = []
         values.reserveCapacity(count)
         // Rows of one entity usually repeat the previous row's column list: share its array.
@@ -147,8 +153,39 @@ enum RowCodec {
         }
         guard reader.isAtEnd else { return nil }
         let finalColumns = columns ?? previous
-        if columns != nil { names.lastColumns = finalColumns }
+        if columns != nil { names.remember(finalColumns) }
         return Row(columns: finalColumns, values: values)
+    }
+
+    /// The values of a row whose columns are exactly the last row's, in its order (the
+    /// usual case in a scan): each name is checked by comparing its encoded bytes, with no
+    /// string built or looked up. Nil when a name differs or the bytes are damaged.
+    @inline(__always)
+    private static func decodeValuesInLastLayout(_ reader: inout ByteReader, count: Int, names: ColumnNameCache) -> [Value]? {
+        var ok = true
+        let values = names.layout.withUnsafeBytes { layout in
+            [Value](unsafeUninitializedCapacity: count) { buffer, initialized in
+                initialized = 0
+                guard let base = buffer.baseAddress, let expected = layout.baseAddress else {
+                    ok = false
+                    return
+                }
+                var start = 0
+                for position in 0..<count {
+                    let end = names.layoutEnds[position]
+                    guard reader.skip(matching: UnsafeRawBufferPointer(start: expected + start, count: end - start)),
+                          let value = readValue(&reader)
+                    else {
+                        ok = false
+                        return
+                    }
+                    (base + position).initialize(to: value)
+                    initialized = position + 1
+                    start = end
+                }
+            }
+        }
+        return ok ? values : nil
     }
 
     static func readValue(_ reader: inout ByteReader) -> Value? {
@@ -176,11 +213,26 @@ enum RowCodec {
 /// same strings again and again.
 struct ColumnNameCache {
     /// The column list of the last row decoded.
-    var lastColumns: [String] = []
+    private(set) var lastColumns: [String] = []
+    /// `lastColumns` as the row format stores them (length varint, UTF-8 each), and where
+    /// each one ends: a row with the same columns is recognised by comparing bytes.
+    fileprivate private(set) var layout: [UInt8] = []
+    fileprivate private(set) var layoutEnds: [Int] = []
     private var entries: [(bytes: [UInt8], name: String)] = []
     /// The entry the column at each position matched last: rows of one entity usually
     /// list their columns in the same order, so the first comparison nearly always hits.
     private var byPosition: [Int] = []
+
+    mutating func remember(_ columns: [String]) {
+        lastColumns = columns
+        var writer = ByteWriter()
+        layoutEnds.removeAll(keepingCapacity: true)
+        for column in columns {
+            writer.string(column)
+            layoutEnds.append(writer.bytes.count)
+        }
+        layout = writer.bytes
+    }
 
     mutating func name(for bytes: UnsafeRawBufferPointer, position: Int) -> String? {
         if position < byPosition.count {
@@ -345,6 +397,17 @@ struct ByteReader {
         withUnsafeMutableBytes(of: &value) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + 8])) }
         offset += 8
         return UInt64(littleEndian: value)
+    }
+
+    /// Steps over `expected` when the next bytes are exactly it.
+    @inline(__always)
+    mutating func skip(matching expected: UnsafeRawBufferPointer) -> Bool {
+        let n = expected.count
+        guard buffer.count - offset >= n else { return false }
+        // Column names are short: a byte loop beats calling memcmp.
+        for i in 0..<n where buffer[offset + i] != expected[i] { return false }
+        offset += n
+        return true
     }
 
     mutating func lengthPrefixed() -> UnsafeRawBufferPointer? {
