@@ -410,9 +410,14 @@ final class LMDBTransaction: WriteTransaction {
 
     func decodeRow(_ bytes: UnsafeRawBufferPointer, entity: String, key: UnsafeRawBufferPointer) throws -> Row {
         if let row = RowCodec.decode(bytes, names: &names) { return row }
+        throw corruptRow(bytes, entity: entity, key: key)
+    }
+
+    /// The error for a stored row that does not decode, naming the entity and the id.
+    func corruptRow(_ bytes: UnsafeRawBufferPointer, entity: String, key: UnsafeRawBufferPointer) -> ReservoirError {
         let id = KeyEncoding.decode(key).map(\.description) ?? "x'" + key.map { String(format: "%02x", $0) }.joined() + "'"
         let version = bytes.first.map { "version byte \($0)" } ?? "empty"
-        throw ReservoirError(.corrupt, "lmdb:\(path): the row of \"\(entity)\" with id \(id) cannot be decoded (\(version), \(bytes.count) bytes); this library reads row format \(RowCodec.version)")
+        return ReservoirError(.corrupt, "lmdb:\(path): the row of \"\(entity)\" with id \(id) cannot be decoded (\(version), \(bytes.count) bytes); this library reads row format \(RowCodec.version)")
     }
 
     /// The entity's description as last written, or nil when it was never written.
