@@ -440,6 +440,18 @@ final class LMDBEnvironment: @unchecked Sendable {
     func cacheDescription(_ entity: String, _ description: EntityDescription?, at transactionID: Int) {
         descriptionsLock.lock()
         defer { descriptionsLock.unlock() }
+        cacheLocked(entity, description, at: transactionID)
+    }
+
+    /// ``cacheDescription(_:_:at:)`` for several entities, under one lock (a commit's).
+    func cacheDescriptions(_ descriptions: [String: EntityDescription?], at transactionID: Int) {
+        guard !descriptions.isEmpty else { return }
+        descriptionsLock.lock()
+        defer { descriptionsLock.unlock() }
+        for (entity, description) in descriptions { cacheLocked(entity, description, at: transactionID) }
+    }
+
+    private func cacheLocked(_ entity: String, _ description: EntityDescription?, at transactionID: Int) {
         if let entry = descriptionCache[entity], entry.transactionID > transactionID { return }
         descriptionCache[entity] = (transactionID, description)
     }

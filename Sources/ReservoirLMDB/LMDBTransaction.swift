@@ -43,6 +43,8 @@ final class LMDBTransaction: WriteTransaction {
     /// Reused for encoding index keys.
     private var keyScratch: [UInt8] = []
     private var indexHandles: [String: [String: MDB_dbi]] = [:]
+    /// The change log's handle, once looked up: every commit reads and writes it.
+    private var logHandle: MDB_dbi?
     var names = ColumnNameCache()
 
     // Write state.
@@ -147,6 +149,7 @@ final class LMDBTransaction: WriteTransaction {
         lastRows = nil
         lastEnsured = nil
         indexHandles = [:]
+        logHandle = nil
         if inGate {
             inGate = false
             environment.exit()
@@ -166,11 +169,9 @@ final class LMDBTransaction: WriteTransaction {
             let described = descriptions
             end()
             if rc == 0 {
-                environment.addHandles(committed.mapValues { Optional($0) })
+                if !committed.isEmpty { environment.addHandles(committed.mapValues { Optional($0) }) }
                 // What this transaction knew of descriptions is the state its commit made.
-                for (entity, description) in described {
-                    environment.cacheDescription(entity, description, at: startID)
-                }
+                environment.cacheDescriptions(described, at: startID)
                 return
             }
             guard rc == CLMDB_MAP_FULL else {
@@ -267,6 +268,13 @@ final class LMDBTransaction: WriteTransaction {
         try check(rc, "open the named database \"\(name)\"")
         opened[name] = dbi
         return dbi
+    }
+
+    /// The change log's database (cached).
+    func logDatabase(create: Bool = false) throws -> MDB_dbi? {
+        if let logHandle { return logHandle }
+        logHandle = try database(Catalog.logDatabase, create: create)
+        return logHandle
     }
 
     /// The row database of `entity` (cached by entity name).
@@ -523,7 +531,7 @@ final class LMDBTransaction: WriteTransaction {
     func lastSequence() throws -> UInt64 {
         try LMDBErrors.convert(path: path) {
             // Retention always keeps the newest record, so the log's last key is the newest sequence.
-            guard let log = try database(Catalog.logDatabase) else { return 0 }
+            guard let log = try logDatabase() else { return 0 }
             var newest: UInt64?
             var damaged = false
             try scan(log, reverse: true) { key, _ in
@@ -644,20 +652,30 @@ final class LMDBTransaction: WriteTransaction {
     }
 
     private func applyRecord(_ sequence: UInt64, _ entries: [ChangeLogEntry]) throws {
-        guard let log = try database(Catalog.logDatabase, create: true) else { return }
-        try put(log, Catalog.bigEndian(sequence), Catalog.encode(entries))
+        guard let log = try logDatabase(create: true) else { return }
+        try withUnsafeBytes(of: sequence.bigEndian) { key in
+            try Catalog.encode(entries).withUnsafeBytes { try put(log, key, $0) }
+        }
         let retention = UInt64(environment.options.logRetention)
         guard sequence > retention else { return }
+        // Usually one record falls out per commit: delete from the front with one cursor.
         let cutoff = sequence - retention
-        while true {
-            var first: [UInt8]?
-            try scan(log) { key, _ in
-                if let number = Catalog.readBigEndian(key), number <= cutoff { first = Array(key) }
-                return false
-            }
-            guard let first else { return }
-            try del(log, first)
+        let txn = try liveTransaction()
+        var cursor: OpaquePointer?
+        try check(mdb_cursor_open(txn, log, &cursor), "open a cursor on the change log")
+        defer { mdb_cursor_close(cursor) }
+        var key = MDB_val()
+        var data = MDB_val()
+        var rc = mdb_cursor_get(cursor, &key, &data, MDB_FIRST)
+        while rc == 0 {
+            guard let number = Catalog.readBigEndian(UnsafeRawBufferPointer(start: key.mv_data, count: key.mv_size)),
+                  number <= cutoff
+            else { return }
+            try check(mdb_cursor_del(cursor, 0), "delete an old change-log record")
+            // After a delete, MDB_NEXT returns the record that followed the deleted one.
+            rc = mdb_cursor_get(cursor, &key, &data, MDB_NEXT)
         }
+        if rc != CLMDB_NOTFOUND { try check(rc, "read the change log") }
     }
 
     /// Makes the stored description of `entity` match: builds indexes it adds, empties
