@@ -443,12 +443,21 @@ final class LMDBEnvironment: @unchecked Sendable {
         cacheLocked(entity, description, at: transactionID)
     }
 
-    /// ``cacheDescription(_:_:at:)`` for several entities, under one lock (a commit's).
-    func cacheDescriptions(_ descriptions: [String: EntityDescription?], at transactionID: Int) {
-        guard !descriptions.isEmpty else { return }
+    /// After this process's write transaction `commit` (begun on snapshot `snapshot`)
+    /// committed: descriptions cached as of the snapshot are still the state, except those
+    /// the transaction `changed`. One lock, no per-transaction copies.
+    func advanceDescriptions(from snapshot: Int, to commit: Int, changed: [String: EntityDescription]) {
         descriptionsLock.lock()
         defer { descriptionsLock.unlock() }
-        for (entity, description) in descriptions { cacheLocked(entity, description, at: transactionID) }
+        // Walk by index, changing values in place: no copy of the dictionary.
+        var index = descriptionCache.startIndex
+        while index != descriptionCache.endIndex {
+            if descriptionCache.values[index].transactionID == snapshot {
+                descriptionCache.values[index].transactionID = commit
+            }
+            index = descriptionCache.index(after: index)
+        }
+        for (entity, description) in changed { cacheLocked(entity, description, at: commit) }
     }
 
     private func cacheLocked(_ entity: String, _ description: EntityDescription?, at transactionID: Int) {

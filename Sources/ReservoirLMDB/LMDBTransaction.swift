@@ -33,8 +33,10 @@ final class LMDBTransaction: WriteTransaction {
     private var handles: [String: MDB_dbi?]
     /// Handles this write transaction opened; they become shared when it commits.
     private var opened: [String: MDB_dbi] = [:]
-    /// Stored entity descriptions read in this transaction.
-    private var descriptions: [String: EntityDescription?] = [:]
+    /// Descriptions this write transaction stored; they override the snapshot's.
+    private var written: [String: EntityDescription] = [:]
+    /// The description looked up last: repeated lookups skip the environment's lock.
+    private var lastDescription: (entity: String, description: EntityDescription?)?
     /// Row databases by entity name, and index databases by entity and column.
     private var rowHandles: [String: MDB_dbi] = [:]
     private var lastRows: (entity: String, handle: MDB_dbi)?
@@ -144,7 +146,8 @@ final class LMDBTransaction: WriteTransaction {
             self.txn = nil
         }
         opened = [:]
-        descriptions = [:]
+        written = [:]
+        lastDescription = nil
         rowHandles = [:]
         lastRows = nil
         lastEnsured = nil
@@ -166,12 +169,11 @@ final class LMDBTransaction: WriteTransaction {
             let rc = mdb_txn_commit(txn)
             self.txn = nil  // freed by LMDB whatever the outcome
             let committed = opened
-            let described = descriptions
+            let changed = written
             end()
             if rc == 0 {
                 if !committed.isEmpty { environment.addHandles(committed.mapValues { Optional($0) }) }
-                // What this transaction knew of descriptions is the state its commit made.
-                environment.cacheDescriptions(described, at: startID)
+                environment.advanceDescriptions(from: snapshotID, to: startID, changed: changed)
                 return
             }
             guard rc == CLMDB_MAP_FULL else {
@@ -430,22 +432,24 @@ final class LMDBTransaction: WriteTransaction {
 
     /// The entity's description as last written, or nil when it was never written.
     func storedDescription(_ entity: String) throws -> EntityDescription? {
-        if let cached = descriptions[entity] { return cached }
-        // Not changed by this transaction, so as of the snapshot's commit.
-        if let cached = environment.cachedDescription(entity, at: snapshotID) {
-            descriptions[entity] = .some(cached)
-            return cached
-        }
-        guard let meta = try database(Catalog.metaDatabase) else { return nil }
+        if let last = lastDescription, last.entity == entity { return last.description }
         var result: EntityDescription?
-        if let bytes = try get(meta, Catalog.entityKey(entity)) {
-            guard let decoded = Catalog.decodeEntity(bytes) else {
-                throw ReservoirError(.corrupt, "lmdb:\(path): the stored description of entity \"\(entity)\" cannot be decoded")
+        if !written.isEmpty, let mine = written[entity] {
+            result = mine
+        } else if let cached = environment.cachedDescription(entity, at: snapshotID) {
+            // Not changed by this transaction, so as of the snapshot's commit.
+            result = cached
+        } else {
+            guard let meta = try database(Catalog.metaDatabase) else { return nil }
+            if let bytes = try get(meta, Catalog.entityKey(entity)) {
+                guard let decoded = Catalog.decodeEntity(bytes) else {
+                    throw ReservoirError(.corrupt, "lmdb:\(path): the stored description of entity \"\(entity)\" cannot be decoded")
+                }
+                result = decoded
             }
-            result = decoded
+            environment.cacheDescription(entity, result, at: snapshotID)
         }
-        descriptions[entity] = .some(result)
-        environment.cacheDescription(entity, result, at: snapshotID)
+        lastDescription = (entity, result)
         return result
     }
 
@@ -710,7 +714,8 @@ final class LMDBTransaction: WriteTransaction {
             for entry in entries { try put(index, entry, []) }
         }
         try put(meta, Catalog.entityKey(entity.name), Catalog.encode(entity))
-        descriptions[entity.name] = .some(entity)
+        written[entity.name] = entity
+        lastDescription = (entity.name, entity)
         lastEnsured = entityIndex
     }
 
