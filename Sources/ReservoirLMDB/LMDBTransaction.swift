@@ -141,6 +141,8 @@ final class LMDBTransaction: WriteTransaction {
 
     /// Aborts the transaction if it is still open and leaves the gate. Safe to call twice.
     func end() {
+        // Already ended (a commit ends before deinit does): the caches were cleared then.
+        guard txn != nil || inGate else { return }
         if let txn {
             mdb_txn_abort(txn)
             self.txn = nil
