@@ -200,6 +200,23 @@ func compareBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> I
     return a.count == b.count ? 0 : (a.count < b.count ? -1 : 1)
 }
 
+/// Whether two short buffers hold the same bytes, compared a word at a time inline
+/// (a memcmp call costs more than the comparison for a few dozen bytes).
+@inline(__always)
+func sameBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+    guard a.count == b.count else { return false }
+    var i = 0
+    while i + 8 <= a.count {
+        if a.loadUnaligned(fromByteOffset: i, as: UInt64.self) != b.loadUnaligned(fromByteOffset: i, as: UInt64.self) { return false }
+        i += 8
+    }
+    while i < a.count {
+        if a[i] != b[i] { return false }
+        i += 1
+    }
+    return true
+}
+
 func compareBytes(_ a: [UInt8], _ b: [UInt8]) -> Int {
     a.withUnsafeBytes { pa in b.withUnsafeBytes { pb in compareBytes(pa, pb) } }
 }

@@ -52,6 +52,8 @@ final class LMDBTransaction: WriteTransaction {
     // Write state.
     private var operations: [Operation] = []
     private var operationEntities: [EntityDescription] = []
+    /// The bit pattern of `operationEntities.last` (see ``operationEntity(_:)``).
+    private var lastEntityBits: [UInt8] = []
     private var startID = 0
     /// The id of the commit this transaction's snapshot shows.
     private var snapshotID = 0
@@ -187,23 +189,34 @@ final class LMDBTransaction: WriteTransaction {
 
     // MARK: - Recording and replaying writes
 
-    /// Records `operation` and applies it; on a full map, grows and replays everything.
+    /// Applies `operation` and records it; on a full map, grows and replays everything.
     /// Returns what applying it returned: for an insert, whether it stored the row.
     @discardableResult
     private func perform(_ operation: Operation) throws -> Bool {
+        try perform(operation) { try apply(operation) }
+    }
+
+    /// ``perform(_:)`` with `body` applying `operation`: callers pass their arguments to
+    /// the apply function directly, so the operation is only built (its row retained) to
+    /// be kept in the log, once it has been applied (or the map filled while applying it).
+    @discardableResult @inline(__always)
+    private func perform(_ operation: @autoclosure () -> Operation, _ body: () throws -> Bool) throws -> Bool {
         if let poisoned { throw poisoned }
         guard txn != nil else {
             throw ReservoirError(.misuse, "lmdb:\(path): the write transaction has ended")
         }
-        operations.append(operation)
-        var done: Bool
         do {
-            done = try apply(operation)
+            // An insert that found its id wrote nothing: nothing to replay.
+            let done = try body()
+            if done { operations.append(operation()) }
+            return done
         } catch let failure as LMDBFailure where failure.code == CLMDB_MAP_FULL {
-            done = try rebuild(grow: true)
+            operations.append(operation())
+            let done = try rebuild(grow: true)
+            if !done { operations.removeLast() }
+            return done
         } catch {
             // Undo the half-applied operation by replaying the others on a fresh transaction.
-            operations.removeLast()
             let reported = (error as? LMDBFailure).map { LMDBErrors.error($0, path: path) } ?? error
             do {
                 try rebuild(grow: false)
@@ -212,9 +225,6 @@ final class LMDBTransaction: WriteTransaction {
             }
             throw reported
         }
-        // An insert that found its id wrote nothing: nothing to replay.
-        if !done { operations.removeLast() }
-        return done
     }
 
     /// Ends the LMDB transaction, optionally grows the map, begins again on the same
@@ -573,13 +583,15 @@ final class LMDBTransaction: WriteTransaction {
 
     func put(_ entity: EntityDescription, id: Value, row: Row) throws {
         if !fitsKey(id) { _ = try idKey(id, entity: entity.name) }
-        try perform(.put(entity: operationEntity(entity), id: id, row: row))
+        let index = operationEntity(entity)
+        try perform(.put(entity: index, id: id, row: row)) { try applyPut(index, id: id, row: row, onlyNew: false) }
     }
 
     /// One `mdb_put` with `MDB_NOOVERWRITE`: no separate read for the existing row.
     func insert(_ entity: EntityDescription, id: Value, row: Row) throws -> Bool {
         if !fitsKey(id) { _ = try idKey(id, entity: entity.name) }
-        return try perform(.insert(entity: operationEntity(entity), id: id, row: row))
+        let index = operationEntity(entity)
+        return try perform(.insert(entity: index, id: id, row: row)) { try applyPut(index, id: id, row: row, onlyNew: true) }
     }
 
     func delete(_ entity: EntityDescription, id: Value) throws {
@@ -594,8 +606,26 @@ final class LMDBTransaction: WriteTransaction {
 
     /// The position of `entity` in ``operationEntities``, adding it when it differs from the last.
     private func operationEntity(_ entity: EntityDescription) -> Int {
-        if let last = operationEntities.last, last == entity { return operationEntities.count - 1 }
+        let last = operationEntities.count - 1
+        if last >= 0 {
+            // A bulk write passes the very same description every time. Its bits equal to
+            // those of the copy kept in `operationEntities` mean the same string storage and
+            // array buffers (the copy keeps them alive, so no address can have been reused),
+            // hence an equal description, without the copies `==` on a stored element costs
+            // (four retains and releases per put). Other bits prove nothing: `==` decides.
+            let sameBits = withUnsafeBytes(of: entity) { bits in
+                lastEntityBits.withUnsafeBytes { sameBytes(bits, $0) }
+            }
+            if sameBits { return last }
+            if operationEntities.withUnsafeBufferPointer({ $0[last] == entity }) {
+                // Equal but another copy: keep this one, so its next puts take the fast path.
+                operationEntities[last] = entity
+                lastEntityBits = withUnsafeBytes(of: entity) { Array($0) }
+                return last
+            }
+        }
         operationEntities.append(entity)
+        lastEntityBits = withUnsafeBytes(of: entity) { Array($0) }
         return operationEntities.count - 1
     }
 

@@ -87,15 +87,10 @@ enum RowCodec {
     @inline(__always)
     static func zigzag(_ i: Int64) -> UInt64 { UInt64(bitPattern: (i << 1) ^ (i >> 63)) }
 
+    /// Bytes of a varint: one per 7 significant bits, at least one.
     @inline(__always)
     static func varintLength(_ value: UInt64) -> Int {
-        var v = value
-        var n = 1
-        while v >= 0x80 {
-            v >>= 7
-            n += 1
-        }
-        return n
+        (64 - (value | 1).leadingZeroBitCount + 6) / 7
     }
 
     static func appendValue(_ value: Value, to out: inout ByteWriter) {

@@ -128,6 +128,49 @@ import Testing
         }
     }
 
+    /// Puts alternating between entities, with descriptions passed as the same value, as
+    /// equal copies and as a changed description, replayed through map growth: every row
+    /// lands in its own entity with its own indexes.
+    @Test func interleavedEntitiesReplayIntoTheRightDatabases() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.cleanUp() }
+        let backend = try LMDBBackend(path: dir.path + "/env", options: LMDBOptions(try StoreConfiguration("lmdb:\(dir.path)/env?mapsize=64KiB&durability=none")))
+        defer { backend.close() }
+        let a = EntityDescription(name: "a", fields: ["id", "n", "text"], indexes: ["n"])
+        func row(_ i: Int, _ n: Int) -> Row {
+            Row(columns: ["id", "n", "text"], values: [.integer(Int64(i)), .integer(Int64(n)), .text(String(repeating: "y", count: 80))])
+        }
+        let initial = backend.mapSize
+        try backend.write { tx in
+            for i in 0..<2_000 {
+                try tx.put(a, id: .integer(Int64(i)), row: row(i, i % 5))
+                // A fresh but equal description every time.
+                let b = EntityDescription(name: "b", fields: ["id", "n", "text"], indexes: i < 1_000 ? [] : ["n"])
+                try tx.put(b, id: .integer(Int64(i)), row: row(i, i % 3))
+            }
+        }
+        #expect(backend.mapSize > initial, "the map grew")
+        try backend.read { tx in
+            for n in 0..<5 {
+                let ids = try tx.fetch(Query(entity: a, predicate: .compare(column: "n", .equal, .integer(Int64(n))))).map(\.description)
+                #expect(ids.count == 400, "a, n \(n)")
+            }
+            let b = EntityDescription(name: "b", fields: ["id", "n", "text"], indexes: ["n"])
+            #expect(try tx.entities().map(\.name) == ["a", "b"])
+            #expect(try tx.entities().last?.indexes == ["n"], "b's description as last written")
+            for n in 0..<3 {
+                // Answered from b's index, built when the index was added mid-transaction.
+                let rows = try tx.fetch(Query(entity: b, predicate: .compare(column: "n", .equal, .integer(Int64(n)))))
+                #expect(rows.count == (0..<2_000).filter { $0 % 3 == n }.count, "b, n \(n)")
+            }
+            let t = try #require(tx as? LMDBTransaction)
+            let aIndex = try #require(try t.indexDatabase("a", "n"))
+            let bIndex = try #require(try t.indexDatabase("b", "n"))
+            #expect(try t.entryCount(aIndex) == 2_000)
+            #expect(try t.entryCount(bIndex) == 2_000)
+        }
+    }
+
     @Test func aMapThatMayNotGrowFurtherIsAFullErrorAndLosesNothing() throws {
         let dir = try TemporaryDirectory()
         defer { dir.cleanUp() }
