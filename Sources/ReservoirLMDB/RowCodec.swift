@@ -157,30 +157,24 @@ enum RowCodec {
     /// string built or looked up. Nil when a name differs or the bytes are damaged.
     @inline(__always)
     private static func decodeValuesInLastLayout(_ reader: inout ByteReader, count: Int, names: ColumnNameCache) -> [Value]? {
-        var ok = true
-        let values = names.layout.withUnsafeBytes { layout in
-            [Value](unsafeUninitializedCapacity: count) { buffer, initialized in
-                initialized = 0
-                guard let base = buffer.baseAddress, let expected = layout.baseAddress else {
-                    ok = false
-                    return
-                }
-                var start = 0
-                for position in 0..<count {
-                    let end = names.layoutEnds[position]
-                    guard reader.skip(matching: UnsafeRawBufferPointer(start: expected + start, count: end - start)),
-                          let value = readValue(&reader)
-                    else {
-                        ok = false
-                        return
-                    }
-                    (base + position).initialize(to: value)
-                    initialized = position + 1
-                    start = end
-                }
+        // reserveCapacity, not Array(unsafeUninitializedCapacity:): on Linux the latter
+        // looked up the array's generic metadata in the runtime's cache on every row.
+        var values: [Value] = []
+        values.reserveCapacity(count)
+        let complete = names.layout.withUnsafeBytes { layout -> Bool in
+            guard let expected = layout.baseAddress else { return false }
+            var start = 0
+            for position in 0..<count {
+                let end = names.layoutEnds[position]
+                guard reader.skip(matching: UnsafeRawBufferPointer(start: expected + start, count: end - start)),
+                      let value = readValue(&reader)
+                else { return false }
+                values.append(value)
+                start = end
             }
+            return true
         }
-        return ok ? values : nil
+        return complete ? values : nil
     }
 
     static func readValue(_ reader: inout ByteReader) -> Value? {
