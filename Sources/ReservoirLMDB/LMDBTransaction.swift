@@ -620,13 +620,25 @@ final class LMDBTransaction: WriteTransaction {
             if operationEntities.withUnsafeBufferPointer({ $0[last] == entity }) {
                 // Equal but another copy: keep this one, so its next puts take the fast path.
                 operationEntities[last] = entity
-                lastEntityBits = withUnsafeBytes(of: entity) { Array($0) }
+                rememberBits(of: entity)
                 return last
             }
         }
         operationEntities.append(entity)
-        lastEntityBits = withUnsafeBytes(of: entity) { Array($0) }
+        rememberBits(of: entity)
         return operationEntities.count - 1
+    }
+
+    /// Sets ``lastEntityBits``, in place when it has the size (no allocation per put for a
+    /// caller that passes a fresh copy of its description every time).
+    private func rememberBits(of entity: EntityDescription) {
+        withUnsafeBytes(of: entity) { bits in
+            if lastEntityBits.count == bits.count {
+                lastEntityBits.withUnsafeMutableBytes { $0.copyMemory(from: bits) }
+            } else {
+                lastEntityBits = Array(bits)
+            }
+        }
     }
 
     /// Creates (or checks) the metadata of the store; run by the first write on open.
