@@ -61,6 +61,10 @@ enum Catalog {
     /// 2 deleted), entity name, id as a row value.
     static func encode(_ entries: [ChangeLogEntry]) -> [UInt8] {
         var out = ByteWriter()
+        // Usually exact for numeric ids: grows at most once or twice otherwise.
+        var estimate = 1 + RowCodec.varintLength(UInt64(entries.count))
+        for entry in entries { estimate += 2 + entry.entity.utf8.count + 11 }
+        out.bytes.reserveCapacity(estimate)
         out.bytes.append(1)
         out.varint(UInt64(entries.count))
         for entry in entries {

@@ -36,19 +36,19 @@ enum KeyEncoding {
 
     static func encode(_ value: Value) -> [UInt8] {
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(16)
+        bytes.reserveCapacity(maxFixedLength)
         append(value, to: &bytes)
         return bytes
     }
 
     static func append(_ value: Value, to bytes: inout [UInt8]) {
         switch value {
-        case .null:
-            bytes.append(nullTag)
-        case let .integer(i):
-            appendInteger(i, fraction: 0, to: &bytes)
-        case let .real(d):
-            appendReal(d, to: &bytes)
+        case .null, .integer, .real:
+            var storage: (UInt64, UInt64, UInt64) = (0, 0, 0)
+            withUnsafeMutableBytes(of: &storage) { raw in
+                let count = writeFixed(value, to: raw)
+                bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[0..<count]))
+            }
         case let .text(s):
             bytes.append(textTag)
             var s = s
@@ -73,43 +73,77 @@ enum KeyEncoding {
         return bytes
     }
 
-    private static func appendReal(_ d: Double, to bytes: inout [UInt8]) {
-        if d.isNaN {
-            bytes.append(nanTag)
-        } else if d < -9_223_372_036_854_775_808.0 {
-            bytes.append(negativeHugeTag)
-            appendBigEndian(~d.bitPattern, to: &bytes)
-        } else if d >= 9_223_372_036_854_775_808.0 {
-            bytes.append(positiveHugeTag)
-            appendBigEndian(d.bitPattern, to: &bytes)
-        } else {
+    /// The longest encoding of a number or null: tag, 8 bytes, fraction marker, 8 bytes.
+    static let maxFixedLength = 18
+
+    /// Calls `body` with the encoding of `value`. Numbers and null, the usual ids, are
+    /// encoded on the stack, so a put or a lookup by id allocates nothing.
+    @inline(__always)
+    static func withEncoded<R>(_ value: Value, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        switch value {
+        case .text, .blob:
+            return try encode(value).withUnsafeBytes(body)
+        case .null, .integer, .real:
+            var storage: (UInt64, UInt64, UInt64) = (0, 0, 0)
+            return try withUnsafeMutableBytes(of: &storage) { raw in
+                let count = writeFixed(value, to: raw)
+                return try body(UnsafeRawBufferPointer(rebasing: raw[0..<count]))
+            }
+        }
+    }
+
+    /// Writes the encoding of a number or null (at most ``maxFixedLength`` bytes) at the
+    /// start of `out`; returns its length. Text and blobs write nothing and return 0.
+    @inline(__always)
+    static func writeFixed(_ value: Value, to out: UnsafeMutableRawBufferPointer) -> Int {
+        switch value {
+        case .null:
+            out[0] = nullTag
+            return 1
+        case let .integer(i):
+            return writeNumber(i, fraction: 0, to: out)
+        case let .real(d):
+            if d.isNaN {
+                out[0] = nanTag
+                return 1
+            } else if d < -9_223_372_036_854_775_808.0 {
+                out[0] = negativeHugeTag
+                storeBigEndian(~d.bitPattern, out, at: 1)
+                return 9
+            } else if d >= 9_223_372_036_854_775_808.0 {
+                out[0] = positiveHugeTag
+                storeBigEndian(d.bitPattern, out, at: 1)
+                return 9
+            }
             // In range: the integer part is exact in Int64 and the fraction is exact too.
             let whole = d.rounded(.towardZero)
-            appendInteger(Int64(whole), fraction: d - whole, to: &bytes)
+            return writeNumber(Int64(whole), fraction: d - whole, to: out)
+        case .text, .blob:
+            return 0
         }
     }
 
-    private static func appendInteger(_ i: Int64, fraction: Double, to bytes: inout [UInt8]) {
-        bytes.append(numberTag)
-        appendBigEndian(UInt64(bitPattern: i) ^ (1 << 63), to: &bytes)
+    @inline(__always)
+    private static func writeNumber(_ i: Int64, fraction: Double, to out: UnsafeMutableRawBufferPointer) -> Int {
+        out[0] = numberTag
+        storeBigEndian(UInt64(bitPattern: i) ^ (1 << 63), out, at: 1)
         if fraction == 0 {
-            bytes.append(0x01)
+            out[9] = 0x01
+            return 10
         } else if fraction < 0 {
             // A larger magnitude is a smaller number: invert.
-            bytes.append(0x00)
-            appendBigEndian(~(-fraction).bitPattern, to: &bytes)
+            out[9] = 0x00
+            storeBigEndian(~(-fraction).bitPattern, out, at: 10)
         } else {
-            bytes.append(0x02)
-            appendBigEndian(fraction.bitPattern, to: &bytes)
+            out[9] = 0x02
+            storeBigEndian(fraction.bitPattern, out, at: 10)
         }
+        return 18
     }
 
-    private static func appendBigEndian(_ value: UInt64, to bytes: inout [UInt8]) {
-        var shift = 56
-        while shift >= 0 {
-            bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
-            shift -= 8
-        }
+    @inline(__always)
+    private static func storeBigEndian(_ value: UInt64, _ out: UnsafeMutableRawBufferPointer, at offset: Int) {
+        out.storeBytes(of: value.bigEndian, toByteOffset: offset, as: UInt64.self)
     }
 
     private static func appendEscaped(_ source: UnsafeRawBufferPointer, to bytes: inout [UInt8]) {
@@ -164,6 +198,23 @@ func compareBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> I
         if c != 0 { return c < 0 ? -1 : 1 }
     }
     return a.count == b.count ? 0 : (a.count < b.count ? -1 : 1)
+}
+
+/// Whether two short buffers hold the same bytes, compared a word at a time inline
+/// (a memcmp call costs more than the comparison for a few dozen bytes).
+@inline(__always)
+func sameBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+    guard a.count == b.count else { return false }
+    var i = 0
+    while i + 8 <= a.count {
+        if a.loadUnaligned(fromByteOffset: i, as: UInt64.self) != b.loadUnaligned(fromByteOffset: i, as: UInt64.self) { return false }
+        i += 8
+    }
+    while i < a.count {
+        if a[i] != b[i] { return false }
+        i += 1
+    }
+    return true
 }
 
 func compareBytes(_ a: [UInt8], _ b: [UInt8]) -> Int {

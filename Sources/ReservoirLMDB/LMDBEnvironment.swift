@@ -440,6 +440,27 @@ final class LMDBEnvironment: @unchecked Sendable {
     func cacheDescription(_ entity: String, _ description: EntityDescription?, at transactionID: Int) {
         descriptionsLock.lock()
         defer { descriptionsLock.unlock() }
+        cacheLocked(entity, description, at: transactionID)
+    }
+
+    /// After this process's write transaction `commit` (begun on snapshot `snapshot`)
+    /// committed: descriptions cached as of the snapshot are still the state, except those
+    /// the transaction `changed`. One lock, no per-transaction copies.
+    func advanceDescriptions(from snapshot: Int, to commit: Int, changed: [String: EntityDescription]) {
+        descriptionsLock.lock()
+        defer { descriptionsLock.unlock() }
+        // Walk by index, changing values in place: no copy of the dictionary.
+        var index = descriptionCache.startIndex
+        while index != descriptionCache.endIndex {
+            if descriptionCache.values[index].transactionID == snapshot {
+                descriptionCache.values[index].transactionID = commit
+            }
+            index = descriptionCache.index(after: index)
+        }
+        for (entity, description) in changed { cacheLocked(entity, description, at: commit) }
+    }
+
+    private func cacheLocked(_ entity: String, _ description: EntityDescription?, at transactionID: Int) {
         if let entry = descriptionCache[entity], entry.transactionID > transactionID { return }
         descriptionCache[entity] = (transactionID, description)
     }

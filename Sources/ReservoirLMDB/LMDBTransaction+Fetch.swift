@@ -174,20 +174,21 @@ extension LMDBTransaction {
             // Keys are in the contract's order, so a cursor scan is in id order.
             inIDOrder = true
             let predicate = query.predicate
+            if predicate == nil { rows.reserveCapacity(try entryCount(rowsDB)) }
+            // A local cache: the class property would be checked for exclusive access per row.
+            var names = ColumnNameCache()
+            swap(&names, &self.names)
+            defer { swap(&names, &self.names) }
             try scan(rowsDB) { key, value in
-                let row = try decodeRow(value, entity: entity, key: key)
+                guard let row = RowCodec.decode(value, names: &names) else {
+                    throw corruptRow(value, entity: entity, key: key)
+                }
                 if predicate.map({ QueryEvaluator.matches($0, row) }) ?? true { rows.append(row) }
                 return true
             }
         }
         if countOnly { return ([], windowed(rows.count, query)) }
-        let sort = query.sort
-        if inIDOrder && sort.count == 1 {
-            // The sort is the id alone.
-            if !sort[0].ascending { rows.reverse() }
-        } else {
-            Self.sort(&rows, by: sort)
-        }
+        RowSort.sort(&rows, by: query.sort, idColumn: query.entity.idColumn, inIDOrder: inIDOrder)
         let result = QueryEvaluator.window(rows, query)
         return (result, result.count)
     }
@@ -211,7 +212,7 @@ extension LMDBTransaction {
         var group: [Row] = []
         var groupValue: [UInt8] = []
         func flush() {
-            if group.count > 1 { Self.sort(&group, by: sort) }
+            if group.count > 1 { RowSort.sort(&group, by: sort, idColumn: query.entity.idColumn, inIDOrder: false) }
             result.append(contentsOf: group)
             group.removeAll(keepingCapacity: true)
         }
@@ -235,96 +236,5 @@ extension LMDBTransaction {
         }
         flush()
         return result
-    }
-
-    /// One sort term's values for every row: typed arrays when the column holds only
-    /// integers or only (non-NaN) reals, which compare without going through `Value`.
-    private enum SortColumn {
-        case integers([Int64])
-        case reals([Double])
-        case values([Value])
-
-        init(_ rows: [Row], _ column: String) {
-            var hint = 0
-            var integers: [Int64] = []
-            integers.reserveCapacity(rows.count)
-            var allIntegers = true
-            for row in rows {
-                guard case let .integer(i) = Self.value(row, column, &hint) else { allIntegers = false; break }
-                integers.append(i)
-            }
-            if allIntegers { self = .integers(integers); return }
-            var reals: [Double] = []
-            reals.reserveCapacity(rows.count)
-            var allReals = true
-            for row in rows {
-                guard case let .real(d) = Self.value(row, column, &hint), !d.isNaN else { allReals = false; break }
-                reals.append(d)
-            }
-            if allReals { self = .reals(reals); return }
-            self = .values(rows.map { Self.value($0, column, &hint) })
-        }
-
-        /// `row.value(column)`, trying first where the column was in the previous row.
-        @inline(__always)
-        static func value(_ row: Row, _ column: String, _ hint: inout Int) -> Value {
-            let columns = row.columns
-            if hint < columns.count, columns[hint] == column { return row.values[hint] }
-            guard let index = columns.firstIndex(of: column) else { return .null }
-            hint = index
-            return row.values[index]
-        }
-
-        @inline(__always)
-        func compare(_ a: Int, _ b: Int) -> Int {
-            switch self {
-            case let .integers(k): return k[a] < k[b] ? -1 : (k[a] == k[b] ? 0 : 1)
-            case let .reals(k): return k[a] < k[b] ? -1 : (k[a] == k[b] ? 0 : 1)
-            case let .values(k): return Value.compare(k[a], k[b])
-            }
-        }
-    }
-
-    /// Sorts rows by the query's terms (the contract's order), extracting each row's sort
-    /// values once.
-    static func sort(_ rows: inout [Row], by sort: [SortTerm]) {
-        guard rows.count > 1 else { return }
-        let columns = sort.map { SortColumn(rows, $0.column) }
-        let ascending = sort.map(\.ascending)
-        var order = Array(rows.indices)
-        if columns.count == 2, case let .reals(first) = columns[0], case let .integers(second) = columns[1] {
-            // The common "by a real field, then id" case, without the generic loop.
-            let up0 = ascending[0], up1 = ascending[1]
-            first.withUnsafeBufferPointer { f in
-                second.withUnsafeBufferPointer { s in
-                    order.sort { a, b in
-                        if f[a] != f[b] { return up0 ? f[a] < f[b] : f[a] > f[b] }
-                        return up1 ? s[a] < s[b] : s[a] > s[b]
-                    }
-                }
-            }
-        } else {
-            order.sort { a, b in
-                for (i, column) in columns.enumerated() {
-                    let c = column.compare(a, b)
-                    if c != 0 { return ascending[i] ? c < 0 : c > 0 }
-                }
-                return false
-            }
-        }
-        // Apply the permutation in place, cycle by cycle: swaps move rows without copying.
-        var placed = [Bool](repeating: false, count: order.count)
-        rows.withUnsafeMutableBufferPointer { buffer in
-            for start in order.indices where !placed[start] {
-                placed[start] = true
-                var j = start
-                while order[j] != start {
-                    let next = order[j]
-                    buffer.swapAt(j, next)
-                    placed[next] = true
-                    j = next
-                }
-            }
-        }
     }
 }

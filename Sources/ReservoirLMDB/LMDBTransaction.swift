@@ -10,12 +10,17 @@ import Reservoir
 /// operations replayed, so the caller's closure runs exactly once and nothing is lost
 /// or doubled. The writer locks stay held throughout, so no other writer can commit in
 /// between; should one have (a tool outside this library), the write fails with `.busy`
-/// and nothing is committed.
+/// and nothing is committed. Replaying on the same snapshot gives every operation the
+/// outcome it had, so an insert that stored its row stores it again.
 final class LMDBTransaction: WriteTransaction {
     enum Operation {
-        /// `entity` indexes ``operationEntities``: one copy of each description, not one per row.
-        case put(entity: Int, key: [UInt8], row: Row)
-        case delete(entity: Int, key: [UInt8])
+        /// `entity` indexes ``operationEntities``: one copy of each description, not one per
+        /// row. Ids are kept as values (no allocation for numbers) and encoded when applied.
+        case put(entity: Int, id: Value, row: Row)
+        /// An insert that stored its row; one that found its id taken wrote nothing and is
+        /// not kept.
+        case insert(entity: Int, id: Value, row: Row)
+        case delete(entity: Int, id: Value)
         case record(sequence: UInt64, entries: [ChangeLogEntry])
         case prepareStore
     }
@@ -28,21 +33,27 @@ final class LMDBTransaction: WriteTransaction {
     private var handles: [String: MDB_dbi?]
     /// Handles this write transaction opened; they become shared when it commits.
     private var opened: [String: MDB_dbi] = [:]
-    /// Stored entity descriptions read in this transaction.
-    private var descriptions: [String: EntityDescription?] = [:]
+    /// Descriptions this write transaction stored; they override the snapshot's.
+    private var written: [String: EntityDescription] = [:]
+    /// The description looked up last: repeated lookups skip the environment's lock.
+    private var lastDescription: (entity: String, description: EntityDescription?)?
     /// Row databases by entity name, and index databases by entity and column.
     private var rowHandles: [String: MDB_dbi] = [:]
     private var lastRows: (entity: String, handle: MDB_dbi)?
-    /// The description the last put made sure of.
-    private var lastEnsured: EntityDescription?
-    /// Reused for encoding lookup keys.
+    /// The description the last put made sure of, as an index into ``operationEntities``.
+    private var lastEnsured: Int?
+    /// Reused for encoding index keys.
     private var keyScratch: [UInt8] = []
     private var indexHandles: [String: [String: MDB_dbi]] = [:]
+    /// The change log's handle, once looked up: every commit reads and writes it.
+    private var logHandle: MDB_dbi?
     var names = ColumnNameCache()
 
     // Write state.
     private var operations: [Operation] = []
     private var operationEntities: [EntityDescription] = []
+    /// The bit pattern of `operationEntities.last` (see ``operationEntity(_:)``).
+    private var lastEntityBits: [UInt8] = []
     private var startID = 0
     /// The id of the commit this transaction's snapshot shows.
     private var snapshotID = 0
@@ -132,16 +143,20 @@ final class LMDBTransaction: WriteTransaction {
 
     /// Aborts the transaction if it is still open and leaves the gate. Safe to call twice.
     func end() {
+        // Already ended (a commit ends before deinit does): the caches were cleared then.
+        guard txn != nil || inGate else { return }
         if let txn {
             mdb_txn_abort(txn)
             self.txn = nil
         }
         opened = [:]
-        descriptions = [:]
+        written = [:]
+        lastDescription = nil
         rowHandles = [:]
         lastRows = nil
         lastEnsured = nil
         indexHandles = [:]
+        logHandle = nil
         if inGate {
             inGate = false
             environment.exit()
@@ -158,14 +173,11 @@ final class LMDBTransaction: WriteTransaction {
             let rc = mdb_txn_commit(txn)
             self.txn = nil  // freed by LMDB whatever the outcome
             let committed = opened
-            let described = descriptions
+            let changed = written
             end()
             if rc == 0 {
-                environment.addHandles(committed.mapValues { Optional($0) })
-                // What this transaction knew of descriptions is the state its commit made.
-                for (entity, description) in described {
-                    environment.cacheDescription(entity, description, at: startID)
-                }
+                if !committed.isEmpty { environment.addHandles(committed.mapValues { Optional($0) }) }
+                environment.advanceDescriptions(from: snapshotID, to: startID, changed: changed)
                 return
             }
             guard rc == CLMDB_MAP_FULL else {
@@ -177,20 +189,34 @@ final class LMDBTransaction: WriteTransaction {
 
     // MARK: - Recording and replaying writes
 
-    /// Records `operation` and applies it; on a full map, grows and replays everything.
-    private func perform(_ operation: Operation) throws {
+    /// Applies `operation` and records it; on a full map, grows and replays everything.
+    /// Returns what applying it returned: for an insert, whether it stored the row.
+    @discardableResult
+    private func perform(_ operation: Operation) throws -> Bool {
+        try perform(operation) { try apply(operation) }
+    }
+
+    /// ``perform(_:)`` with `body` applying `operation`: callers pass their arguments to
+    /// the apply function directly, so the operation is only built (its row retained) to
+    /// be kept in the log, once it has been applied (or the map filled while applying it).
+    @discardableResult @inline(__always)
+    private func perform(_ operation: @autoclosure () -> Operation, _ body: () throws -> Bool) throws -> Bool {
         if let poisoned { throw poisoned }
         guard txn != nil else {
             throw ReservoirError(.misuse, "lmdb:\(path): the write transaction has ended")
         }
-        operations.append(operation)
         do {
-            try apply(operation)
+            // An insert that found its id wrote nothing: nothing to replay.
+            let done = try body()
+            if done { operations.append(operation()) }
+            return done
         } catch let failure as LMDBFailure where failure.code == CLMDB_MAP_FULL {
-            try rebuild(grow: true)
+            operations.append(operation())
+            let done = try rebuild(grow: true)
+            if !done { operations.removeLast() }
+            return done
         } catch {
             // Undo the half-applied operation by replaying the others on a fresh transaction.
-            operations.removeLast()
             let reported = (error as? LMDBFailure).map { LMDBErrors.error($0, path: path) } ?? error
             do {
                 try rebuild(grow: false)
@@ -202,8 +228,9 @@ final class LMDBTransaction: WriteTransaction {
     }
 
     /// Ends the LMDB transaction, optionally grows the map, begins again on the same
-    /// snapshot and replays the recorded operations.
-    private func rebuild(grow: Bool) throws {
+    /// snapshot and replays the recorded operations. Returns what the last one returned.
+    @discardableResult
+    private func rebuild(grow: Bool) throws -> Bool {
         var grow = grow
         do {
             while true {
@@ -214,8 +241,9 @@ final class LMDBTransaction: WriteTransaction {
                     throw ReservoirError(.busy, "lmdb:\(path): another writer outside this library committed while the map was growing; this transaction was rolled back, run it again")
                 }
                 do {
-                    for operation in operations { try apply(operation) }
-                    return
+                    var last = true
+                    for operation in operations { last = try apply(operation) }
+                    return last
                 } catch let failure as LMDBFailure where failure.code == CLMDB_MAP_FULL {
                     grow = true
                 }
@@ -229,13 +257,16 @@ final class LMDBTransaction: WriteTransaction {
         }
     }
 
-    private func apply(_ operation: Operation) throws {
+    /// Applies one operation; false only for an insert whose id was taken.
+    private func apply(_ operation: Operation) throws -> Bool {
         switch operation {
-        case let .put(entity, key, row): try applyPut(operationEntities[entity], key: key, row: row)
-        case let .delete(entity, key): try applyDelete(operationEntities[entity], key: key)
+        case let .put(entity, id, row): return try applyPut(entity, id: id, row: row, onlyNew: false)
+        case let .insert(entity, id, row): return try applyPut(entity, id: id, row: row, onlyNew: true)
+        case let .delete(entity, id): try applyDelete(operationEntities[entity], id: id)
         case let .record(sequence, entries): try applyRecord(sequence, entries)
         case .prepareStore: try applyPrepareStore()
         }
+        return true
     }
 
     // MARK: - Low-level access
@@ -251,6 +282,13 @@ final class LMDBTransaction: WriteTransaction {
         try check(rc, "open the named database \"\(name)\"")
         opened[name] = dbi
         return dbi
+    }
+
+    /// The change log's database (cached).
+    func logDatabase(create: Bool = false) throws -> MDB_dbi? {
+        if let logHandle { return logHandle }
+        logHandle = try database(Catalog.logDatabase, create: create)
+        return logHandle
     }
 
     /// The row database of `entity` (cached by entity name).
@@ -285,35 +323,69 @@ final class LMDBTransaction: WriteTransaction {
 
     /// The value stored under `key`, valid until the transaction changes or ends.
     func get(_ dbi: MDB_dbi, _ key: [UInt8]) throws -> UnsafeRawBufferPointer? {
+        try key.withUnsafeBytes { try get(dbi, $0) }
+    }
+
+    func get(_ dbi: MDB_dbi, _ key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
         let txn = try liveTransaction()
         var data = MDB_val()
-        let rc = key.withUnsafeBytes { raw -> Int32 in
-            var k = clmdb_val(raw.baseAddress, raw.count)
-            return mdb_get(txn, dbi, &k, &data)
-        }
+        var k = clmdb_val(key.baseAddress, key.count)
+        let rc = mdb_get(txn, dbi, &k, &data)
         if rc == CLMDB_NOTFOUND { return nil }
         try check(rc, "read a record")
         return UnsafeRawBufferPointer(start: data.mv_data, count: data.mv_size)
     }
 
     func put(_ dbi: MDB_dbi, _ key: [UInt8], _ value: [UInt8]) throws {
-        let txn = try liveTransaction()
-        let rc = key.withUnsafeBytes { k in
-            value.withUnsafeBytes { v -> Int32 in
-                var mk = clmdb_val(k.baseAddress, k.count)
-                var mv = clmdb_val(v.baseAddress, v.count)
-                return mdb_put(txn, dbi, &mk, &mv, 0)
-            }
+        try key.withUnsafeBytes { k in
+            try value.withUnsafeBytes { v in try put(dbi, k, v) }
         }
+    }
+
+    func put(_ dbi: MDB_dbi, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws {
+        let txn = try liveTransaction()
+        var mk = clmdb_val(key.baseAddress, key.count)
+        var mv = clmdb_val(value.baseAddress, value.count)
+        try check(mdb_put(txn, dbi, &mk, &mv, 0), "write a record")
+    }
+
+    /// Stores an empty value under `key` (an index entry).
+    func putEmpty(_ dbi: MDB_dbi, _ key: UnsafeRawBufferPointer) throws {
+        let txn = try liveTransaction()
+        var none: UInt8 = 0
+        var mk = clmdb_val(key.baseAddress, key.count)
+        var mv = clmdb_val(&none, 0)
+        try check(mdb_put(txn, dbi, &mk, &mv, 0), "write an index entry")
+    }
+
+    /// Stores `row` under `key`, encoding it straight into the page LMDB reserves for it
+    /// (`MDB_RESERVE`: no intermediate buffer). With `onlyNew`, stores nothing and returns
+    /// false when the key exists (`MDB_NOOVERWRITE`).
+    func putRow(_ dbi: MDB_dbi, _ key: UnsafeRawBufferPointer, _ row: Row, onlyNew: Bool) throws -> Bool {
+        let txn = try liveTransaction()
+        let size = RowCodec.encodedSize(row)
+        var mk = clmdb_val(key.baseAddress, key.count)
+        var mv = clmdb_val(nil, size)
+        let flags = UInt32(MDB_RESERVE) | (onlyNew ? CLMDB_NOOVERWRITE : 0)
+        let rc = mdb_put(txn, dbi, &mk, &mv, flags)
+        if onlyNew && rc == MDB_KEYEXIST { return false }
         try check(rc, "write a record")
+        guard let base = mv.mv_data, mv.mv_size == size else {
+            throw ReservoirError(.backend, "lmdb:\(path): LMDB reserved \(mv.mv_size) bytes for a row of \(size)")
+        }
+        let written = RowCodec.write(row, to: base.assumingMemoryBound(to: UInt8.self))
+        assert(written == size, "RowCodec.encodedSize and RowCodec.write disagree")
+        return true
     }
 
     func del(_ dbi: MDB_dbi, _ key: [UInt8]) throws {
+        try key.withUnsafeBytes { try del(dbi, $0) }
+    }
+
+    func del(_ dbi: MDB_dbi, _ key: UnsafeRawBufferPointer) throws {
         let txn = try liveTransaction()
-        let rc = key.withUnsafeBytes { k -> Int32 in
-            var mk = clmdb_val(k.baseAddress, k.count)
-            return mdb_del(txn, dbi, &mk, nil)
-        }
+        var mk = clmdb_val(key.baseAddress, key.count)
+        let rc = mdb_del(txn, dbi, &mk, nil)
         if rc == CLMDB_NOTFOUND { return }
         try check(rc, "delete a record")
     }
@@ -360,29 +432,36 @@ final class LMDBTransaction: WriteTransaction {
 
     func decodeRow(_ bytes: UnsafeRawBufferPointer, entity: String, key: UnsafeRawBufferPointer) throws -> Row {
         if let row = RowCodec.decode(bytes, names: &names) { return row }
+        throw corruptRow(bytes, entity: entity, key: key)
+    }
+
+    /// The error for a stored row that does not decode, naming the entity and the id.
+    func corruptRow(_ bytes: UnsafeRawBufferPointer, entity: String, key: UnsafeRawBufferPointer) -> ReservoirError {
         let id = KeyEncoding.decode(key).map(\.description) ?? "x'" + key.map { String(format: "%02x", $0) }.joined() + "'"
         let version = bytes.first.map { "version byte \($0)" } ?? "empty"
-        throw ReservoirError(.corrupt, "lmdb:\(path): the row of \"\(entity)\" with id \(id) cannot be decoded (\(version), \(bytes.count) bytes); this library reads row format \(RowCodec.version)")
+        return ReservoirError(.corrupt, "lmdb:\(path): the row of \"\(entity)\" with id \(id) cannot be decoded (\(version), \(bytes.count) bytes); this library reads row format \(RowCodec.version)")
     }
 
     /// The entity's description as last written, or nil when it was never written.
     func storedDescription(_ entity: String) throws -> EntityDescription? {
-        if let cached = descriptions[entity] { return cached }
-        // Not changed by this transaction, so as of the snapshot's commit.
-        if let cached = environment.cachedDescription(entity, at: snapshotID) {
-            descriptions[entity] = .some(cached)
-            return cached
-        }
-        guard let meta = try database(Catalog.metaDatabase) else { return nil }
+        if let last = lastDescription, last.entity == entity { return last.description }
         var result: EntityDescription?
-        if let bytes = try get(meta, Catalog.entityKey(entity)) {
-            guard let decoded = Catalog.decodeEntity(bytes) else {
-                throw ReservoirError(.corrupt, "lmdb:\(path): the stored description of entity \"\(entity)\" cannot be decoded")
+        if !written.isEmpty, let mine = written[entity] {
+            result = mine
+        } else if let cached = environment.cachedDescription(entity, at: snapshotID) {
+            // Not changed by this transaction, so as of the snapshot's commit.
+            result = cached
+        } else {
+            guard let meta = try database(Catalog.metaDatabase) else { return nil }
+            if let bytes = try get(meta, Catalog.entityKey(entity)) {
+                guard let decoded = Catalog.decodeEntity(bytes) else {
+                    throw ReservoirError(.corrupt, "lmdb:\(path): the stored description of entity \"\(entity)\" cannot be decoded")
+                }
+                result = decoded
             }
-            result = decoded
+            environment.cacheDescription(entity, result, at: snapshotID)
         }
-        descriptions[entity] = .some(result)
-        environment.cacheDescription(entity, result, at: snapshotID)
+        lastDescription = (entity, result)
         return result
     }
 
@@ -393,6 +472,14 @@ final class LMDBTransaction: WriteTransaction {
             throw ReservoirError(.valueOutOfRange, "lmdb:\(path): the id \(id) of a \"\(entity)\" record encodes to \(key.count) bytes; LMDB keys hold at most \(environment.maxKeySize - 1) here (use shorter ids)")
         }
         return key
+    }
+
+    /// Whether `id` encodes to a key LMDB can hold; numbers and null always do.
+    func fitsKey(_ id: Value) -> Bool {
+        switch id {
+        case .null, .integer, .real: KeyEncoding.maxFixedLength < environment.maxKeySize
+        case .text, .blob: KeyEncoding.encode(id).count < environment.maxKeySize
+        }
     }
 
     /// The index key of `value` for the record whose row key is `id`: the value's
@@ -407,19 +494,33 @@ final class LMDBTransaction: WriteTransaction {
         return key
     }
 
+    /// Calls `body` with the index key of `value` for the record whose row key is `id`
+    /// (see ``indexKey(_:id:)``), built in a reused buffer.
+    private func withIndexKey<R>(_ value: Value, id: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        var key: [UInt8] = []
+        swap(&key, &keyScratch)
+        defer { swap(&key, &keyScratch) }
+        key.removeAll(keepingCapacity: true)
+        KeyEncoding.append(value, to: &key)
+        key.append(contentsOf: id)
+        if key.count > environment.maxKeySize {
+            key.removeAll(keepingCapacity: true)
+            key.append(KeyEncoding.overlongTag)
+            key.append(contentsOf: id)
+        }
+        return try key.withUnsafeBytes(body)
+    }
+
     // MARK: - ReadTransaction
 
     func row(_ entity: String, id: Value) throws -> Row? {
         try LMDBErrors.convert(path: path) {
             guard let rows = try rowsDatabase(entity) else { return nil }
-            var key = keyScratch
-            keyScratch = []
-            defer { keyScratch = key }
-            key.removeAll(keepingCapacity: true)
-            KeyEncoding.append(id, to: &key)
-            guard key.count < environment.maxKeySize, let bytes = try get(rows, key) else { return nil }
-            if let row = RowCodec.decode(bytes, names: &names) { return row }
-            return try key.withUnsafeBytes { try decodeRow(bytes, entity: entity, key: $0) }
+            return try KeyEncoding.withEncoded(id) { key -> Row? in
+                guard key.count < environment.maxKeySize, let bytes = try get(rows, key) else { return nil }
+                if let row = RowCodec.decode(bytes, names: &names) { return row }
+                return try decodeRow(bytes, entity: entity, key: key)
+            }
         }
     }
 
@@ -446,7 +547,7 @@ final class LMDBTransaction: WriteTransaction {
     func lastSequence() throws -> UInt64 {
         try LMDBErrors.convert(path: path) {
             // Retention always keeps the newest record, so the log's last key is the newest sequence.
-            guard let log = try database(Catalog.logDatabase) else { return 0 }
+            guard let log = try logDatabase() else { return 0 }
             var newest: UInt64?
             var damaged = false
             try scan(log, reverse: true) { key, _ in
@@ -481,14 +582,22 @@ final class LMDBTransaction: WriteTransaction {
     // MARK: - WriteTransaction
 
     func put(_ entity: EntityDescription, id: Value, row: Row) throws {
-        let key = try idKey(id, entity: entity.name)
-        try perform(.put(entity: operationEntity(entity), key: key, row: row))
+        if !fitsKey(id) { _ = try idKey(id, entity: entity.name) }
+        let index = operationEntity(entity)
+        try perform(.put(entity: index, id: id, row: row)) { try applyPut(index, id: id, row: row, onlyNew: false) }
+    }
+
+    /// One `mdb_put` with `MDB_NOOVERWRITE`: no separate read for the existing row.
+    func insert(_ entity: EntityDescription, id: Value, row: Row) throws -> Bool {
+        if !fitsKey(id) { _ = try idKey(id, entity: entity.name) }
+        let index = operationEntity(entity)
+        return try perform(.insert(entity: index, id: id, row: row)) { try applyPut(index, id: id, row: row, onlyNew: true) }
     }
 
     func delete(_ entity: EntityDescription, id: Value) throws {
-        let key = KeyEncoding.encode(id)
-        guard key.count < environment.maxKeySize else { return }
-        try perform(.delete(entity: operationEntity(entity), key: key))
+        // An id too long for a key was never stored.
+        guard fitsKey(id) else { return }
+        try perform(.delete(entity: operationEntity(entity), id: id))
     }
 
     func record(_ changeSet: ChangeSet) throws {
@@ -497,9 +606,39 @@ final class LMDBTransaction: WriteTransaction {
 
     /// The position of `entity` in ``operationEntities``, adding it when it differs from the last.
     private func operationEntity(_ entity: EntityDescription) -> Int {
-        if let last = operationEntities.last, last == entity { return operationEntities.count - 1 }
+        let last = operationEntities.count - 1
+        if last >= 0 {
+            // A bulk write passes the very same description every time. Its bits equal to
+            // those of the copy kept in `operationEntities` mean the same string storage and
+            // array buffers (the copy keeps them alive, so no address can have been reused),
+            // hence an equal description, without the copies `==` on a stored element costs
+            // (four retains and releases per put). Other bits prove nothing: `==` decides.
+            let sameBits = withUnsafeBytes(of: entity) { bits in
+                lastEntityBits.withUnsafeBytes { sameBytes(bits, $0) }
+            }
+            if sameBits { return last }
+            if operationEntities.withUnsafeBufferPointer({ $0[last] == entity }) {
+                // Equal but another copy: keep this one, so its next puts take the fast path.
+                operationEntities[last] = entity
+                rememberBits(of: entity)
+                return last
+            }
+        }
         operationEntities.append(entity)
+        rememberBits(of: entity)
         return operationEntities.count - 1
+    }
+
+    /// Sets ``lastEntityBits``, in place when it has the size (no allocation per put for a
+    /// caller that passes a fresh copy of its description every time).
+    private func rememberBits(of entity: EntityDescription) {
+        withUnsafeBytes(of: entity) { bits in
+            if lastEntityBits.count == bits.count {
+                lastEntityBits.withUnsafeMutableBytes { $0.copyMemory(from: bits) }
+            } else {
+                lastEntityBits = Array(bits)
+            }
+        }
     }
 
     /// Creates (or checks) the metadata of the store; run by the first write on open.
@@ -509,64 +648,92 @@ final class LMDBTransaction: WriteTransaction {
 
     // MARK: - Applying operations
 
-    private func applyPut(_ entity: EntityDescription, key: [UInt8], row: Row) throws {
-        try ensureEntity(entity)
-        guard let rows = try rowsDatabase(entity.name, create: true) else { return }
-        var old: Row?
-        if !entity.indexes.isEmpty, let bytes = try get(rows, key) {
-            old = try? key.withUnsafeBytes { try decodeRow(bytes, entity: entity.name, key: $0) }
-        }
-        try put(rows, key, RowCodec.encode(row))
-        for column in entity.indexes {
-            guard let index = try indexDatabase(entity.name, column, create: true) else { continue }
-            let newKey = indexKey(row.value(column), id: key)
-            if let old {
-                let oldKey = indexKey(old.value(column), id: key)
-                if oldKey == newKey { continue }
-                try del(index, oldKey)
+    /// Stores `row` under `id` and updates the entity's indexes. With `onlyNew` (an insert),
+    /// returns false, writing nothing at all, when a row has that id.
+    private func applyPut(_ entityIndex: Int, id: Value, row: Row, onlyNew: Bool) throws -> Bool {
+        let entity = operationEntities[entityIndex]
+        guard let rows = try rowsDatabase(entity.name, create: true) else { return false }
+        return try KeyEncoding.withEncoded(id) { key in
+            var old: Row?
+            if onlyNew {
+                guard try putRow(rows, key, row, onlyNew: true) else { return false }
+                // After the row, so that an index this description adds is built including it
+                // (writing its entry again below is harmless).
+                try ensureEntity(entityIndex)
+            } else {
+                try ensureEntity(entityIndex)
+                if !entity.indexes.isEmpty, let bytes = try get(rows, key) {
+                    old = try? decodeRow(bytes, entity: entity.name, key: key)
+                }
+                _ = try putRow(rows, key, row, onlyNew: false)
             }
-            try put(index, newKey, [])
+            for column in entity.indexes {
+                guard let index = try indexDatabase(entity.name, column, create: true) else { continue }
+                let value = row.value(column)
+                if let old {
+                    let previous = old.value(column)
+                    // Values that compare equal encode identically: the entry stays.
+                    if Value.compare(previous, value) == 0 { continue }
+                    try withIndexKey(previous, id: key) { try del(index, $0) }
+                }
+                try withIndexKey(value, id: key) { try putEmpty(index, $0) }
+            }
+            return true
         }
     }
 
-    private func applyDelete(_ entity: EntityDescription, key: [UInt8]) throws {
-        guard let rows = try rowsDatabase(entity.name), let bytes = try get(rows, key) else { return }
-        let stored = try storedDescription(entity.name) ?? entity
-        // A row that cannot be decoded is still deleted; its index entries then point
-        // nowhere, which lookups skip.
-        let old = stored.indexes.isEmpty ? nil : try? key.withUnsafeBytes { try decodeRow(bytes, entity: entity.name, key: $0) }
-        try del(rows, key)
-        guard let old else { return }
-        for column in stored.indexes {
-            guard let index = try indexDatabase(entity.name, column) else { continue }
-            try del(index, indexKey(old.value(column), id: key))
+    private func applyDelete(_ entity: EntityDescription, id: Value) throws {
+        guard let rows = try rowsDatabase(entity.name) else { return }
+        try KeyEncoding.withEncoded(id) { key in
+            guard let bytes = try get(rows, key) else { return }
+            let stored = try storedDescription(entity.name) ?? entity
+            // A row that cannot be decoded is still deleted; its index entries then point
+            // nowhere, which lookups skip.
+            let old = stored.indexes.isEmpty ? nil : try? decodeRow(bytes, entity: entity.name, key: key)
+            try del(rows, key)
+            guard let old else { return }
+            for column in stored.indexes {
+                guard let index = try indexDatabase(entity.name, column) else { continue }
+                try withIndexKey(old.value(column), id: key) { try del(index, $0) }
+            }
         }
     }
 
     private func applyRecord(_ sequence: UInt64, _ entries: [ChangeLogEntry]) throws {
-        guard let log = try database(Catalog.logDatabase, create: true) else { return }
-        try put(log, Catalog.bigEndian(sequence), Catalog.encode(entries))
+        guard let log = try logDatabase(create: true) else { return }
+        try withUnsafeBytes(of: sequence.bigEndian) { key in
+            try Catalog.encode(entries).withUnsafeBytes { try put(log, key, $0) }
+        }
         let retention = UInt64(environment.options.logRetention)
         guard sequence > retention else { return }
+        // Usually one record falls out per commit: delete from the front with one cursor.
         let cutoff = sequence - retention
-        while true {
-            var first: [UInt8]?
-            try scan(log) { key, _ in
-                if let number = Catalog.readBigEndian(key), number <= cutoff { first = Array(key) }
-                return false
-            }
-            guard let first else { return }
-            try del(log, first)
+        let txn = try liveTransaction()
+        var cursor: OpaquePointer?
+        try check(mdb_cursor_open(txn, log, &cursor), "open a cursor on the change log")
+        defer { mdb_cursor_close(cursor) }
+        var key = MDB_val()
+        var data = MDB_val()
+        var rc = mdb_cursor_get(cursor, &key, &data, MDB_FIRST)
+        while rc == 0 {
+            guard let number = Catalog.readBigEndian(UnsafeRawBufferPointer(start: key.mv_data, count: key.mv_size)),
+                  number <= cutoff
+            else { return }
+            try check(mdb_cursor_del(cursor, 0), "delete an old change-log record")
+            // After a delete, MDB_NEXT returns the record that followed the deleted one.
+            rc = mdb_cursor_get(cursor, &key, &data, MDB_NEXT)
         }
+        if rc != CLMDB_NOTFOUND { try check(rc, "read the change log") }
     }
 
     /// Makes the stored description of `entity` match: builds indexes it adds, empties
     /// indexes it drops.
-    private func ensureEntity(_ entity: EntityDescription) throws {
-        if let last = lastEnsured, last == entity { return }
+    private func ensureEntity(_ entityIndex: Int) throws {
+        if lastEnsured == entityIndex { return }
+        let entity = operationEntities[entityIndex]
         let stored = try storedDescription(entity.name)
         guard stored != entity else {
-            lastEnsured = entity
+            lastEnsured = entityIndex
             return
         }
         guard let meta = try database(Catalog.metaDatabase, create: true),
@@ -591,8 +758,9 @@ final class LMDBTransaction: WriteTransaction {
             for entry in entries { try put(index, entry, []) }
         }
         try put(meta, Catalog.entityKey(entity.name), Catalog.encode(entity))
-        descriptions[entity.name] = .some(entity)
-        lastEnsured = entity
+        written[entity.name] = entity
+        lastDescription = (entity.name, entity)
+        lastEnsured = entityIndex
     }
 
     private func applyPrepareStore() throws {

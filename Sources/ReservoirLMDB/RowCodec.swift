@@ -20,7 +20,16 @@ enum RowCodec {
     // MARK: - Encoding
 
     static func encode(_ row: Row) -> [UInt8] {
-        // Two passes: the exact size, then the bytes written straight into one allocation.
+        let size = encodedSize(row)
+        return [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+            initialized = 0
+            guard let base = buffer.baseAddress else { return }
+            initialized = write(row, to: base)
+        }
+    }
+
+    /// The exact number of bytes ``write(_:to:)`` writes for `row`.
+    static func encodedSize(_ row: Row) -> Int {
         row.columns.withUnsafeBufferPointer { columns in
             row.values.withUnsafeBufferPointer { values in
                 var size = 1 + varintLength(UInt64(columns.count))
@@ -37,34 +46,40 @@ enum RowCodec {
                     case let .blob(data): size += varintLength(UInt64(data.count)) + data.count
                     }
                 }
-                return [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
-                    initialized = 0
-                    guard let base = buffer.baseAddress else { return }
-                    var out = RawWriter(base: base)
-                    out.byte(version)
-                    out.varint(UInt64(columns.count))
-                    for i in 0..<columns.count {
-                        out.string(columns[i])
-                        switch values[i] {
-                        case .null:
-                            out.byte(Tag.null.rawValue)
-                        case let .integer(v):
-                            out.byte(Tag.integer.rawValue)
-                            out.varint(zigzag(v))
-                        case let .real(d):
-                            out.byte(Tag.real.rawValue)
-                            out.fixed64(d.bitPattern)
-                        case let .text(text):
-                            out.byte(Tag.text.rawValue)
-                            out.string(text)
-                        case let .blob(data):
-                            out.byte(Tag.blob.rawValue)
-                            out.varint(UInt64(data.count))
-                            out.bytes(data)
-                        }
+                return size
+            }
+        }
+    }
+
+    /// Writes `row` at `base`, which holds ``encodedSize(_:)`` bytes (an LMDB page reserved
+    /// with `MDB_RESERVE`, or a new array); returns the number written.
+    static func write(_ row: Row, to base: UnsafeMutablePointer<UInt8>) -> Int {
+        row.columns.withUnsafeBufferPointer { columns in
+            row.values.withUnsafeBufferPointer { values in
+                var out = RawWriter(base: base)
+                out.byte(version)
+                out.varint(UInt64(columns.count))
+                for i in 0..<columns.count {
+                    out.string(columns[i])
+                    switch values[i] {
+                    case .null:
+                        out.byte(Tag.null.rawValue)
+                    case let .integer(v):
+                        out.byte(Tag.integer.rawValue)
+                        out.varint(zigzag(v))
+                    case let .real(d):
+                        out.byte(Tag.real.rawValue)
+                        out.fixed64(d.bitPattern)
+                    case let .text(text):
+                        out.byte(Tag.text.rawValue)
+                        out.string(text)
+                    case let .blob(data):
+                        out.byte(Tag.blob.rawValue)
+                        out.varint(UInt64(data.count))
+                        out.bytes(data)
                     }
-                    initialized = out.offset
                 }
+                return out.offset
             }
         }
     }
@@ -72,15 +87,10 @@ enum RowCodec {
     @inline(__always)
     static func zigzag(_ i: Int64) -> UInt64 { UInt64(bitPattern: (i << 1) ^ (i >> 63)) }
 
+    /// Bytes of a varint: one per 7 significant bits, at least one.
     @inline(__always)
     static func varintLength(_ value: UInt64) -> Int {
-        var v = value
-        var n = 1
-        while v >= 0x80 {
-            v >>= 7
-            n += 1
-        }
-        return n
+        (64 - (value | 1).leadingZeroBitCount + 6) / 7
     }
 
     static func appendValue(_ value: Value, to out: inout ByteWriter) {
@@ -112,6 +122,12 @@ enum RowCodec {
               let storedCount = reader.varint(), storedCount <= UInt64(bytes.count)
         else { return nil }
         let count = Int(storedCount)
+        if count > 0, count == names.lastColumns.count {
+            var fast = reader
+            if let values = decodeValuesInLastLayout(&fast, count: count, names: names), fast.isAtEnd {
+                return Row(columns: names.lastColumns, values: values)
+            }
+        }
         var values: [Value] = []
         values.reserveCapacity(count)
         // Rows of one entity usually repeat the previous row's column list: share its array.
@@ -132,8 +148,33 @@ enum RowCodec {
         }
         guard reader.isAtEnd else { return nil }
         let finalColumns = columns ?? previous
-        if columns != nil { names.lastColumns = finalColumns }
+        if columns != nil { names.remember(finalColumns) }
         return Row(columns: finalColumns, values: values)
+    }
+
+    /// The values of a row whose columns are exactly the last row's, in its order (the
+    /// usual case in a scan): each name is checked by comparing its encoded bytes, with no
+    /// string built or looked up. Nil when a name differs or the bytes are damaged.
+    @inline(__always)
+    private static func decodeValuesInLastLayout(_ reader: inout ByteReader, count: Int, names: ColumnNameCache) -> [Value]? {
+        // reserveCapacity, not Array(unsafeUninitializedCapacity:): on Linux the latter
+        // looked up the array's generic metadata in the runtime's cache on every row.
+        var values: [Value] = []
+        values.reserveCapacity(count)
+        let complete = names.layout.withUnsafeBytes { layout -> Bool in
+            guard let expected = layout.baseAddress else { return false }
+            var start = 0
+            for position in 0..<count {
+                let end = names.layoutEnds[position]
+                guard reader.skip(matching: UnsafeRawBufferPointer(start: expected + start, count: end - start)),
+                      let value = readValue(&reader)
+                else { return false }
+                values.append(value)
+                start = end
+            }
+            return true
+        }
+        return complete ? values : nil
     }
 
     static func readValue(_ reader: inout ByteReader) -> Value? {
@@ -161,11 +202,26 @@ enum RowCodec {
 /// same strings again and again.
 struct ColumnNameCache {
     /// The column list of the last row decoded.
-    var lastColumns: [String] = []
+    private(set) var lastColumns: [String] = []
+    /// `lastColumns` as the row format stores them (length varint, UTF-8 each), and where
+    /// each one ends: a row with the same columns is recognised by comparing bytes.
+    fileprivate private(set) var layout: [UInt8] = []
+    fileprivate private(set) var layoutEnds: [Int] = []
     private var entries: [(bytes: [UInt8], name: String)] = []
     /// The entry the column at each position matched last: rows of one entity usually
     /// list their columns in the same order, so the first comparison nearly always hits.
     private var byPosition: [Int] = []
+
+    mutating func remember(_ columns: [String]) {
+        lastColumns = columns
+        var writer = ByteWriter()
+        layoutEnds.removeAll(keepingCapacity: true)
+        for column in columns {
+            writer.string(column)
+            layoutEnds.append(writer.bytes.count)
+        }
+        layout = writer.bytes
+    }
 
     mutating func name(for bytes: UnsafeRawBufferPointer, position: Int) -> String? {
         if position < byPosition.count {
@@ -330,6 +386,17 @@ struct ByteReader {
         withUnsafeMutableBytes(of: &value) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + 8])) }
         offset += 8
         return UInt64(littleEndian: value)
+    }
+
+    /// Steps over `expected` when the next bytes are exactly it.
+    @inline(__always)
+    mutating func skip(matching expected: UnsafeRawBufferPointer) -> Bool {
+        let n = expected.count
+        guard buffer.count - offset >= n else { return false }
+        // Column names are short: a byte loop beats calling memcmp.
+        for i in 0..<n where buffer[offset + i] != expected[i] { return false }
+        offset += n
+        return true
     }
 
     mutating func lengthPrefixed() -> UnsafeRawBufferPointer? {

@@ -76,6 +76,101 @@ import Testing
         #expect(log.filter { $0.sequence == 601 }.count == 20_450)
     }
 
+    /// The native insert (`MDB_NOOVERWRITE`) through map growth: each outcome is the one a
+    /// read-then-put would give, and replaying never doubles a row or an index entry nor
+    /// resurrects a refused one.
+    @Test func insertsAndRefusedInsertsReplayExactlyThroughMapGrowth() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.cleanUp() }
+        let backend = try LMDBBackend(path: dir.path + "/env", options: LMDBOptions(try StoreConfiguration("lmdb:\(dir.path)/env?mapsize=64KiB&durability=none")))
+        defer { backend.close() }
+        let entity = Note.schema.entity
+        func row(_ i: Int, _ title: String, priority: Int? = nil) throws -> Row {
+            try RowEncoder().encode(Note(id: i, title: title + String(repeating: "x", count: 100), priority: priority ?? i % 7))
+        }
+        for count in [0, 1, 10, 3_000] {
+            let base = count * 10_000
+            var outcomes: [Bool] = []
+            var bodyRuns = 0
+            let initial = backend.mapSize
+            try backend.write { tx in
+                bodyRuns += 1
+                for i in 0..<count {
+                    outcomes.append(try tx.insert(entity, id: .integer(Int64(base + i)), row: try row(base + i, "first")))
+                    // Refused: the id was inserted just before, and an early one again.
+                    outcomes.append(try tx.insert(entity, id: .integer(Int64(base + i)), row: try row(base + i, "second", priority: 100)))
+                    outcomes.append(try tx.insert(entity, id: .integer(Int64(base)), row: try row(base, "third", priority: 101)))
+                }
+            }
+            #expect(bodyRuns == 1, "count \(count)")
+            #expect(outcomes == (0..<count).flatMap { _ in [true, false, false] }, "count \(count)")
+            if count == 3_000 { #expect(backend.mapSize > initial, "the map grew") }
+            let stored = try backend.read { tx in
+                try tx.fetch(Query(entity: entity, predicate: .and([.compare(column: "id", .greaterOrEqual, .integer(Int64(base))), .compare(column: "id", .less, .integer(Int64(base + 10_000)))])))
+            }
+            #expect(stored.count == count, "count \(count)")
+            #expect(stored.allSatisfy { ($0.value("title").description).contains("first") }, "count \(count)")
+            // One index entry per stored row: the index answers exactly the rows.
+            for priority in 0..<7 {
+                let byIndex = try backend.read { tx in
+                    try tx.fetch(Query(entity: entity, predicate: .and([.compare(column: "priority", .equal, .integer(Int64(priority))), .compare(column: "id", .greaterOrEqual, .integer(Int64(base))), .compare(column: "id", .less, .integer(Int64(base + 10_000)))])))
+                }
+                #expect(byIndex.map(\.description) == stored.filter { $0.value("priority") == .integer(Int64(priority)) }.map(\.description), "count \(count), priority \(priority)")
+            }
+            let indexEntries = try backend.read { tx -> Int in
+                let t = try #require(tx as? LMDBTransaction)
+                // No index database before the first row.
+                guard let index = try t.indexDatabase(entity.name, "priority") else { return 0 }
+                return try t.entryCount(index)
+            }
+            let rowCount = try backend.read { try $0.count(Query(entity: entity)) }
+            #expect(indexEntries == rowCount, "count \(count)")
+        }
+    }
+
+    /// Puts alternating between entities, with descriptions passed as the same value, as
+    /// equal copies and as a changed description, replayed through map growth: every row
+    /// lands in its own entity with its own indexes.
+    @Test func interleavedEntitiesReplayIntoTheRightDatabases() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.cleanUp() }
+        let backend = try LMDBBackend(path: dir.path + "/env", options: LMDBOptions(try StoreConfiguration("lmdb:\(dir.path)/env?mapsize=64KiB&durability=none")))
+        defer { backend.close() }
+        let a = EntityDescription(name: "a", fields: ["id", "n", "text"], indexes: ["n"])
+        func row(_ i: Int, _ n: Int) -> Row {
+            Row(columns: ["id", "n", "text"], values: [.integer(Int64(i)), .integer(Int64(n)), .text(String(repeating: "y", count: 80))])
+        }
+        let initial = backend.mapSize
+        try backend.write { tx in
+            for i in 0..<2_000 {
+                try tx.put(a, id: .integer(Int64(i)), row: row(i, i % 5))
+                // A fresh but equal description every time.
+                let b = EntityDescription(name: "b", fields: ["id", "n", "text"], indexes: i < 1_000 ? [] : ["n"])
+                try tx.put(b, id: .integer(Int64(i)), row: row(i, i % 3))
+            }
+        }
+        #expect(backend.mapSize > initial, "the map grew")
+        try backend.read { tx in
+            for n in 0..<5 {
+                let ids = try tx.fetch(Query(entity: a, predicate: .compare(column: "n", .equal, .integer(Int64(n))))).map(\.description)
+                #expect(ids.count == 400, "a, n \(n)")
+            }
+            let b = EntityDescription(name: "b", fields: ["id", "n", "text"], indexes: ["n"])
+            #expect(try tx.entities().map(\.name) == ["a", "b"])
+            #expect(try tx.entities().last?.indexes == ["n"], "b's description as last written")
+            for n in 0..<3 {
+                // Answered from b's index, built when the index was added mid-transaction.
+                let rows = try tx.fetch(Query(entity: b, predicate: .compare(column: "n", .equal, .integer(Int64(n)))))
+                #expect(rows.count == (0..<2_000).filter { $0 % 3 == n }.count, "b, n \(n)")
+            }
+            let t = try #require(tx as? LMDBTransaction)
+            let aIndex = try #require(try t.indexDatabase("a", "n"))
+            let bIndex = try #require(try t.indexDatabase("b", "n"))
+            #expect(try t.entryCount(aIndex) == 2_000)
+            #expect(try t.entryCount(bIndex) == 2_000)
+        }
+    }
+
     @Test func aMapThatMayNotGrowFurtherIsAFullErrorAndLosesNothing() throws {
         let dir = try TemporaryDirectory()
         defer { dir.cleanUp() }

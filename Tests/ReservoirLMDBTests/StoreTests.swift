@@ -36,6 +36,22 @@ import Testing
         #expect(try reopened.fetch(FetchRequest<Note>(sortBy: [.descending(\.id)], limit: 3)).map(\.id) == [20, 19, 18])
     }
 
+    /// The change log keeps exactly the newest `logretention` change sets, whatever the
+    /// retention, also when a commit removes the only older one.
+    @Test(arguments: [1, 2, 3, 7])
+    func changeLogKeepsTheNewestRetainedChangeSets(retention: Int) throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.cleanUp() }
+        let store = try openStore("lmdb:\(dir.path)/env?logretention=\(retention)")
+        defer { store.close() }
+        for i in 1...12 {
+            try store.write { tx in try tx.insert(Note(id: i, title: "note \(i)")) }
+            let sequences = Set(try store.backend.read { try $0.changeLog(after: 0, limit: 100) }.map(\.sequence))
+            #expect(sequences == Set(UInt64(max(1, i - retention + 1))...UInt64(i)), "retention \(retention), after commit \(i)")
+        }
+        #expect(try store.read { try $0.lastSequence() } == 12)
+    }
+
     @Test func rollbackLeavesNothing() throws {
         let dir = try TemporaryDirectory()
         defer { dir.cleanUp() }

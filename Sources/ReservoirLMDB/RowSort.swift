@@ -1,0 +1,153 @@
+import Reservoir
+
+/// Sorts fetched rows by a query's terms in the contract's order (``QueryEvaluator``'s
+/// `sorted` is the reference), without comparing `Value`s when it can avoid it.
+///
+/// Each term's values are read once. When they are all integers, or all numbers exactly
+/// representable as doubles (with nulls and NaN), they become unsigned keys whose integer
+/// order is the contract's order; other columns keep their values, compared with
+/// `Value.compare`. Rows scanned from the row database are already in id order, so the
+/// id tie-break the query ends with is their position and needs no key. An array of
+/// positions is sorted, then the rows are moved into place. (A radix sort on the keys
+/// measured no faster than this comparison sort for 100,000 rows.)
+enum RowSort {
+    /// One term's values for every row.
+    enum Keys {
+        /// Keys whose unsigned order is the term's order (descending terms inverted).
+        case ordered([UInt64])
+        /// Values compared with `Value.compare`.
+        case values([Value], ascending: Bool)
+    }
+
+    /// Sorts `rows` by `sort`. `inIDOrder`: the rows are in ascending order of `idColumn`
+    /// (a cursor scan of the row database).
+    static func sort(_ rows: inout [Row], by sort: [SortTerm], idColumn: String, inIDOrder: Bool) {
+        guard rows.count > 1, !sort.isEmpty else { return }
+        var terms = sort[...]
+        // The query's sort ends with the id; with rows in id order, the position stands for it.
+        var positionAscending: Bool?
+        if inIDOrder, let last = terms.last, last.column == idColumn {
+            positionAscending = last.ascending
+            terms = terms.dropLast()
+        }
+        if terms.isEmpty {
+            if positionAscending == false { rows.reverse() }
+            return
+        }
+        let keys = terms.map { extract(rows, $0) }
+        var order: [Int] = Array(rows.indices)
+        let tieAscending = positionAscending
+        if keys.count == 1, case let .ordered(k) = keys[0] {
+            // The common "by one field, then id" case, without the loop over terms.
+            k.withUnsafeBufferPointer { k in
+                order.sort { a, b in
+                    if k[a] != k[b] { return k[a] < k[b] }
+                    guard let tieAscending else { return false }
+                    return tieAscending ? a < b : a > b
+                }
+            }
+        } else {
+            order.sort { a, b in
+                for key in keys {
+                    let c = compare(key, a, b)
+                    if c != 0 { return c < 0 }
+                }
+                guard let tieAscending else { return false }
+                return tieAscending ? a < b : a > b
+            }
+        }
+        permute(&rows, to: order)
+    }
+
+    // MARK: - Keys
+
+    /// The term's values as keys: integers, or numbers that doubles hold exactly, become
+    /// ordered keys; anything else stays values.
+    static func extract(_ rows: [Row], _ term: SortTerm) -> Keys {
+        let invert: UInt64 = term.ascending ? 0 : ~0
+        var hint = 0
+        // One pass builds both candidate key arrays until a value rules them out.
+        var integerKeys: [UInt64]? = []
+        var numberKeys: [UInt64]? = []
+        integerKeys?.reserveCapacity(rows.count)
+        numberKeys?.reserveCapacity(rows.count)
+        for row in rows {
+            let value = Self.value(row, term.column, &hint)
+            switch value {
+            case let .integer(i):
+                integerKeys?.append((UInt64(bitPattern: i) ^ (1 << 63)) ^ invert)
+                // A double holds every integer of magnitude up to 2^53 exactly.
+                if i < -(1 << 53) || i > 1 << 53 { numberKeys = nil }
+                numberKeys?.append(numberKey(value) ^ invert)
+            case .real, .null:
+                integerKeys = nil
+                numberKeys?.append(numberKey(value) ^ invert)
+            case .text, .blob:
+                integerKeys = nil
+                numberKeys = nil
+            }
+            if integerKeys == nil && numberKeys == nil { break }
+        }
+        if let keys = integerKeys ?? numberKeys { return .ordered(keys) }
+        hint = 0
+        return .values(rows.map { Self.value($0, term.column, &hint) }, ascending: term.ascending)
+    }
+
+    /// A key ordering null < NaN < every other number (numerically, `-0.0` equal to `0.0`),
+    /// as `Value.compare` does. Only for integers a double holds exactly.
+    @inline(__always)
+    static func numberKey(_ value: Value) -> UInt64 {
+        let d: Double
+        switch value {
+        case let .integer(i): d = Double(i)
+        case let .real(r): d = r
+        default: return 0
+        }
+        if d.isNaN { return 1 }
+        // IEEE order as unsigned integers: flip negatives entirely, set the sign of positives.
+        // The smallest result, -infinity's, is 0x000F_FFFF_FFFF_FFFF, above null's and NaN's.
+        let bits = (d == 0 ? 0.0 : d).bitPattern
+        return bits & (1 << 63) != 0 ? ~bits : bits | (1 << 63)
+    }
+
+    /// `row.value(column)`, trying first where the column was in the previous row.
+    @inline(__always)
+    static func value(_ row: Row, _ column: String, _ hint: inout Int) -> Value {
+        let columns = row.columns
+        if hint < columns.count, columns[hint] == column { return row.values[hint] }
+        guard let index = columns.firstIndex(of: column) else { return .null }
+        hint = index
+        return row.values[index]
+    }
+
+    @inline(__always)
+    static func compare(_ keys: Keys, _ a: Int, _ b: Int) -> Int {
+        switch keys {
+        case let .ordered(k):
+            return k[a] < k[b] ? -1 : (k[a] == k[b] ? 0 : 1)
+        case let .values(v, ascending):
+            let c = Value.compare(v[a], v[b])
+            return ascending ? c : -c
+        }
+    }
+
+    // MARK: - Permutation
+
+    /// Puts `rows[order[i]]` at `i`, in place, cycle by cycle: swaps move rows without
+    /// retaining or releasing them.
+    static func permute(_ rows: inout [Row], to order: [Int]) {
+        var placed = [Bool](repeating: false, count: order.count)
+        rows.withUnsafeMutableBufferPointer { buffer in
+            for start in order.indices where !placed[start] {
+                placed[start] = true
+                var j = start
+                while order[j] != start {
+                    let next = order[j]
+                    buffer.swapAt(j, next)
+                    placed[next] = true
+                    j = next
+                }
+            }
+        }
+    }
+}
