@@ -2,10 +2,10 @@
 /// insert-then-update is one insert, insert-then-delete is nothing, delete-then-insert
 /// is an update, and a record written back to its original row is no change.
 ///
-/// Bulk inserts are the common large transaction, so they cost no hashing: while an
-/// entity has seen only inserts the backend accepted as new, every touch is a distinct
-/// record and touches are simply appended. The id → position index is built the first
-/// time anything else touches the entity.
+/// Bulk inserts are the common large transaction, so they cost no hashing and no copying:
+/// while an entity has seen only inserts the backend accepted as new, every touch is a
+/// distinct record, and the inserts are kept as the change set's own `inserted` list. The
+/// id → position index is built the first time anything else touches the entity.
 struct ChangeTracker {
     private struct Touch {
         var id: Value
@@ -15,18 +15,25 @@ struct ChangeTracker {
 
     private struct EntityTouches {
         var entity: EntityDescription
-        /// In first-touch order.
+        /// Accepted inserts, in order, while nothing else touched the entity (`positions` nil).
+        var fresh: [RowChange] = []
+        /// Every touch in first-touch order, once `positions` exists.
         var touches: [Touch] = []
         /// The position of each id in `touches`; nil while every touch is a fresh insert.
         var positions: [Value: Int]?
 
-        mutating func indexed() -> [Value: Int] {
-            if let positions { return positions }
+        /// Moves fresh inserts into `touches` and indexes them, once.
+        mutating func index() {
+            guard positions == nil else { return }
             var built: [Value: Int] = [:]
-            built.reserveCapacity(touches.count)
-            for (position, touch) in touches.enumerated() { built[touch.id] = position }
+            built.reserveCapacity(fresh.count)
+            touches.reserveCapacity(fresh.count)
+            for insert in fresh {
+                built[insert.id] = touches.count
+                touches.append(Touch(id: insert.id, before: nil, after: insert.row))
+            }
+            fresh = []
             positions = built
-            return built
         }
     }
 
@@ -44,7 +51,7 @@ struct ChangeTracker {
     /// Records that `id` went from `before` to `after`; `before` counts only on first touch.
     mutating func note(_ entity: EntityDescription, id: Value, before: Row?, after: Row?) {
         let slot = position(of: entity)
-        _ = entities[slot].indexed()
+        entities[slot].index()
         if let existing = entities[slot].positions?[id] {
             entities[slot].touches[existing].after = after
         } else {
@@ -61,7 +68,7 @@ struct ChangeTracker {
         if entities[slot].positions == nil {
             // Only fresh inserts so far: none of them can have this id (the backend would
             // have refused it), and nothing was deleted.
-            entities[slot].touches.append(Touch(id: id, before: nil, after: row))
+            entities[slot].fresh.append(RowChange(id: id, row: row))
         } else {
             note(entity, id: id, before: nil, after: row)
         }
@@ -70,7 +77,7 @@ struct ChangeTracker {
     func changeSet(sequence: UInt64) -> ChangeSet? {
         var result: [EntityChanges] = []
         for touched in entities {
-            var changes = EntityChanges(entity: touched.entity.name)
+            var changes = EntityChanges(entity: touched.entity.name, inserted: touched.fresh)
             for touch in touched.touches {
                 switch (touch.before, touch.after) {
                 case (nil, let row?):

@@ -22,6 +22,32 @@ struct IndexedItem: Storable {
     static let schema = Schema<IndexedItem>("indexed_items", fields: [.field(\.id), .field(\.name), .field(\.score), .field(\.rank, indexed: true)])
 }
 
+/// The same records mapped by hand (Storable.makeRow / init(row:)) instead of Codable,
+/// stored as their own entity.
+struct MappedItem: Storable {
+    var id: Int
+    var name: String
+    var score: Double
+    var rank: Int
+    static let schema = Schema<MappedItem>("mapped_items", fields: [.field(\.id), .field(\.name), .field(\.score), .field(\.rank)])
+    static let columns = ["id", "name", "score", "rank"]
+
+    init(_ item: Item) {
+        (id, name, score, rank) = (item.id, item.name, item.score, item.rank)
+    }
+
+    func makeRow() throws -> Row {
+        Row(columns: Self.columns, values: [.integer(Int64(id)), .text(name), .real(score), .integer(Int64(rank))])
+    }
+
+    init(row: Row) throws {
+        id = try row.decode("id")
+        name = try row.decode("name")
+        score = try row.decode("score")
+        rank = try row.decode("rank")
+    }
+}
+
 let count = 100_000
 let commits = 1_000
 let rounds = Int(ProcessInfo.processInfo.environment["ROUNDS"] ?? "5") ?? 5
@@ -29,6 +55,7 @@ var generator = SystemRandomNumberGenerator()
 let items: [Item] = (0..<count).map { i in
     Item(id: i, name: "item \(i) \(String(repeating: "x", count: i % 17))", score: Double((i &* 7919) % 100_003) / 7, rank: i % 1000)
 }
+let mappedItems = items.map(MappedItem.init)
 let lookups: [Int] = (0..<count).shuffled(using: &generator)
 
 /// CPU time of this thread (user + system), so other processes competing for the
@@ -208,6 +235,9 @@ enum Ours {
         results["bulk"] = try seconds {
             try store.write { tx in for item in items { try tx.insert(item) } }
         }
+        results["bulkMapped"] = try seconds {
+            try store.write { tx in for item in mappedItems { try tx.insert(item) } }
+        }
         // The backend SPI alone: rows already encoded, no change tracking.
         let backend = store.backend
         let entity = EntityDescription(name: "spi_items", idColumn: "id", fields: ["id", "name", "score", "rank"])
@@ -226,6 +256,11 @@ enum Ours {
             sorted = try store.fetch(FetchRequest<Item>(sortBy: [.ascending(\.score)]))
         }
         precondition(sorted.count == count)
+        var sortedMapped: [MappedItem] = []
+        results["fetchAllMapped"] = try seconds {
+            sortedMapped = try store.fetch(FetchRequest<MappedItem>(sortBy: [.ascending(\.score)]))
+        }
+        precondition(sortedMapped.map(\.id) == sorted.map(\.id))
         let byScore = try Query(entity: Item.schema.entity, sort: [SortTerm(column: "score")])
         // Kept past the timing, as the raw side keeps its array: neither side times freeing.
         var fetched: [Row] = []
@@ -243,6 +278,14 @@ enum Ours {
             }
         }
         precondition(checksum > 0)
+        results["pointMapped"] = try seconds {
+            try store.read { snapshot in
+                for id in lookups {
+                    guard let item = try snapshot.get(MappedItem.self, id: id) else { fatalError("missing \(id)") }
+                    checksum &+= item.rank
+                }
+            }
+        }
         results["pointSPI"] = try seconds {
             try backend.read { reader in
                 for id in lookups {
@@ -254,6 +297,11 @@ enum Ours {
         results["commits"] = try seconds {
             for i in 0..<commits {
                 try store.write { tx in try tx.insert(Item(id: count + i, name: "single \(i)", score: 1, rank: 1)) }
+            }
+        }
+        results["commitsMapped"] = try seconds {
+            for i in 0..<commits {
+                try store.write { tx in try tx.insert(MappedItem(Item(id: count + i, name: "single \(i)", score: 1, rank: 1))) }
             }
         }
         // What the core asks of the backend per commit, rows encoded beforehand: the last
@@ -277,7 +325,7 @@ enum Ours {
     }
 }
 
-// MARK: - Profiling aid: PROFILE=fetch|point runs one operation in a loop, for perf.
+// MARK: - Profiling aid: PROFILE=fetch|point|commits|spicommits|bulk|mappedbulk|mappedfetch runs one operation in a loop, for perf.
 
 if let mode = ProcessInfo.processInfo.environment["PROFILE"] {
     let path = temporaryDirectory("profile")
@@ -285,6 +333,9 @@ if let mode = ProcessInfo.processInfo.environment["PROFILE"] {
     let store = try Store.open("lmdb:\(path)/env?durability=none&mapsize=1GiB", registry: BackendRegistry([.lmdb]))
     if mode == "fetch" || mode == "point" {
         try store.write { tx in for item in items { try tx.insert(item) } }
+    }
+    if mode == "mappedfetch" {
+        try store.write { tx in for item in mappedItems { try tx.insert(item) } }
     }
     let byScore = try Query(entity: Item.schema.entity, sort: [SortTerm(column: "score")])
     let rows = try items.map { try RowEncoder().encode($0) }
@@ -311,6 +362,12 @@ if let mode = ProcessInfo.processInfo.environment["PROFILE"] {
                     }
                 }
                 _ = lastSequence
+            } else if mode == "mappedbulk" {
+                let fresh = try Store.open("lmdb:\(path)/mapped\(round)?durability=none&mapsize=1GiB", registry: BackendRegistry([.lmdb]))
+                defer { fresh.close() }
+                try fresh.write { tx in for item in mappedItems { try tx.insert(item) } }
+            } else if mode == "mappedfetch" {
+                _ = try store.fetch(FetchRequest<MappedItem>(sortBy: [.ascending(\.score)]))
             } else if mode == "bulk" {
                 let entity = EntityDescription(name: "spi_items_\(round)", idColumn: "id", fields: ["id", "name", "score", "rank"])
                 try store.backend.write { tx in
@@ -354,12 +411,16 @@ print("| --- | ---: | ---: | ---: | ---: |")
     print("| \(name) | \(rs) | \(os) | \(String(format: "%.2fx", ratio)) \(ratio <= target ? "ok" : "MISS") | ≤ \(String(format: "%.0f", target))x |")
 }
 line("bulk insert, one transaction (Store.insert, Codable)", "bulk", "bulk", target: 2)
+line("bulk insert, one transaction (Store.insert, mapped by hand)", "bulk", "bulkMapped", target: 2)
 line("bulk insert, one transaction (backend SPI put of rows)", "bulk", "bulkSPI", target: 2)
 line("fetch-all sorted by score (scan, decode, sort)", "fetchAll", "fetchAll", target: 3)
+line("fetch-all sorted by score (Store.fetch, mapped by hand)", "fetchAll", "fetchAllMapped", target: 3)
 line("fetch-all sorted by score (backend SPI rows)", "fetchAll", "fetchAllSPI", target: 3)
 line("100,000 point reads (Snapshot.get, decode)", "point", "point", per: count, target: 3)
+line("100,000 point reads (Snapshot.get, mapped by hand)", "point", "pointMapped", per: count, target: 3)
 line("100,000 point reads (backend SPI row)", "point", "pointSPI", per: count, target: 3)
 line("1,000 single-record commits, no sync", "commits", "commits", per: commits, target: 3)
+line("1,000 single-record commits, no sync (mapped by hand)", "commits", "commitsMapped", per: commits, target: 3)
 line("1,000 single-record commits, no sync (backend SPI insert and log record)", "commits", "commitsSPI", per: commits, target: 3)
 if let named = raw["namedCommits"], let o = ours["commits"] {
     print("raw C API, 1,000 commits of a record plus a log record into two named databases: \(ms(named)) (\(us(named, per: commits))); Reservoir is \(String(format: "%.2fx", o / named)) that")
