@@ -343,7 +343,7 @@ if let mode = ProcessInfo.processInfo.environment["PROFILE"] {
         let t = try seconds {
             if mode == "commits" {
                 for i in 0..<commits {
-                    try store.write { tx in try tx.upsert(Item(id: count + i, name: "single \(i)", score: 1, rank: 1)) }
+                    try store.write { tx in try tx.insert(Item(id: count + round * commits + i, name: "single \(i)", score: 1, rank: 1)) }
                 }
             } else if mode == "spicommits" || mode == "nolog" {
                 let entity = Item.schema.entity
