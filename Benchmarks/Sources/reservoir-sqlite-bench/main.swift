@@ -8,8 +8,8 @@
 // both alike. Both sides use WAL mode with synchronous=NORMAL. A third column times the
 // backend alone through the StorageBackend SPI with pre-encoded rows; a fourth, Store with the
 // records mapped by hand (Storable.makeRow / init(row:)) instead of Codable.
-// BENCH_PROFILE=bulk|fetch|reads|commits|spi|spibulk|spicommits|mappedbulk|codec runs one part
-// alone, for a profiler.
+// BENCH_PROFILE=bulk|fetch|reads|commits|spi|spibulk|spicommits|rawcommits|mappedbulk|codec runs
+// one part alone, for a profiler (BENCH_NOLOG=1 with spicommits leaves the change log out).
 import CSQLiteRaw
 import Foundation
 import Reservoir
@@ -417,6 +417,25 @@ if ProcessInfo.processInfo.environment["BENCH_PROFILE"] == "codec" {
     }
     exit(0)
 }
+if ProcessInfo.processInfo.environment["BENCH_PROFILE"] == "rawcommits" {
+    do {  // scoped, so the defers clean up before exit
+        let directory = scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = RawDatabase(path: directory.appendingPathComponent("raw.sqlite").path)
+        database.insert(items)
+        for round in 0..<repetitions {
+            let time = measure {
+                for index in 0..<commitCount {
+                    var item = items[lookupOrder[index] - 1]
+                    item.score += Double(round + 1)
+                    database.update(item)
+                }
+            }
+            say("raw commits \(format(time, per: commitCount))")
+        }
+    }
+    exit(0)
+}
 if ProcessInfo.processInfo.environment["BENCH_PROFILE"] == "spicommits" {
     do {  // scoped, so the defers clean up before exit
         let rows = try items.map { try RowEncoder().encode($0) }
@@ -425,8 +444,13 @@ if ProcessInfo.processInfo.environment["BENCH_PROFILE"] == "spicommits" {
         defer { try? FileManager.default.removeItem(at: directory) }
         let backend = try SQLiteBackend(path: directory.appendingPathComponent("spi.sqlite").path)
         defer { backend.close() }
-        try backend.write { tx in for row in rows { try tx.put(entity, id: row.value("id"), row: row) } }
-        var sequence: UInt64 = 0
+        try backend.write { tx in
+            for row in rows { try tx.put(entity, id: row.value("id"), row: row) }
+            try tx.record(ChangeSet(sequence: 1, entities: [EntityChanges(entity: "items", inserted: rows.map { RowChange(id: $0.value("id"), row: $0) })]))
+        }
+        var sequence: UInt64 = 1
+        // BENCH_NOLOG=1 leaves the change log out, to see what it costs (not a valid store).
+        let logs = ProcessInfo.processInfo.environment["BENCH_NOLOG"] == nil
         for _ in 0..<repetitions {
             let time = try measure {
                 for index in 0..<commitCount {
@@ -435,7 +459,9 @@ if ProcessInfo.processInfo.environment["BENCH_PROFILE"] == "spicommits" {
                     sequence += 1
                     try backend.write { tx in
                         try tx.put(entity, id: row.value("id"), row: row)
-                        try tx.record(ChangeSet(sequence: sequence, entities: [EntityChanges(entity: "items", updated: [RowChange(id: row.value("id"), row: row)])]))
+                        if logs {
+                            try tx.record(ChangeSet(sequence: sequence, entities: [EntityChanges(entity: "items", updated: [RowChange(id: row.value("id"), row: row)])]))
+                        }
                     }
                 }
             }
