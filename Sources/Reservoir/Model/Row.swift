@@ -62,12 +62,14 @@ public struct Row: Sendable {
     /// The value of `column`, with a missing column read as null.
     @inlinable
     public func value(_ column: String) -> Value {
-        self[column] ?? .null
+        guard let position = index(of: column) else { return .null }
+        return values[position]
     }
 
     /// The value of `column` read as `T`, for ``Storable/init(row:)`` written by hand. A
     /// missing column reads as null, so an optional field added later reads as nil. Throws
     /// `.typeMismatch` naming the column when the stored value cannot be a `T`.
+    @inlinable
     public func decode<T: ValueConvertible>(_ column: String, as type: T.Type = T.self) throws -> T {
         do {
             return try T.fromValue(value(column))

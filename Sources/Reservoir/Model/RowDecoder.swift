@@ -39,6 +39,7 @@ public struct RowDecoder: Sendable {
 
 extension ReservoirError {
     /// The same error with the column it concerns named in front, once.
+    @usableFromInline
     func inColumn(_ column: String) -> ReservoirError {
         let prefix = "column \"\(column)\": "
         guard !message.hasPrefix(prefix) else { return self }
