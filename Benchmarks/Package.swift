@@ -8,6 +8,8 @@ let package = Package(
     platforms: [.macOS(.v13)],
     dependencies: [
         .package(name: "Reservoir", path: ".."),
+        // For comparison only: a widely used Swift SQLite library, with Codable records.
+        .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
     ],
     targets: [
         // The raw C API the backend is compared against, through its own module map.
@@ -22,6 +24,7 @@ let package = Package(
                 "CSQLiteRaw",
                 .product(name: "Reservoir", package: "Reservoir"),
                 .product(name: "ReservoirSQLite", package: "Reservoir"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
     ],

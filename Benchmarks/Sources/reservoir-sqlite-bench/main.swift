@@ -7,13 +7,18 @@
 // database each time), raw and Reservoir alternating so load from other processes falls on
 // both alike. Both sides use WAL mode with synchronous=NORMAL. A third column times the
 // backend alone through the StorageBackend SPI with pre-encoded rows; a fourth, Store with the
-// records mapped by hand (Storable.makeRow / init(row:)) instead of Codable.
+// records mapped by hand (Storable.makeRow / init(row:)) instead of Codable; a fifth, GRDB
+// 7.10.0 with Codable records, for comparison (a benchmark dependency only).
 // BENCH_PROFILE=bulk|fetch|reads|commits|spi|spibulk|spicommits|rawcommits|mappedbulk|codec runs
 // one part alone, for a profiler (BENCH_NOLOG=1 with spicommits leaves the change log out).
 import CSQLiteRaw
 import Foundation
+import GRDB
 import Reservoir
 import ReservoirSQLite
+
+/// GRDB has a Row too; this file means Reservoir's.
+typealias Row = Reservoir.Row
 
 struct Item: Storable {
     var id: Int
@@ -193,6 +198,39 @@ final class RawDatabase {
     }
 }
 
+// MARK: - GRDB, for comparison
+
+/// The same record as a GRDB Codable record.
+struct GRDBItem: Codable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "items"
+    var id: Int
+    var name: String
+    var score: Double
+    var count: Int
+    var tag: String?
+
+    init(_ item: Item) {
+        (id, name, score, count, tag) = (item.id, item.name, item.score, item.count, item.tag)
+    }
+}
+
+/// GRDB 7 with a DatabasePool (WAL) and synchronous=NORMAL, as the other sides run.
+func openGRDB(_ path: String) throws -> DatabasePool {
+    var configuration = Configuration()
+    configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+    let pool = try DatabasePool(path: path, configuration: configuration)
+    try pool.write { db in
+        try db.create(table: "items", ifNotExists: true) { table in
+            table.primaryKey("id", .integer)
+            table.column("name", .text).notNull()
+            table.column("score", .double).notNull()
+            table.column("count", .integer).notNull()
+            table.column("tag", .text)
+        }
+    }
+    return pool
+}
+
 // MARK: - Runs
 
 struct Figures {
@@ -242,7 +280,11 @@ nonisolated(unsafe) var checksum = 0
 
 /// Runs both sides, alternating raw and Reservoir within each repetition so that load
 /// from other processes on the machine falls on both alike; keeps the best time of each.
-@MainActor func runBoth(rows: [Row]) throws -> (raw: Figures, reservoir: Figures, mapped: Figures, spi: Figures) {
+@MainActor func runBoth(rows: [Row]) throws -> (raw: Figures, reservoir: Figures, mapped: Figures, spi: Figures, grdb: Figures) {
+    var grdb = Figures()
+    let grdbItems = items.map(GRDBItem.init)
+    let grdbDirectory = scratchDirectory()
+    defer { try? FileManager.default.removeItem(at: grdbDirectory) }
     var raw = Figures()
     var reservoir = Figures()
     var mapped = Figures()
@@ -292,6 +334,12 @@ nonisolated(unsafe) var checksum = 0
                 }
             })
         }
+        do {
+            let scratch = repetition == 0 ? grdbDirectory : scratchDirectory()
+            defer { if repetition > 0 { try? FileManager.default.removeItem(at: scratch) } }
+            let pool = try openGRDB(scratch.appendingPathComponent("grdb.sqlite").path)
+            grdb.bulkInsert = min(grdb.bulkInsert, try measure { try pool.write { db in for item in grdbItems { try item.insert(db) } } })
+        }
         if repetition > 0 {
             try? FileManager.default.removeItem(at: rawScratch)
             try? FileManager.default.removeItem(at: reservoirScratch)
@@ -300,6 +348,7 @@ nonisolated(unsafe) var checksum = 0
     say("bulk insert done")
 
     let database = RawDatabase(path: rawPath)
+    let grdbPool = try openGRDB(grdbDirectory.appendingPathComponent("grdb.sqlite").path)
     let store = try Store.open(reservoirPath, registry: registry)
     defer { store.close() }
     let backend = try SQLiteBackend(path: spiDirectory.appendingPathComponent("spi.sqlite").path)
@@ -317,6 +366,9 @@ nonisolated(unsafe) var checksum = 0
         raw.fetchAll = min(raw.fetchAll, measure { checksum &+= database.fetchAllSorted().count })
         reservoir.fetchAll = min(reservoir.fetchAll, try measure { checksum &+= try store.fetch(sorted).count })
         mapped.fetchAll = min(mapped.fetchAll, try measure { checksum &+= try store.fetch(mappedSorted).count })
+        grdb.fetchAll = min(grdb.fetchAll, try measure {
+            checksum &+= try grdbPool.read { db in try GRDBItem.order(Column("name"), Column("id")).fetchAll(db) }.count
+        })
         spi.fetchAll = min(spi.fetchAll, try measure { checksum &+= try backend.read { try $0.fetch(sortedQuery) }.count })
     }
     say("fetch all done")
@@ -327,6 +379,9 @@ nonisolated(unsafe) var checksum = 0
         })
         mapped.pointReads = min(mapped.pointReads, try measure {
             for id in lookupOrder { checksum &+= try store.get(MappedItem.self, id: id)?.count ?? 0 }
+        })
+        grdb.pointReads = min(grdb.pointReads, try measure {
+            for id in lookupOrder { checksum &+= try grdbPool.read { db in try GRDBItem.fetchOne(db, key: id) }?.count ?? 0 }
         })
         spi.pointReads = min(spi.pointReads, try measure {
             for id in lookupOrder { checksum &+= try backend.read { try $0.row("items", id: .integer(Int64(id))) }?.count ?? 0 }
@@ -355,6 +410,13 @@ nonisolated(unsafe) var checksum = 0
                 try store.write { try $0.update(item) }
             }
         })
+        grdb.commits = min(grdb.commits, try measure {
+            for index in 0..<commitCount {
+                var item = grdbItems[lookupOrder[index] - 1]
+                item.score += Double(repetition + 21)
+                try grdbPool.write { db in try item.update(db) }
+            }
+        })
         spi.commits = min(spi.commits, try measure {
             for index in 0..<commitCount {
                 var row = rows[lookupOrder[index] - 1]
@@ -367,7 +429,7 @@ nonisolated(unsafe) var checksum = 0
             }
         })
     }
-    return (raw, reservoir, mapped, spi)
+    return (raw, reservoir, mapped, spi, grdb)
 }
 
 /// Unbuffered, so progress shows when the output is a file.
@@ -525,23 +587,25 @@ if let operation = ProcessInfo.processInfo.environment["BENCH_PROFILE"] {
     exit(0)
 }
 say("SQLite \(String(cString: sqlite3_libversion())), \(recordCount) records, best of \(repetitions)")
-let (raw, reservoir, mapped, spi) = try runBoth(rows: try items.map { try RowEncoder().encode($0) })
-let rows: [(String, Duration, Duration, Duration, Duration, Int, String)] = [
-    ("bulk insert, one transaction", raw.bulkInsert, reservoir.bulkInsert, mapped.bulkInsert, spi.bulkInsert, 1, "1.5×"),
-    ("fetch all, sorted, decoded", raw.fetchAll, reservoir.fetchAll, mapped.fetchAll, spi.fetchAll, 1, "1.5×"),
-    ("point read (per read)", raw.pointReads, reservoir.pointReads, mapped.pointReads, spi.pointReads, recordCount, "2×"),
-    ("single-record commit (per commit)", raw.commits, reservoir.commits, mapped.commits, spi.commits, commitCount, "1.5×"),
+let (raw, reservoir, mapped, spi, grdb) = try runBoth(rows: try items.map { try RowEncoder().encode($0) })
+let rows: [(String, Duration, Duration, Duration, Duration, Duration, Int, String)] = [
+    ("bulk insert, one transaction", raw.bulkInsert, reservoir.bulkInsert, mapped.bulkInsert, spi.bulkInsert, grdb.bulkInsert, 1, "1.5×"),
+    ("fetch all, sorted, decoded", raw.fetchAll, reservoir.fetchAll, mapped.fetchAll, spi.fetchAll, grdb.fetchAll, 1, "1.5×"),
+    ("point read (per read)", raw.pointReads, reservoir.pointReads, mapped.pointReads, spi.pointReads, grdb.pointReads, recordCount, "2×"),
+    ("single-record commit (per commit)", raw.commits, reservoir.commits, mapped.commits, spi.commits, grdb.commits, commitCount, "1.5×"),
 ]
 func pad(_ text: String, _ width: Int) -> String { text + String(repeating: " ", count: max(0, width - text.count)) }
 say(pad("operation", 35) + pad("raw C API", 11) + pad("target", 8) + pad("Store", 11) + pad("ratio", 8)
-    + pad("mapped", 11) + pad("ratio", 8) + pad("SPI rows", 11) + "ratio")
-for (name, rawTime, storeTime, mappedTime, spiTime, count, target) in rows {
+    + pad("mapped", 11) + pad("ratio", 8) + pad("SPI rows", 11) + pad("ratio", 8) + pad("GRDB", 11) + "ratio")
+for (name, rawTime, storeTime, mappedTime, spiTime, grdbTime, count, target) in rows {
     say(pad(name, 35) + pad(format(rawTime, per: count), 11) + pad("≤ " + target, 8)
         + pad(format(storeTime, per: count), 11) + pad(ratio(storeTime, rawTime), 8)
         + pad(format(mappedTime, per: count), 11) + pad(ratio(mappedTime, rawTime), 8)
-        + pad(format(spiTime, per: count), 11) + ratio(spiTime, rawTime))
+        + pad(format(spiTime, per: count), 11) + pad(ratio(spiTime, rawTime), 8)
+        + pad(format(grdbTime, per: count), 11) + ratio(grdbTime, rawTime))
 }
 say("Store: through Store with Codable records (what apps see). mapped: through Store with the same")
 say("records mapped by hand (Storable.makeRow and init(row:)). SPI rows: the SQLite backend alone,")
 say("through the StorageBackend SPI with pre-encoded rows (fetch yields Rows, not decoded records).")
+say("GRDB: GRDB 7.10.0 with Codable records (DatabasePool, WAL, synchronous=NORMAL), for comparison.")
 say("(checksum \(checksum))")
