@@ -57,7 +57,7 @@ private struct RowDecoding: Decoder {
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        KeyedDecodingContainer(RowKeyedDecodingContainer<Key>(row: row, cursor: ColumnCursor()))
+        KeyedDecodingContainer(RowKeyedDecodingContainer<Key>(cursor: ColumnCursor(row: row)))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
@@ -69,36 +69,48 @@ private struct RowDecoding: Decoder {
     }
 }
 
-/// Where the next column probably is: records decode their fields in the order they were
-/// encoded, so trying the column after the last one found usually avoids a search.
+/// The row being decoded and where its next column probably is: records decode their
+/// fields in the order they were encoded, so trying the column after the last one found
+/// usually avoids a search. One reference, so copies of the container (one per field
+/// through `KeyedDecodingContainer`'s box) cost one retain. Lives for one `decode` call on
+/// one thread, so it opts out of dynamic exclusivity checks.
 private final class ColumnCursor {
-    var next = 0
-}
+    let columns: [String]
+    let values: [Value]
+    @exclusivity(unchecked) private var next = 0
 
-private struct RowKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
-    let row: Row
-    let cursor: ColumnCursor
-    var codingPath: [any CodingKey] { [] }
+    init(row: Row) {
+        columns = row.columns
+        values = row.values
+    }
 
-    var allKeys: [Key] { row.columns.compactMap { Key(stringValue: $0) } }
-
-    func contains(_ key: Key) -> Bool { position(of: key.stringValue) != nil }
-
-    private func position(of column: String) -> Int? {
-        let columns = row.columns
-        let guess = cursor.next
+    func position(of column: String) -> Int? {
+        let guess = next
         if guess < columns.count, columns[guess] == column {
-            cursor.next = guess + 1
+            next = guess + 1
             return guess
         }
         guard let found = columns.firstIndex(of: column) else { return nil }
-        cursor.next = found + 1
+        next = found + 1
         return found
     }
 
+    func value(_ column: String) -> Value {
+        guard let index = position(of: column) else { return .null }
+        return values[index]
+    }
+}
+
+private struct RowKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
+    let cursor: ColumnCursor
+    var codingPath: [any CodingKey] { [] }
+
+    var allKeys: [Key] { cursor.columns.compactMap { Key(stringValue: $0) } }
+
+    func contains(_ key: Key) -> Bool { cursor.position(of: key.stringValue) != nil }
+
     private func value(_ key: Key) -> Value {
-        guard let index = position(of: key.stringValue) else { return .null }
-        return row.values[index]
+        cursor.value(key.stringValue)
     }
 
     private func read<T: ValueConvertible>(_ type: T.Type, _ key: Key) throws -> T {
