@@ -339,7 +339,7 @@ if let mode = ProcessInfo.processInfo.environment["PROFILE"] {
     }
     let byScore = try Query(entity: Item.schema.entity, sort: [SortTerm(column: "score")])
     let rows = try items.map { try RowEncoder().encode($0) }
-    for round in 0..<20 {
+    for round in 0..<(Int(ProcessInfo.processInfo.environment["PROFILE_ROUNDS"] ?? "20") ?? 20) {
         let t = try seconds {
             if mode == "commits" {
                 for i in 0..<commits {
