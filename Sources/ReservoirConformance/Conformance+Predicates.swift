@@ -89,6 +89,25 @@ extension ConformanceSuite {
             }
         },
 
+        ConformanceCase("predicates", "an integer id compared with text follows the order") { context in
+            // Integer-id entities may get an integer key (SQLite: INTEGER PRIMARY KEY, whose
+            // affinity would read '3' as 3); text still never equals a number.
+            try context.store.insertItems(standardItems)
+            let all: [Value] = (1...9).map { .integer(Int64($0)) }
+            let cases: [(String, RowPredicate, [Value])] = [
+                ("id == '3'", .compare(column: "id", .equal, .text("3")), []),
+                ("id != '3'", .compare(column: "id", .notEqual, .text("3")), all),
+                ("id < '3' (numbers below text)", .compare(column: "id", .less, .text("3")), all),
+                ("id >= '' ", .compare(column: "id", .greaterOrEqual, .text("")), []),
+                ("id in ('3', 4)", .isIn(column: "id", [.text("3"), .integer(4)]), [.integer(4)]),
+                ("id == 3.0", .compare(column: "id", .equal, .real(3.0)), [.integer(3)]),
+            ]
+            for (label, predicate, expected) in cases {
+                let query = try Query(entity: Item.schema.entity, predicate: predicate)
+                try expectEqual(try context.store.read { try $0.rows(query) }.map { $0.value("id") }, expected, label)
+            }
+        },
+
         ConformanceCase("predicates", "and, or, not are two-valued") { context in
             try context.store.insertItems(standardItems)
             let cases: [(String, FetchRequest<Item>, [Int])] = [

@@ -35,24 +35,36 @@ enum Catalog {
 
     // MARK: - Entity descriptions
 
+    /// Version 1: name, id column, fields, indexes. Version 2 adds a flags byte (bit 0:
+    /// integer ids); it is written only when a flag is set, so descriptions without flags
+    /// stay readable by code that knows version 1 alone.
     static func encode(_ entity: EntityDescription) -> [UInt8] {
+        let flags: UInt8 = entity.integerIDs ? 1 : 0
         var out = ByteWriter()
-        out.bytes.append(1)
+        out.bytes.append(flags == 0 ? 1 : 2)
         out.string(entity.name)
         out.string(entity.idColumn)
         out.varint(UInt64(entity.fields.count))
         for field in entity.fields { out.string(field) }
         out.varint(UInt64(entity.indexes.count))
         for index in entity.indexes { out.string(index) }
+        if flags != 0 { out.bytes.append(flags) }
         return out.bytes
     }
 
     static func decodeEntity(_ bytes: UnsafeRawBufferPointer) -> EntityDescription? {
         var reader = ByteReader(bytes)
-        guard reader.byte() == 1, let name = reader.string(), let idColumn = reader.string(),
-              let fields = reader.strings(), let indexes = reader.strings(), reader.isAtEnd
+        guard let version = reader.byte(), version == 1 || version == 2,
+              let name = reader.string(), let idColumn = reader.string(),
+              let fields = reader.strings(), let indexes = reader.strings()
         else { return nil }
-        return EntityDescription(name: name, idColumn: idColumn, fields: fields, indexes: indexes)
+        var flags: UInt8 = 0
+        if version == 2 {
+            guard let stored = reader.byte(), stored & ~1 == 0 else { return nil }
+            flags = stored
+        }
+        guard reader.isAtEnd else { return nil }
+        return EntityDescription(name: name, idColumn: idColumn, fields: fields, indexes: indexes, integerIDs: flags & 1 != 0)
     }
 
     // MARK: - Change-log records

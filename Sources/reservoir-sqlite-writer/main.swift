@@ -32,7 +32,7 @@ let path = arguments[1]
 switch arguments[2] {
 case "store":
     guard arguments.count == 5, let id = Int64(arguments[3]) else { fail("store needs ID (an integer) and TITLE") }
-    let entity = EntityDescription(name: "todos", fields: ["id", "title", "done", "priority", "note"], indexes: ["priority"])
+    let entity = EntityDescription(name: "todos", fields: ["id", "title", "done", "priority", "note"], indexes: ["priority"], integerIDs: true)
     do {
         let store = try Store.open("sqlite:" + path, registry: BackendRegistry([.sqlite]))
         try store.write { tx in
@@ -61,7 +61,7 @@ case "many":
     guard arguments.count == 5, let first = Int64(arguments[3]), let count = Int64(arguments[4]), count > 0 else {
         fail("many needs FIRST and COUNT, integers")
     }
-    let entity = EntityDescription(name: "todos", fields: ["id", "title", "done", "priority", "note"], indexes: ["priority"])
+    let entity = EntityDescription(name: "todos", fields: ["id", "title", "done", "priority", "note"], indexes: ["priority"], integerIDs: true)
     do {
         let store = try Store.open("sqlite:" + path, registry: BackendRegistry([.sqlite]))
         for id in first..<(first + count) {
@@ -77,7 +77,7 @@ case "many":
 
 case "crash":
     guard let count = Int64(arguments[3]), count > 0 else { fail("crash needs COUNT, a positive integer") }
-    let entity = EntityDescription(name: "todos", fields: ["id", "title", "done", "priority", "note"], indexes: ["priority"])
+    let entity = EntityDescription(name: "todos", fields: ["id", "title", "done", "priority", "note"], indexes: ["priority"], integerIDs: true)
     do {
         let store = try Store.open("sqlite:" + path, registry: BackendRegistry([.sqlite]))
         for id in 1...count {

@@ -82,7 +82,8 @@ public struct Schema<Root: Storable>: @unchecked Sendable {
         self.entityDescription = EntityDescription(
             name: name, idColumn: idColumn,
             fields: self.fields.map { $0.column },
-            indexes: self.fields.filter { $0.indexed }.map { $0.column }
+            indexes: self.fields.filter { $0.indexed }.map { $0.column },
+            integerIDs: Root.ID.self == Int.self || Root.ID.self == Int64.self
         )
     }
 
@@ -130,12 +131,16 @@ public struct EntityDescription: Sendable, Hashable, CustomStringConvertible {
     public var fields: [String]
     /// Columns with an ordered index.
     public var indexes: [String]
+    /// Every id is an integer: backends may use an integer key. ``Schema`` sets it for
+    /// `Int` and `Int64` ids; descriptions of rows without Swift types leave it false.
+    public var integerIDs: Bool
 
-    public init(name: String, idColumn: String = "id", fields: [String] = [], indexes: [String] = []) {
+    public init(name: String, idColumn: String = "id", fields: [String] = [], indexes: [String] = [], integerIDs: Bool = false) {
         self.name = name
         self.idColumn = idColumn
         self.fields = fields.isEmpty ? [idColumn] : fields
         self.indexes = indexes
+        self.integerIDs = integerIDs
     }
 
     public var description: String { name }

@@ -5,11 +5,17 @@ final class Session {
     let connection: Connection
     let catalog = Catalog()
     /// `SELECT * … WHERE id = ?1` per entity, the hottest statement.
-    var rowStatements: [String: Statement] = [:]
+    var rowStatements: [String: RowStatement] = [:]
     /// `INSERT` and `INSERT … ON CONFLICT DO UPDATE` per entity and row shape (see `SQLiteWriteTransaction`).
     var writes: [WriteKey: Statement] = [:]
     /// The previous write's statement and what it was prepared for.
     var lastWrite: LastWrite?
+
+    /// A row-by-id select and whether its table's id column is the rowid.
+    struct RowStatement {
+        let statement: Statement
+        let integerKey: Bool
+    }
 
     /// The previous write, so a run of writes of one shape skips the catalog and the cache.
     final class LastWrite {
@@ -21,12 +27,15 @@ final class Session {
         let description: EntityDescription
         /// Where the id sits in the row's columns (the statement binds it first).
         let idPosition: Int?
+        /// Whether the table's id column is the rowid, so only integer ids fit.
+        let integerKey: Bool
 
-        init(key: WriteKey, statement: Statement, revision: Int, description: EntityDescription) {
+        init(key: WriteKey, statement: Statement, revision: Int, description: EntityDescription, integerKey: Bool) {
             self.key = key
             self.statement = statement
             self.revision = revision
             self.description = description
+            self.integerKey = integerKey
             self.idPosition = key.columns.firstIndex(of: description.idColumn)
         }
     }

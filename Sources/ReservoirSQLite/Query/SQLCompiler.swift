@@ -39,8 +39,11 @@ struct CompiledQuery {
 ///
 /// Columns are declared without a type, so no affinity conversion happens: SQLite's
 /// comparisons then follow the contract's order (null < numbers < text < blob, numbers
-/// compared numerically, text and blobs with memcmp). A column the table does not have
-/// (yet) reads as NULL. Sorting is `ORDER BY` over the same order, the id last.
+/// compared numerically, text and blobs with memcmp). The one typed column, an integer
+/// id that is the rowid (`INTEGER PRIMARY KEY`), is written `+id` when compared with text:
+/// the unary plus drops its affinity, which would otherwise turn `'1'` into `1`. A column
+/// the table does not have (yet) reads as NULL. Sorting is `ORDER BY` over the same
+/// order, the id last.
 struct SQLCompiler {
     let table: Catalog.Table
     private(set) var parameters: [CompiledQuery.Parameter] = []
@@ -78,6 +81,12 @@ struct SQLCompiler {
         table.columnSet.contains(name) ? SQL.identifier(name) : nil
     }
 
+    /// `column` as an expression SQLite applies no affinity to: `+"id"` for a rowid id
+    /// column (so text compares as text), the column itself otherwise (it has none).
+    func withoutAffinity(_ name: String, _ column: String) -> String {
+        table.integerKey && name == table.entity.idColumn ? "+" + column : column
+    }
+
     mutating func placeholder(_ value: Value) -> String {
         parameters.append(.value(value))
         return "?\(parameters.count)"
@@ -107,7 +116,7 @@ struct SQLCompiler {
                 // A missing column reads as null: decide the comparison now.
                 return QueryEvaluator.compare(.null, op, operand) ? "1" : "0"
             }
-            return comparison(column, op, operand)
+            return comparison(operand.isText ? withoutAffinity(name, column) : column, op, operand)
 
         case let .isIn(name, values):
             guard let column = column(name) else {
@@ -116,6 +125,7 @@ struct SQLCompiler {
             let nonNull = values.filter { !$0.isNull && !$0.isNaN }
             var parts: [String] = []
             if !nonNull.isEmpty {
+                let column = nonNull.contains(where: \.isText) ? withoutAffinity(name, column) : column
                 let list = nonNull.map { placeholder($0) }.joined(separator: ", ")
                 parts.append("(\(column) IS NOT NULL AND \(column) IN (\(list)))")
             }

@@ -14,9 +14,14 @@ final class Catalog {
         var columnSet: Set<String>
         /// Lower-cased column names: SQLite identifiers ignore ASCII case.
         var foldedColumns: Set<String>
+        /// Whether the id column is the rowid (`INTEGER PRIMARY KEY`), as the table is on
+        /// disk, whatever the description says: it holds integers only, and SQLite applies
+        /// integer affinity to what is stored in it or compared with it.
+        let integerKey: Bool
 
-        init(entity: EntityDescription, columns: [String]) {
+        init(entity: EntityDescription, columns: [String], integerKey: Bool) {
             self.entity = entity
+            self.integerKey = integerKey
             self.columns = columns
             self.columnSet = Set(columns)
             self.foldedColumns = Set(columns.map(SQL.fold))
@@ -77,7 +82,8 @@ final class Catalog {
         for entity in entities {
             let columns = try Metadata.columns(of: entity.name, connection)
             guard !columns.isEmpty else { continue }  // the table was dropped by hand
-            loaded[entity.name] = Table(entity: entity, columns: columns)
+            let integerKey = try Metadata.hasIntegerKey(entity.name, idColumn: entity.idColumn, connection)
+            loaded[entity.name] = Table(entity: entity, columns: columns, integerKey: integerKey)
         }
         tables = loaded
         generation += 1
@@ -93,5 +99,15 @@ extension Value {
         case let .real(value): Int64(exactly: value.rounded(.towardZero)) ?? 0
         default: 0
         }
+    }
+
+    var isInteger: Bool {
+        if case .integer = self { return true }
+        return false
+    }
+
+    var isText: Bool {
+        if case .text = self { return true }
+        return false
     }
 }

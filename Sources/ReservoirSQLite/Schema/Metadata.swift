@@ -4,18 +4,20 @@ import Reservoir
 /// The backend's own tables and the DDL of entity tables.
 ///
 /// Layout (see Backends.md § SQLite):
-/// - one table per entity, named after it, `WITHOUT ROWID`, the id column its primary key,
-///   one column per top-level field, every column declared *without a type* so SQLite
-///   keeps each value exactly as bound (no affinity conversions);
+/// - one table per entity, named after it, the id column its primary key, one column per
+///   top-level field, every column declared *without a type* so SQLite keeps each value
+///   exactly as bound (no affinity conversions); `WITHOUT ROWID`, except for entities whose
+///   ids are all integers, whose table is a rowid table with `id INTEGER PRIMARY KEY`;
 /// - `_reservoir_meta(key, value)`: the format version;
-/// - `_reservoir_entities(name, id_column, fields, indexes)`: entity descriptions;
+/// - `_reservoir_entities(name, id_column, fields, indexes, integer_ids)`: entity descriptions;
 /// - `_reservoir_changes(change, entity, id, kind, ids, sequence)`: the change log, filled
 ///   by this library's writer and by triggers for other clients; `sequence` is set on the
 ///   last row of each change set (see ``ChangeLog``).
 enum Metadata {
     /// The on-disk format this code writes; a higher one in a file is refused.
     /// Version 2 added the change log's `ids` column (packed id lists), which version 1
-    /// readers would skip; a version 1 file is upgraded in place on open.
+    /// readers would skip; a version 1 file is upgraded in place on open. It also added
+    /// `_reservoir_entities.integer_ids`, which older readers ignore.
     static let formatVersion: Int64 = 2
 
     /// Creates the backend's tables when missing and checks the format version.
@@ -24,7 +26,8 @@ enum Metadata {
         try connection.execute("""
             CREATE TABLE IF NOT EXISTS _reservoir_meta(key TEXT PRIMARY KEY NOT NULL, value) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS _reservoir_entities(
-                name TEXT PRIMARY KEY NOT NULL, id_column TEXT NOT NULL, fields TEXT NOT NULL, indexes TEXT NOT NULL
+                name TEXT PRIMARY KEY NOT NULL, id_column TEXT NOT NULL, fields TEXT NOT NULL, indexes TEXT NOT NULL,
+                integer_ids INTEGER NOT NULL DEFAULT 0
             ) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS _reservoir_changes(
                 change INTEGER PRIMARY KEY, entity TEXT NOT NULL, id, kind TEXT NOT NULL, sequence INTEGER, ids BLOB
@@ -32,6 +35,13 @@ enum Metadata {
             INSERT OR IGNORE INTO _reservoir_meta(key, value) VALUES('format_version', \(formatVersion));
             """, action: "create the backend's tables")
         try checkFormat(connection)
+        if try !columns(of: "_reservoir_entities", connection).contains("integer_ids") {
+            // Version 1 files, and version 2 files written before the column was added.
+            try connection.execute(
+                "ALTER TABLE _reservoir_entities ADD COLUMN integer_ids INTEGER NOT NULL DEFAULT 0",
+                action: "add the integer_ids column to the entity descriptions"
+            )
+        }
         if try storedFormat(connection) < formatVersion {
             if try !columns(of: "_reservoir_changes", connection).contains("ids") {
                 try connection.execute("ALTER TABLE _reservoir_changes ADD COLUMN ids BLOB", action: "upgrade the change log to format \(formatVersion)")
@@ -45,13 +55,14 @@ enum Metadata {
         try connection.scalar("SELECT value FROM _reservoir_meta WHERE key = 'format_version'").integerValue
     }
 
-    /// Whether every table of the backend exists already.
+    /// Whether every table (and column) of the backend exists already.
     static func isSetUp(_ connection: Connection) throws -> Bool {
         let count = try connection.scalar("""
             SELECT count(*) FROM sqlite_master WHERE type = 'table'
             AND name IN ('_reservoir_meta', '_reservoir_entities', '_reservoir_changes')
             """)
-        return count.integerValue == 3
+        guard count.integerValue == 3 else { return false }
+        return try columns(of: "_reservoir_entities", connection).contains("integer_ids")
     }
 
     /// Throws `.corrupt` when the file was written in a newer format than this code reads.
@@ -66,7 +77,7 @@ enum Metadata {
 
     /// Every entity description stored in `_reservoir_entities`, by name.
     static func entities(_ connection: Connection) throws -> [EntityDescription] {
-        let statement = try connection.cached("SELECT name, id_column, fields, indexes FROM _reservoir_entities ORDER BY name")
+        let statement = try connection.cached("SELECT name, id_column, fields, indexes, integer_ids FROM _reservoir_entities ORDER BY name")
         defer { statement.reset() }
         var result: [EntityDescription] = []
         while try statement.step() {
@@ -74,7 +85,8 @@ enum Metadata {
             result.append(EntityDescription(
                 name: name, idColumn: idColumn,
                 fields: decodeList(statement.value(at: 2)),
-                indexes: decodeList(statement.value(at: 3))
+                indexes: decodeList(statement.value(at: 3)),
+                integerIDs: statement.value(at: 4).integerValue != 0
             ))
         }
         return result
@@ -92,22 +104,47 @@ enum Metadata {
         return columns
     }
 
+    /// Whether table `name`'s column `idColumn` is its rowid (`INTEGER PRIMARY KEY` in a rowid
+    /// table): then SQLite converts what is stored there to integers, or refuses it.
+    ///
+    /// A `WITHOUT ROWID` table lists its primary key among its indexes (origin `pk`), and
+    /// so does a rowid table whose primary key is not a rowid alias; an alias has none.
+    static func hasIntegerKey(_ table: String, idColumn: String, _ connection: Connection) throws -> Bool {
+        let statement = try connection.cached("""
+            SELECT (SELECT count(*) FROM pragma_table_info(?1) WHERE pk > 0) = 1
+                AND EXISTS (SELECT 1 FROM pragma_table_info(?1) WHERE pk = 1 AND name = ?2 COLLATE NOCASE AND upper(type) = 'INTEGER')
+                AND NOT EXISTS (SELECT 1 FROM pragma_index_list(?1) WHERE origin = 'pk')
+            """)
+        defer { statement.reset() }
+        try statement.bind(.text(table), at: 1)
+        try statement.bind(.text(idColumn), at: 2)
+        guard try statement.step() else { return false }
+        return statement.value(at: 0).integerValue != 0
+    }
+
     static func saveEntity(_ entity: EntityDescription, _ connection: Connection) throws {
         try connection.run(
-            "INSERT OR REPLACE INTO _reservoir_entities(name, id_column, fields, indexes) VALUES(?1, ?2, ?3, ?4)",
-            [.text(entity.name), .text(entity.idColumn), .text(encodeList(entity.fields)), .text(encodeList(entity.indexes))]
+            "INSERT OR REPLACE INTO _reservoir_entities(name, id_column, fields, indexes, integer_ids) VALUES(?1, ?2, ?3, ?4, ?5)",
+            [.text(entity.name), .text(entity.idColumn), .text(encodeList(entity.fields)), .text(encodeList(entity.indexes)),
+             .integer(entity.integerIDs ? 1 : 0)]
         )
     }
 
     // MARK: - Entity tables
 
-    /// Creates the table, its change-log triggers and its indexes.
+    /// Creates the table and its change-log triggers.
+    ///
+    /// Integer ids make a rowid table with the id as `INTEGER PRIMARY KEY` (the rowid
+    /// itself: no separate key b-tree, the fastest layout SQLite has); other ids a
+    /// `WITHOUT ROWID` table keyed by the untyped id column.
     static func createTable(_ entity: EntityDescription, columns: [String], _ connection: Connection) throws {
         let table = SQL.identifier(entity.name)
         let id = SQL.identifier(entity.idColumn)
         let others = columns.filter { $0 != entity.idColumn }.map { ", " + SQL.identifier($0) }.joined()
-        // No declared types: values are stored exactly as bound.
-        var ddl = "CREATE TABLE \(table)(\(id) PRIMARY KEY NOT NULL\(others)) WITHOUT ROWID;\n"
+        // No declared types but the rowid's: values are stored exactly as bound.
+        var ddl = entity.integerIDs
+            ? "CREATE TABLE \(table)(\(id) INTEGER PRIMARY KEY NOT NULL\(others));\n"
+            : "CREATE TABLE \(table)(\(id) PRIMARY KEY NOT NULL\(others)) WITHOUT ROWID;\n"
         ddl += triggers(entity)
         try connection.execute(ddl, action: "create the table for entity \"\(entity.name)\"")
     }

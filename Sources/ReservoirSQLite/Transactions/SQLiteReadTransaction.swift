@@ -19,16 +19,20 @@ class SQLiteReadTransaction: ReadTransaction {
         if let cached = session.rowStatements[entity] {
             // The hot path: no catalog check. `SELECT *` re-prepares itself when columns
             // were added; a table dropped since fails with SQLITE_ERROR and takes the slow path.
-            cached.reset()
+            if cached.integerKey && id.isText { return nil }
+            cached.statement.reset()
             do {
-                return try Self.row(cached, id: id)
+                return try Self.row(cached.statement, id: id)
             } catch let error as ReservoirError where error.nativeCode == 1 {
                 session.rowStatements[entity] = nil
             }
         }
         guard let table = try table(entity) else { return nil }
         let statement = try connection.cached("SELECT * FROM \(SQL.identifier(entity)) WHERE \(SQL.identifier(table.entity.idColumn)) = ?1")
-        session.rowStatements[entity] = statement
+        session.rowStatements[entity] = Session.RowStatement(statement: statement, integerKey: table.integerKey)
+        // The rowid's integer affinity would turn text "1" into 1 and find that row; in the
+        // contract's order text never equals a number, and an integer key holds only numbers.
+        if table.integerKey && id.isText { return nil }
         return try Self.row(statement, id: id)
     }
 

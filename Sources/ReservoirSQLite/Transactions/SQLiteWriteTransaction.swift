@@ -16,8 +16,11 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
         super.init(session: session)
     }
 
-    /// SQLITE_CONSTRAINT_PRIMARYKEY, a macro Swift does not import.
+    /// SQLITE_CONSTRAINT_PRIMARYKEY, a macro Swift does not import: an existing id, in a
+    /// `WITHOUT ROWID` table or an `INTEGER PRIMARY KEY` rowid table.
     private static let primaryKeyConstraint = SQLITE_CONSTRAINT | 6 << 8
+    /// SQLITE_CONSTRAINT_ROWID: an existing rowid, should SQLite report it so.
+    private static let rowidConstraint = SQLITE_CONSTRAINT | 10 << 8
 
     override func lastSequence() throws -> UInt64 {
         head.sequence
@@ -32,7 +35,8 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
         do {
             try statement.run()
             return true
-        } catch let error as ReservoirError where error.nativeCode == Self.primaryKeyConstraint {
+        } catch let error as ReservoirError
+            where error.nativeCode == Self.primaryKeyConstraint || error.nativeCode == Self.rowidConstraint {
             // ON CONFLICT ABORT undid this statement alone; the transaction goes on.
             return false
         }
@@ -56,8 +60,13 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
             let statement = try session.writes[key] ?? makeWrite(table, row: row, mode: mode)
             statement.reset()
             session.writes[key] = statement
-            last = Session.LastWrite(key: key, statement: statement, revision: session.catalog.revision, description: entity)
+            last = Session.LastWrite(key: key, statement: statement, revision: session.catalog.revision, description: entity,
+                                     integerKey: table.integerKey)
             session.lastWrite = last
+        }
+        if last.integerKey && !id.isInteger {
+            // SQLite would convert text "1" to 1 and refuse anything else with SQLITE_MISMATCH.
+            throw ReservoirError(.invalidSchema, "SQLite store \"\(session.path)\": cannot store a row of entity \"\(entity.name)\" with id \(id) (\(id.kindName)): the entity stores integer ids (its table's id column \"\(entity.idColumn)\" is INTEGER PRIMARY KEY)")
         }
         let statement = last.statement
         try statement.bind(id, at: 1)
@@ -70,7 +79,7 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
     }
 
     func delete(_ entity: EntityDescription, id: Value) throws {
-        guard !id.isNull, let table = try table(entity.name) else { return }
+        guard !id.isNull, let table = try table(entity.name), !(table.integerKey && id.isText) else { return }
         let statement = try connection.cached("DELETE FROM \(SQL.identifier(entity.name)) WHERE \(SQL.identifier(table.entity.idColumn)) = ?1")
         try statement.bind(id, at: 1)
         try statement.run()
@@ -131,7 +140,7 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
             try Metadata.createIndex(column, on: entity.name, connection)
         }
         try Metadata.saveEntity(entity, connection)
-        let table = Catalog.Table(entity: entity, columns: columns)
+        let table = Catalog.Table(entity: entity, columns: columns, integerKey: entity.integerIDs)
         session.catalog.update(table)
         return table
     }
