@@ -37,11 +37,21 @@ public struct ChangeSet: Sendable, Equatable, CustomStringConvertible {
 
     /// The change-log entries this change set persists as.
     public var logEntries: [ChangeLogEntry] {
-        entities.flatMap { changes in
-            changes.inserted.map { ChangeLogEntry(sequence: sequence, entity: changes.entity, id: $0.id, kind: .inserted) }
-                + changes.updated.map { ChangeLogEntry(sequence: sequence, entity: changes.entity, id: $0.id, kind: .updated) }
-                + changes.deleted.map { ChangeLogEntry(sequence: sequence, entity: changes.entity, id: $0, kind: .deleted) }
+        // One array filled in place: every commit asks for it, usually for one entry.
+        var entries: [ChangeLogEntry] = []
+        entries.reserveCapacity(entities.reduce(0) { $0 + $1.inserted.count + $1.updated.count + $1.deleted.count })
+        for changes in entities {
+            for change in changes.inserted {
+                entries.append(ChangeLogEntry(sequence: sequence, entity: changes.entity, id: change.id, kind: .inserted))
+            }
+            for change in changes.updated {
+                entries.append(ChangeLogEntry(sequence: sequence, entity: changes.entity, id: change.id, kind: .updated))
+            }
+            for id in changes.deleted {
+                entries.append(ChangeLogEntry(sequence: sequence, entity: changes.entity, id: id, kind: .deleted))
+            }
         }
+        return entries
     }
 
     public var description: String {
