@@ -51,9 +51,17 @@ enum ChangeLog {
         try connection.scalar("SELECT max(change) FROM _reservoir_changes").integerValue
     }
 
+    /// The newest change row: its id, and the sequence it closes, nil while it is pending.
+    private static func newestRow(_ connection: Connection) throws -> (change: Int64, sequence: Int64?)? {
+        let statement = try connection.cached("SELECT change, sequence FROM _reservoir_changes ORDER BY change DESC LIMIT 1")
+        defer { statement.reset() }
+        guard try statement.step() else { return nil }
+        return (statement.int64(at: 0), statement.isNull(at: 1) ? nil : statement.int64(at: 1))
+    }
+
     /// Whether the newest change row belongs to no change set yet (read on any connection).
     static func hasPending(_ connection: Connection) throws -> Bool {
-        try connection.scalar("SELECT sequence IS NULL FROM _reservoir_changes ORDER BY change DESC LIMIT 1").integerValue == 1
+        try newestRow(connection).map { $0.sequence == nil } ?? false
     }
 
     /// Closes pending change rows as one change set and returns the head afterwards.
@@ -71,15 +79,9 @@ enum ChangeLog {
     /// Readies the log for this library's write transaction: one look at the newest row,
     /// and only when plain SQL left pending rows, closing them first.
     static func beginWrite(_ connection: Connection) throws -> Head {
-        let statement = try connection.cached("SELECT change, sequence FROM _reservoir_changes ORDER BY change DESC LIMIT 1")
-        guard try statement.step() else {
-            statement.reset()
-            return Head(sequence: 0, lastChange: 0)
-        }
-        let newest = Head(sequence: UInt64(clamping: statement.int64(at: 1)), lastChange: statement.int64(at: 0))
-        let pending = statement.isNull(at: 1)
-        statement.reset()
-        return pending ? try numberPending(connection) : newest
+        guard let newest = try newestRow(connection) else { return Head(sequence: 0, lastChange: 0) }
+        guard let sequence = newest.sequence else { return try numberPending(connection) }
+        return Head(sequence: UInt64(clamping: sequence), lastChange: newest.change)
     }
 
     /// Logs `changeSet`, one row per entity and kind, the last row closing it. Call inside

@@ -90,11 +90,6 @@ final class Connection {
         try statement.run()
     }
 
-    /// Drops every cached statement (after the schema changed under them, or on close).
-    func clearStatements() {
-        statements.removeAll()
-    }
-
     /// Whether the connection is inside an explicit transaction.
     var inTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
 

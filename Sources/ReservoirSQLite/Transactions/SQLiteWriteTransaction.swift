@@ -7,8 +7,6 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
     /// plain-SQL rows were closed); nothing else writes the log until it commits.
     let head: ChangeLog.Head
     let retention: Int
-    /// Whether this transaction changed the schema (so a rollback must reset the catalog).
-    private(set) var changedSchema = false
 
     init(session: Session, head: ChangeLog.Head, retention: Int) {
         self.head = head
@@ -50,7 +48,7 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
         let catalog = try session.checkedCatalog()
         let last: Session.LastWrite
         if let cached = session.lastWrite, cached.revision == catalog.revision, cached.key.mode == mode,
-           cached.key.entity == entity.name, cached.key.columns == row.columns, cached.description == entity {
+           cached.key.columns == row.columns, cached.description == entity {
             // The same entity, row shape and mode as the previous write: the table is ready.
             last = cached
             last.statement.reset()
@@ -117,7 +115,6 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
                 changed = true
             }
             if changed {
-                changedSchema = true
                 session.catalog.update(table)
             }
             return table
@@ -134,7 +131,6 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
             guard foldedColumns.insert(SQL.fold(column)).inserted else { throw caseClash(column, entity: entity.name, columns: columns) }
             columns.append(column)
         }
-        changedSchema = true
         try Metadata.createTable(entity, columns: columns, connection)
         for column in entity.indexes {
             try Metadata.createIndex(column, on: entity.name, connection)
@@ -150,7 +146,6 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
         guard !table.foldedColumns.contains(SQL.fold(column)) else {
             throw caseClash(column, entity: table.entity.name, columns: table.columns)
         }
-        changedSchema = true
         try Metadata.addColumn(column, to: table.entity.name, connection)
         table.addColumn(column)
     }
