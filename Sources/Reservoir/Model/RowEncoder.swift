@@ -10,31 +10,26 @@ import Foundation
 public struct RowEncoder: Sendable {
     public init() {}
 
-    /// The row for `value`, whose encoding must be a keyed container.
+    /// The row for `value`, whose encoding must be a keyed container. Values of a type
+    /// follow the columns the type's last value wrote: while they do, the row shares that
+    /// columns array and no column is searched for.
     public func encode<T: Encodable>(_ value: T) throws -> Row {
         let type = ObjectIdentifier(T.self)
         let layout = Self.layouts.withLock { $0[type] }
-        let row = try encode(value, expecting: layout)
+        let encoder = RowEncoding(layout: layout)
+        try value.encode(to: encoder)
+        guard encoder.usedKeyedContainer else {
+            throw ReservoirError(.invalidSchema, "\(T.self) does not encode as a keyed container (a struct with fields); a record must")
+        }
+        let row = encoder.finishedRow()
         if layout != row.columns {
             Self.layouts.withLock { $0[type] = row.columns }
         }
         return row
     }
 
-    /// Per type: the columns its last value encoded, so the next encoding can follow them
-    /// without searching and share the array.
+    /// Per type: the columns its last value encoded.
     private static let layouts = Locked<[ObjectIdentifier: [String]]>([:])
-
-    /// Encodes `value`; when it writes exactly the columns of `layout`, in order, the row
-    /// shares that columns array and no column is searched for.
-    func encode<T: Encodable>(_ value: T, expecting layout: [String]?) throws -> Row {
-        let encoder = RowEncoding(layout: layout)
-        try value.encode(to: encoder)
-        guard encoder.usedKeyedContainer else {
-            throw ReservoirError(.invalidSchema, "\(T.self) does not encode as a keyed container (a struct with fields); a record must")
-        }
-        return encoder.finishedRow()
-    }
 
     static func encodeNested<T: Encodable>(_ value: T, column: String) throws -> Value {
         if let convertible = value as? any ValueConvertible {

@@ -14,8 +14,9 @@
 ///
 /// ## Mapping rows by hand
 /// `Codable` costs about half a microsecond a record each way, more than the rest of the
-/// store's work on a fast backend. Where that matters (bulk imports, large fetches), implement ``makeRow()`` and ``init(row:)``; the store uses them
-/// instead of `Codable` and checks them against the schema like the default:
+/// store's work on a fast backend. Where that matters (bulk imports, large fetches),
+/// implement ``makeRow()`` and ``init(row:)``; the store uses them instead of `Codable`
+/// and checks them against the schema like the default:
 ///
 ///     extension Todo {
 ///         static let columns = ["id", "title", "done"]
