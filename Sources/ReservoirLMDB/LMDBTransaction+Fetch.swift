@@ -128,7 +128,45 @@ extension LMDBTransaction {
     // MARK: - ReadTransaction
 
     func fetch(_ query: Query) throws -> [Row] {
-        try LMDBErrors.convert(path: path) { try matchingRows(query, countOnly: false).rows }
+        var rows: [Row] = []
+        try fetch(query) { rows.append($0) }
+        return rows
+    }
+
+    /// Finds the matching rows as byte ranges in the snapshot's pages, orders and windows
+    /// them by reading only the sort columns, then decodes just the rows in the window,
+    /// each into the same `Row`, refilled in place.
+    func fetch(_ query: Query, each body: (Row) throws -> Void) throws {
+        let entity = query.entity.name
+        let window = try LMDBErrors.convert(path: path) { () -> [StoredRow] in
+            func window<C: Collection<Int>>(_ order: C) -> Range<Int> {
+                let start = min(query.offset, order.count)
+                return start..<(query.limit.map { start + min($0, order.count - start) } ?? order.count)
+            }
+            if let ordered = try orderedIndexScan(query) {
+                return Array(ordered[window(ordered.indices)])
+            }
+            let (stored, inIDOrder) = try matching(query)
+            let order = try sortOrder(stored, query, inIDOrder: inIDOrder)
+            // Gathered into one array so the loop below reads it in order; the gather's
+            // scattered loads are independent, so the CPU overlaps their cache misses.
+            return order[window(order)].map { stored[$0] }
+        }
+        var row = Row()
+        var names = ColumnNameCache()
+        swap(&names, &self.names)
+        defer { swap(&names, &self.names) }
+        try window.withUnsafeBufferPointer { window in
+            for position in window.indices {
+                // Rows in sort order lie scattered over the map: start loading one a few ahead.
+                if position + 4 < window.count { clmdb_prefetch(window[position + 4].bytes.baseAddress) }
+                let stored = window[position]
+                guard RowCodec.decode(stored.bytes, into: &row, names: &names) else {
+                    throw corruptRow(stored.bytes, entity: entity, key: stored.key)
+                }
+                try body(row)
+            }
+        }
     }
 
     func count(_ query: Query) throws -> Int {
@@ -138,7 +176,7 @@ extension LMDBTransaction {
                 guard let rows = try rowsDatabase(entity) else { return 0 }
                 return windowed(try entryCount(rows), query)
             }
-            return try matchingRows(query, countOnly: true).count
+            return windowed(try matching(query).rows.count, query)
         }
     }
 
@@ -147,58 +185,109 @@ extension LMDBTransaction {
         return query.limit.map { min($0, available) } ?? available
     }
 
-    /// The query's rows (or just their number), narrowed by an index when possible.
-    private func matchingRows(_ query: Query, countOnly: Bool) throws -> (rows: [Row], count: Int) {
-        let entity = query.entity.name
-        guard let rowsDB = try rowsDatabase(entity) else { return ([], 0) }
-        let indexed = Set(try storedDescription(entity)?.indexes ?? [])
-        var rows: [Row] = []
-        var inIDOrder = false
-        let access = query.predicate.flatMap { Self.access(for: $0, indexed: indexed) }
-        if !countOnly, access == nil, let limit = query.limit, let first = query.sort.first,
-           first.column != query.entity.idColumn, indexed.contains(first.column),
-           let ordered = try orderedIndexScan(query, rowsDB: rowsDB, column: first.column, needed: query.offset + limit) {
-            let result = QueryEvaluator.window(ordered, query)
-            return (result, result.count)
+    /// A stored row as LMDB returned it: its key and value bytes inside the snapshot's
+    /// pages, valid until the transaction ends or writes.
+    struct StoredRow {
+        let key: UnsafeRawBufferPointer
+        let bytes: UnsafeRawBufferPointer
+    }
+
+    /// The positions of `rows` in the query's order, reading only the sort columns.
+    private func sortOrder(_ rows: [StoredRow], _ query: Query, inIDOrder: Bool) throws -> [Int] {
+        // Each term's column name as rows store it, found by comparing bytes.
+        var names = ByteWriter()
+        var ends: [Int] = []
+        for term in query.sort {
+            names.string(term.column)
+            ends.append(names.bytes.count)
         }
-        if let predicate = query.predicate, let access {
-            var keys: Set<[UInt8]> = []
-            try candidates(access, entity: entity, into: &keys)
-            rows.reserveCapacity(keys.count)
-            for key in keys {
-                guard let bytes = try get(rowsDB, key) else { continue }
-                let row = try key.withUnsafeBytes { try decodeRow(bytes, entity: entity, key: $0) }
-                if QueryEvaluator.matches(predicate, row) { rows.append(row) }
+        let entity = query.entity.name
+        return try rows.withUnsafeBufferPointer { rows in
+            try names.bytes.withUnsafeBytes { names in
+                try RowSort.order(count: rows.count, by: query.sort, idColumn: query.entity.idColumn,
+                                  inIDOrder: inIDOrder) { position, term in
+                    let start = term == 0 ? 0 : ends[term &- 1]
+                    let row = rows[position]
+                    guard let value = RowCodec.value(ofColumn: UnsafeRawBufferPointer(rebasing: names[start..<ends[term]]), in: row.bytes) else {
+                        throw corruptRow(row.bytes, entity: entity, key: row.key)
+                    }
+                    return value
+                }
+            }
+        }
+    }
+
+    /// Decodes stored rows into one scratch row to test them against a predicate.
+    private struct RowFilter {
+        let predicate: RowPredicate
+        let entity: String
+        var row = Row()
+        var names: ColumnNameCache
+
+        mutating func matches(_ key: UnsafeRawBufferPointer, _ bytes: UnsafeRawBufferPointer, in transaction: LMDBTransaction) throws -> Bool {
+            guard RowCodec.decode(bytes, into: &row, names: &names) else {
+                throw transaction.corruptRow(bytes, entity: entity, key: key)
+            }
+            return QueryEvaluator.matches(predicate, row)
+        }
+    }
+
+    /// Runs `body` with a filter for `predicate` (nil when there is none) that borrows the
+    /// transaction's column-name cache: a local copy, since the class property would be
+    /// checked for exclusive access per row.
+    private func withFilter<R>(_ predicate: RowPredicate?, entity: String, _ body: (inout RowFilter?) throws -> R) rethrows -> R {
+        var filter = predicate.map { RowFilter(predicate: $0, entity: entity, names: ColumnNameCache()) }
+        if filter != nil { swap(&filter!.names, &names) }
+        defer { if filter != nil { swap(&filter!.names, &names) } }
+        return try body(&filter)
+    }
+
+    /// The stored rows matching the query's predicate, unsorted and unwindowed, narrowed by
+    /// an index when the predicate allows; `inIDOrder` when they come from a scan of the row
+    /// database, in id order. Only a predicate makes rows decode here.
+    private func matching(_ query: Query) throws -> (rows: [StoredRow], inIDOrder: Bool) {
+        let entity = query.entity.name
+        guard let rowsDB = try rowsDatabase(entity) else { return ([], true) }
+        var stored: [StoredRow] = []
+        if let predicate = query.predicate {
+            let indexed = Set(try storedDescription(entity)?.indexes ?? [])
+            if let access = Self.access(for: predicate, indexed: indexed) {
+                var keys: Set<[UInt8]> = []
+                try candidates(access, entity: entity, into: &keys)
+                stored.reserveCapacity(keys.count)
+                try withFilter(predicate, entity: entity) { filter in
+                    try lookUp(rowsDB, keys) { key, bytes in
+                        if try filter?.matches(key, bytes, in: self) ?? true { stored.append(StoredRow(key: key, bytes: bytes)) }
+                    }
+                }
+                return (stored, false)
             }
         } else {
-            // Keys are in the contract's order, so a cursor scan is in id order.
-            inIDOrder = true
-            let predicate = query.predicate
-            if predicate == nil { rows.reserveCapacity(try entryCount(rowsDB)) }
-            // A local cache: the class property would be checked for exclusive access per row.
-            var names = ColumnNameCache()
-            swap(&names, &self.names)
-            defer { swap(&names, &self.names) }
-            try scan(rowsDB) { key, value in
-                guard let row = RowCodec.decode(value, names: &names) else {
-                    throw corruptRow(value, entity: entity, key: key)
-                }
-                if predicate.map({ QueryEvaluator.matches($0, row) }) ?? true { rows.append(row) }
+            stored.reserveCapacity(try entryCount(rowsDB))
+        }
+        // Keys are in the contract's order, so a cursor scan is in id order.
+        try withFilter(query.predicate, entity: entity) { filter in
+            try scan(rowsDB) { key, bytes in
+                if try filter?.matches(key, bytes, in: self) ?? true { stored.append(StoredRow(key: key, bytes: bytes)) }
                 return true
             }
         }
-        if countOnly { return ([], windowed(rows.count, query)) }
-        RowSort.sort(&rows, by: query.sort, idColumn: query.entity.idColumn, inIDOrder: inIDOrder)
-        let result = QueryEvaluator.window(rows, query)
-        return (result, result.count)
+        return (stored, true)
     }
 
-    /// Rows in the query's order read along the index of its first sort term, stopping once
-    /// `needed` rows (offset plus limit) are complete; nil when the index holds overlong
-    /// entries, which are out of order. Rows with equal values in the sort column come
-    /// out together and are ordered among themselves by the rest of the sort.
-    private func orderedIndexScan(_ query: Query, rowsDB: MDB_dbi, column: String, needed: Int) throws -> [Row]? {
+    /// For a limited query sorted first by an indexed column whose predicate no index
+    /// answers: the rows in the query's order read along that index, stopping once offset
+    /// plus limit rows are complete. Rows with equal values in the sort column come out
+    /// together and are ordered among themselves by the rest of the sort. Nil when the
+    /// query is not of that shape, or the index holds overlong entries, which are out of order.
+    private func orderedIndexScan(_ query: Query) throws -> [StoredRow]? {
         let entity = query.entity.name
+        guard let limit = query.limit, let first = query.sort.first, first.column != query.entity.idColumn,
+              let rowsDB = try rowsDatabase(entity),
+              let description = try storedDescription(entity), description.indexes.contains(first.column)
+        else { return nil }
+        let column = first.column
+        if let predicate = query.predicate, Self.access(for: predicate, indexed: Set(description.indexes)) != nil { return nil }
         guard let index = try indexDatabase(entity, column) else { return nil }
         var hasOverlong = false
         try scan(index, from: [KeyEncoding.overlongTag]) { _, _ in
@@ -206,35 +295,38 @@ extension LMDBTransaction {
             return false
         }
         if hasOverlong { return nil }
-        let predicate = query.predicate
-        let sort = query.sort
-        var result: [Row] = []
-        var group: [Row] = []
+        let needed = query.offset + limit
+        var result: [StoredRow] = []
+        guard needed > 0 else { return result }
+        var group: [StoredRow] = []
         var groupValue: [UInt8] = []
-        func flush() {
-            if group.count > 1 { RowSort.sort(&group, by: sort, idColumn: query.entity.idColumn, inIDOrder: false) }
-            result.append(contentsOf: group)
+        func flush() throws {
+            if group.count > 1 {
+                let order = try sortOrder(group, query, inIDOrder: false)
+                result.append(contentsOf: order.lazy.map { group[$0] })
+            } else {
+                result.append(contentsOf: group)
+            }
             group.removeAll(keepingCapacity: true)
         }
-        guard needed > 0 else { return [] }
-        try scan(index, reverse: !sort[0].ascending) { key, _ in
-            guard let length = KeyEncoding.length(of: key) else {
-                throw ReservoirError(.corrupt, "lmdb:\(path): an entry of the index on \(entity).\(column) cannot be decoded")
+        try withFilter(query.predicate, entity: entity) { filter in
+            try scan(index, reverse: !first.ascending) { key, _ in
+                guard let length = KeyEncoding.length(of: key) else {
+                    throw ReservoirError(.corrupt, "lmdb:\(path): an entry of the index on \(entity).\(column) cannot be decoded")
+                }
+                let value = UnsafeRawBufferPointer(rebasing: key[0..<length])
+                if !groupValue.withUnsafeBytes({ compareBytes($0, value) == 0 }) {
+                    try flush()
+                    if result.count >= needed { return false }
+                    groupValue = Array(value)
+                }
+                let id = UnsafeRawBufferPointer(rebasing: key[length...])
+                guard let bytes = try get(rowsDB, id) else { return true }
+                if try filter?.matches(id, bytes, in: self) ?? true { group.append(StoredRow(key: id, bytes: bytes)) }
+                return true
             }
-            let value = UnsafeRawBufferPointer(rebasing: key[0..<length])
-            if !groupValue.withUnsafeBytes({ compareBytes($0, value) == 0 }) {
-                flush()
-                if result.count >= needed { return false }
-                groupValue = Array(value)
-            }
-            let id = UnsafeRawBufferPointer(rebasing: key[length...])
-            let idKey = Array(id)
-            guard let bytes = try get(rowsDB, idKey) else { return true }
-            let row = try decodeRow(bytes, entity: entity, key: id)
-            if predicate.map({ QueryEvaluator.matches($0, row) }) ?? true { group.append(row) }
-            return true
         }
-        flush()
+        try flush()
         return result
     }
 }

@@ -390,6 +390,28 @@ final class LMDBTransaction: WriteTransaction {
         try check(rc, "delete a record")
     }
 
+    /// Calls `visit` with the key and value, as stored, of each of `keys` that `dbi` holds,
+    /// through one cursor.
+    func lookUp(_ dbi: MDB_dbi, _ keys: some Sequence<[UInt8]>,
+                _ visit: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Void) throws {
+        let txn = try liveTransaction()
+        var cursor: OpaquePointer?
+        try check(mdb_cursor_open(txn, dbi, &cursor), "open a cursor")
+        defer { mdb_cursor_close(cursor) }
+        for wanted in keys {
+            var key = MDB_val()
+            var data = MDB_val()
+            let rc = wanted.withUnsafeBytes { raw -> Int32 in
+                key = clmdb_val(raw.baseAddress, raw.count)
+                return mdb_cursor_get(cursor, &key, &data, MDB_SET_KEY)
+            }
+            if rc == CLMDB_NOTFOUND { continue }
+            try check(rc, "read a record")
+            try visit(UnsafeRawBufferPointer(start: key.mv_data, count: key.mv_size),
+                      UnsafeRawBufferPointer(start: data.mv_data, count: data.mv_size))
+        }
+    }
+
     /// Visits keys (and values) from the first key at or after `start` (the first key
     /// when nil) in key order, or backwards from the last key when `reverse`, while `visit`
     /// returns true.

@@ -152,16 +152,49 @@ enum RowCodec {
         return Row(columns: finalColumns, values: values)
     }
 
+    /// Decodes a stored row into `row`, reusing its storage when it holds the previous row
+    /// decoded with `names` and the stored row has the same columns (the usual case in a
+    /// scan): values are overwritten in place and no row is allocated. False when the
+    /// bytes are not a row this version can read.
+    static func decode(_ bytes: UnsafeRawBufferPointer, into row: inout Row, names: inout ColumnNameCache) -> Bool {
+        var reader = ByteReader(bytes)
+        guard let version = reader.byte(), version == Self.version,
+              let storedCount = reader.varint(), storedCount <= UInt64(bytes.count)
+        else { return false }
+        let count = Int(storedCount)
+        if count > 0, count == row.count, count == names.lastColumns.count, row.columns == names.lastColumns {
+            var fast = reader
+            let refilled = row.withUnsafeMutableValues { values in
+                forEachValueInLastLayout(&fast, count: count, names: names, { values[$0] = $1 })
+            }
+            if refilled, fast.isAtEnd { return true }
+        }
+        guard let decoded = decode(bytes, names: &names) else { return false }
+        row = decoded
+        return true
+    }
+
+    /// The value of the column whose stored name is `name` (length varint and UTF-8, as
+    /// ``ColumnNameCache`` keeps it), read without decoding the other columns: null when
+    /// the row lacks the column, nil when the bytes are not a row this version can read.
+    static func value(ofColumn name: UnsafeRawBufferPointer, in bytes: UnsafeRawBufferPointer) -> Value? {
+        var reader = ByteReader(bytes)
+        guard let version = reader.byte(), version == Self.version, let count = reader.varint() else { return nil }
+        for _ in 0..<count {
+            if reader.skip(matching: name) { return readValue(&reader) }
+            guard reader.lengthPrefixed() != nil, reader.skipValue() else { return nil }
+        }
+        return reader.isAtEnd ? .null : nil
+    }
+
     /// The values of a row whose columns are exactly the last row's, in its order (the
-    /// usual case in a scan): each name is checked by comparing its encoded bytes, with no
-    /// string built or looked up. Nil when a name differs or the bytes are damaged.
+    /// usual case in a scan), passed to `visit` with their positions: each name is checked
+    /// by comparing its encoded bytes, with no string built or looked up. False when a
+    /// name differs or the bytes are damaged.
     @inline(__always)
-    private static func decodeValuesInLastLayout(_ reader: inout ByteReader, count: Int, names: ColumnNameCache) -> [Value]? {
-        // reserveCapacity, not Array(unsafeUninitializedCapacity:): on Linux the latter
-        // looked up the array's generic metadata in the runtime's cache on every row.
-        var values: [Value] = []
-        values.reserveCapacity(count)
-        let complete = names.layout.withUnsafeBytes { layout -> Bool in
+    private static func forEachValueInLastLayout(_ reader: inout ByteReader, count: Int, names: ColumnNameCache,
+                                                 _ visit: (Int, Value) -> Void) -> Bool {
+        names.layout.withUnsafeBytes { layout -> Bool in
             guard let expected = layout.baseAddress else { return false }
             var start = 0
             for position in 0..<count {
@@ -169,12 +202,21 @@ enum RowCodec {
                 guard reader.skip(matching: UnsafeRawBufferPointer(start: expected + start, count: end - start)),
                       let value = readValue(&reader)
                 else { return false }
-                values.append(value)
+                visit(position, value)
                 start = end
             }
             return true
         }
-        return complete ? values : nil
+    }
+
+    /// The values of a row in the last row's layout (see ``forEachValueInLastLayout``).
+    @inline(__always)
+    private static func decodeValuesInLastLayout(_ reader: inout ByteReader, count: Int, names: ColumnNameCache) -> [Value]? {
+        // reserveCapacity, not Array(unsafeUninitializedCapacity:): on Linux the latter
+        // looked up the array's generic metadata in the runtime's cache on every row.
+        var values: [Value] = []
+        values.reserveCapacity(count)
+        return forEachValueInLastLayout(&reader, count: count, names: names, { values.append($1) }) ? values : nil
     }
 
     static func readValue(_ reader: inout ByteReader) -> Value? {
@@ -361,12 +403,14 @@ struct ByteReader {
 
     var isAtEnd: Bool { offset == buffer.count }
 
+    @inline(__always)
     mutating func byte() -> UInt8? {
         guard offset < buffer.count else { return nil }
         defer { offset += 1 }
         return buffer[offset]
     }
 
+    @inline(__always)
     mutating func varint() -> UInt64? {
         var result: UInt64 = 0
         var shift: UInt64 = 0
@@ -380,6 +424,7 @@ struct ByteReader {
         return nil
     }
 
+    @inline(__always)
     mutating func fixed64() -> UInt64? {
         guard buffer.count - offset >= 8 else { return nil }
         var value: UInt64 = 0
@@ -399,6 +444,19 @@ struct ByteReader {
         return true
     }
 
+    /// Steps over one tagged value (see ``RowCodec``) without decoding it.
+    @inline(__always)
+    mutating func skipValue() -> Bool {
+        guard let raw = byte(), let tag = RowCodec.Tag(rawValue: raw) else { return false }
+        switch tag {
+        case .null: return true
+        case .integer: return varint() != nil
+        case .real: return fixed64() != nil
+        case .text, .blob: return lengthPrefixed() != nil
+        }
+    }
+
+    @inline(__always)
     mutating func lengthPrefixed() -> UnsafeRawBufferPointer? {
         guard let length = varint(), length <= UInt64(buffer.count - offset) else { return nil }
         let slice = UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + Int(length)])

@@ -47,4 +47,50 @@ import Testing
             #expect(decoded?.columns == row.columns)
         }
     }
+
+    /// Refilling one row in place: what a fetch does per stored row. A row that does not
+    /// hold the cache's last layout must be rebuilt, not overwritten, even at the same count;
+    /// a copy kept by the caller never changes.
+    @Test func decodingIntoARowRefillsItOnlyWhenItHoldsTheLastLayout() {
+        let ab = Row(columns: ["id", "a", "b"], values: [.integer(1), .text("x"), .null])
+        let ac = Row(columns: ["id", "a", "c"], values: [.integer(2), .text("long enough to live on the heap"), .blob(Data([1]))])
+        let ab2 = Row(columns: ["id", "a", "b"], values: [.integer(3), .text("y"), .real(1)])
+        var names = ColumnNameCache()
+        var row = Row()
+        var kept: [Row] = []
+        for expected in [ab, ab2, ac, ab, ab2] {
+            #expect(RowCodec.encode(expected).withUnsafeBytes { RowCodec.decode($0, into: &row, names: &names) })
+            #expect(row == expected)
+            #expect(row.columns == expected.columns)
+            kept.append(row)
+        }
+        #expect(kept == [ab, ab2, ac, ab, ab2])
+        // A row decoded with another cache, while this cache last saw the other layout.
+        var stranger = Row(columns: ["id", "a", "b"], values: [.integer(9), .text("z"), .null])
+        #expect(RowCodec.encode(ac).withUnsafeBytes { RowCodec.decode($0, names: &names) } == ac)
+        #expect(RowCodec.encode(ac).withUnsafeBytes { RowCodec.decode($0, into: &stranger, names: &names) })
+        #expect(stranger.columns == ac.columns)
+        #expect(stranger == ac)
+        var damaged = RowCodec.encode(ab)
+        damaged.removeLast()
+        #expect(!damaged.withUnsafeBytes { RowCodec.decode($0, into: &row, names: &names) })
+    }
+
+    @Test func readsOneColumnWithoutDecodingTheRest() {
+        let row = Row(columns: ["id", "t", "b", "r"], values: [.integer(7), .text("abc"), .blob(Data([1, 2])), .real(2.5)])
+        let bytes = RowCodec.encode(row)
+        func value(_ column: String) -> Value? {
+            var writer = ByteWriter()
+            writer.string(column)
+            return writer.bytes.withUnsafeBytes { name in bytes.withUnsafeBytes { RowCodec.value(ofColumn: name, in: $0) } }
+        }
+        #expect(value("id") == .integer(7))
+        #expect(value("r") == .real(2.5))
+        #expect(value("b") == .blob(Data([1, 2])))
+        #expect(value("missing") == .null)
+        let truncated = Array(bytes.dropLast())
+        var writer = ByteWriter()
+        writer.string("missing")
+        #expect(writer.bytes.withUnsafeBytes { name in truncated.withUnsafeBytes { RowCodec.value(ofColumn: name, in: $0) } } == nil)
+    }
 }

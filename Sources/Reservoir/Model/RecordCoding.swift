@@ -1,5 +1,6 @@
 /// Encodes and decodes records with the errors and schema checks the store wants:
 /// messages name the type, the entity and the id.
+@usableFromInline
 enum RecordCoding {
     /// The types whose rows were checked against their schema.
     private static let verified = Locked<Set<ObjectIdentifier>>([])
@@ -25,14 +26,21 @@ enum RecordCoding {
         }
     }
 
+    @inlinable
     static func decode<T: Storable>(_ type: T.Type, from row: Row) throws -> T {
         do {
             return try T(row: row)
         } catch {
-            let id = row.value(T.schema.idColumn)
-            let reason = (error as? ReservoirError)?.message ?? "\(error)"
-            throw ReservoirError(.typeMismatch, "cannot decode \(T.self) from \"\(T.schema.name)\" row with id \(id): \(reason)")
+            throw decodingError(error, T.self, row)
         }
+    }
+
+    /// The error for a row that `T(row:)` could not decode, naming the type, entity and id.
+    @usableFromInline
+    static func decodingError<T: Storable>(_ error: any Error, _ type: T.Type, _ row: Row) -> ReservoirError {
+        let id = row.value(T.schema.idColumn)
+        let reason = (error as? ReservoirError)?.message ?? "\(error)"
+        return ReservoirError(.typeMismatch, "cannot decode \(T.self) from \"\(T.schema.name)\" row with id \(id): \(reason)")
     }
 
     /// Checks once per type that each schema field's column holds what its key path reads,

@@ -6,12 +6,14 @@
 /// (``Value/isIdentical(to:)``), whatever the column order.
 public struct Row: Sendable {
     public private(set) var columns: [String]
-    public private(set) var values: [Value]
+    /// The values, in column order.
+    @inlinable public var values: [Value] { storedValues }
+    @usableFromInline var storedValues: [Value]
 
     /// An empty row.
     public init() {
         columns = []
-        values = []
+        storedValues = []
     }
 
     /// A row from parallel arrays of column names and values.
@@ -19,7 +21,7 @@ public struct Row: Sendable {
     public init(columns: [String], values: [Value]) {
         precondition(columns.count == values.count, "Row: \(columns.count) columns but \(values.count) values")
         self.columns = columns
-        self.values = values
+        self.storedValues = values
     }
 
     /// A row from `(column, value)` pairs; a repeated column keeps its last value.
@@ -28,13 +30,33 @@ public struct Row: Sendable {
         for (column, value) in pairs { self[column] = value }
     }
 
+    /// Replaces the value at `position`, keeping the columns: lets a backend refill one row
+    /// for each stored row it reads (``ReadTransaction/fetch(_:each:)``) instead of
+    /// allocating a row each time. Copies made before share nothing with the result.
+    /// - Precondition: `position < count`.
+    @inlinable
+    public mutating func setValue(_ value: Value, at position: Int) {
+        storedValues[position] = value
+    }
+
+    /// Runs `body` with the values in place, for a backend overwriting a whole row's values
+    /// at once (see ``setValue(_:at:)``). The columns stay as they are.
+    @inlinable
+    public mutating func withUnsafeMutableValues<R>(_ body: (UnsafeMutableBufferPointer<Value>) throws -> R) rethrows -> R {
+        try storedValues.withUnsafeMutableBufferPointer { try body($0) }
+    }
+
     /// The number of columns.
     public var count: Int { columns.count }
 
     /// The position of `column`, if the row has it.
     @inlinable
     public func index(of column: String) -> Int? {
-        columns.firstIndex(of: column)
+        // Comparing lengths first skips most of the string comparisons that would fail.
+        let length = column.utf8.count
+        return columns.withUnsafeBufferPointer { columns in
+            columns.firstIndex { $0.utf8.count == length && $0 == column }
+        }
     }
 
     /// The value of `column`, or `nil` when the row has no such column
@@ -47,14 +69,14 @@ public struct Row: Sendable {
         set {
             if let i = index(of: column) {
                 if let newValue {
-                    values[i] = newValue
+                    storedValues[i] = newValue
                 } else {
                     columns.remove(at: i)
-                    values.remove(at: i)
+                    storedValues.remove(at: i)
                 }
             } else if let newValue {
                 columns.append(column)
-                values.append(newValue)
+                storedValues.append(newValue)
             }
         }
     }

@@ -2,7 +2,7 @@
 ///
 /// Valid only inside the closure it was passed to; using it afterwards throws `.misuse`.
 public class Snapshot {
-    let reader: any ReadTransaction
+    @usableFromInline let reader: any ReadTransaction
     private(set) var isOpen = true
 
     init(reader: any ReadTransaction) {
@@ -11,6 +11,7 @@ public class Snapshot {
 
     func invalidate() { isOpen = false }
 
+    @usableFromInline
     func checkOpen() throws {
         guard isOpen else {
             throw ReservoirError(.misuse, "a transaction was used after its read or write closure returned; use it only inside the closure")
@@ -18,25 +19,33 @@ public class Snapshot {
     }
 
     /// The records `request` selects, in its order.
-    public func fetch<T: Storable>(_ request: FetchRequest<T>) throws -> [T] {
+    // Inlinable so it is specialized for the caller's record type: decoding and collecting
+    // records then make direct calls instead of going through witness tables and generic metadata.
+    @inlinable
+    public final func fetch<T: Storable>(_ request: FetchRequest<T>) throws -> [T] {
         try checkOpen()
         let query = try request.query()
-        return try reader.fetch(query).map { try RecordCoding.decode(T.self, from: $0) }
+        var records: [T] = []
+        if let limit = query.limit { records.reserveCapacity(min(limit, 1024)) }
+        try reader.fetch(query) { records.append(try RecordCoding.decode(T.self, from: $0)) }
+        return records
     }
 
     /// Every record of a type, in id order.
-    public func fetch<T: Storable>(_ type: T.Type) throws -> [T] {
+    @inlinable
+    public final func fetch<T: Storable>(_ type: T.Type) throws -> [T] {
         try fetch(FetchRequest<T>())
     }
 
     /// The number of records `request` selects (after offset and limit).
-    public func count<T: Storable>(_ request: FetchRequest<T>) throws -> Int {
+    public final func count<T: Storable>(_ request: FetchRequest<T>) throws -> Int {
         try checkOpen()
         return try reader.count(request.query())
     }
 
     /// The record with this id, or nil.
-    public func get<T: Storable>(_ type: T.Type, id: T.ID) throws -> T? {
+    @inlinable
+    public final func get<T: Storable>(_ type: T.Type, id: T.ID) throws -> T? {
         try checkOpen()
         try T.schema.validate()
         guard let row = try reader.row(T.schema.name, id: id.toValue()) else { return nil }
@@ -44,31 +53,31 @@ public class Snapshot {
     }
 
     /// Whether a record with this id exists.
-    public func contains<T: Storable>(_ type: T.Type, id: T.ID) throws -> Bool {
+    public final func contains<T: Storable>(_ type: T.Type, id: T.ID) throws -> Bool {
         try checkOpen()
         return try reader.row(T.schema.name, id: id.toValue()) != nil
     }
 
     /// Raw rows for a backend-neutral query: for tools that have no Swift types.
-    public func rows(_ query: Query) throws -> [Row] {
+    public final func rows(_ query: Query) throws -> [Row] {
         try checkOpen()
         return try reader.fetch(query)
     }
 
     /// The number of rows a backend-neutral query selects.
-    public func count(_ query: Query) throws -> Int {
+    public final func count(_ query: Query) throws -> Int {
         try checkOpen()
         return try reader.count(query)
     }
 
     /// The entities the store holds rows for.
-    public func entities() throws -> [EntityDescription] {
+    public final func entities() throws -> [EntityDescription] {
         try checkOpen()
         return try reader.entities()
     }
 
     /// The sequence number of the newest committed change set.
-    public func lastSequence() throws -> UInt64 {
+    public final func lastSequence() throws -> UInt64 {
         try checkOpen()
         return try reader.lastSequence()
     }

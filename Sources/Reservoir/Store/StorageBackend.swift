@@ -75,6 +75,14 @@ public protocol ReadTransaction {
     /// in that order. An entity never written to has no rows.
     func fetch(_ query: Query) throws -> [Row]
 
+    /// Calls `body` with each row `fetch(query)` returns, in the same order, without
+    /// collecting them: ``Store`` decodes records this way. A backend may hand `body` one
+    /// `Row` refilled in place for each row (see ``Row/setValue(_:at:)``); `Row` is a value,
+    /// so a body that keeps a row keeps an unchanging copy. `body` must not use the
+    /// transaction (the backend may be mid-scan). When `body` throws, the fetch stops and
+    /// rethrows.
+    func fetch(_ query: Query, each body: (Row) throws -> Void) throws
+
     /// The number of rows `fetch(query)` would return.
     func count(_ query: Query) throws -> Int
 
@@ -92,6 +100,10 @@ public protocol ReadTransaction {
 extension ReadTransaction {
     public func count(_ query: Query) throws -> Int {
         try fetch(query).count
+    }
+
+    public func fetch(_ query: Query, each body: (Row) throws -> Void) throws {
+        for row in try fetch(query) { try body(row) }
     }
 }
 

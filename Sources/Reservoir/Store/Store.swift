@@ -73,11 +73,13 @@ public final class Store: Sendable {
     }
 
     /// The records `request` selects, in its order.
+    @inlinable
     public func fetch<T: Storable>(_ request: FetchRequest<T>) throws -> [T] {
         try read { try $0.fetch(request) }
     }
 
     /// Every record of a type, in id order.
+    @inlinable
     public func fetch<T: Storable>(_ type: T.Type) throws -> [T] {
         try read { try $0.fetch(type) }
     }

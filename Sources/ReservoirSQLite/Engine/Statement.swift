@@ -179,6 +179,21 @@ final class Statement {
         return Row(columns: columns, values: values)
     }
 
+    /// Reads the current row into `row`, overwriting its values in place when it already
+    /// has `columns` (the previous row of the same statement).
+    @inline(__always)
+    func read(into row: inout Row, columns: [String]) {
+        guard row.count == columns.count, row.columns == columns else {
+            row = self.row(columns: columns)
+            return
+        }
+        row.withUnsafeMutableValues { values in
+            for index in values.indices {
+                values[index] = value(at: Int32(index))
+            }
+        }
+    }
+
     static func shorten(_ sql: String) -> String {
         sql.count > 120 ? String(sql.prefix(117)) + "..." : sql
     }

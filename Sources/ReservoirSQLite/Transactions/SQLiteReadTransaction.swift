@@ -44,19 +44,26 @@ class SQLiteReadTransaction: ReadTransaction {
     }
 
     func fetch(_ query: Query) throws -> [Row] {
-        guard let table = try table(query.entity.name) else { return [] }
+        var rows: [Row] = []
+        if let limit = query.limit { rows.reserveCapacity(min(limit, 1024)) }
+        try fetch(query) { rows.append($0) }
+        return rows
+    }
+
+    /// Steps the compiled query, reading each result into one `Row`, refilled in place.
+    func fetch(_ query: Query, each body: (Row) throws -> Void) throws {
+        guard let table = try table(query.entity.name) else { return }
         let compiled = SQLCompiler.compile(query, table: table, counting: false)
         let statement = try connection.cached(compiled.sql)
         defer { statement.reset() }
         try compiled.bind(to: statement)
-        var rows: [Row] = []
-        if let limit = query.limit { rows.reserveCapacity(min(limit, 1024)) }
-        guard try statement.step() else { return rows }
+        guard try statement.step() else { return }
         let columns = statement.columnNames
+        var row = Row()
         repeat {
-            rows.append(statement.row(columns: columns))
+            statement.read(into: &row, columns: columns)
+            try body(row)
         } while try statement.step()
-        return rows
     }
 
     func count(_ query: Query) throws -> Int {
