@@ -1,15 +1,14 @@
 import Reservoir
 
-/// Sorts fetched rows by a query's terms in the contract's order (``QueryEvaluator``'s
+/// Orders fetched rows by a query's terms in the contract's order (``QueryEvaluator``'s
 /// `sorted` is the reference), without comparing `Value`s when it can avoid it.
 ///
 /// Each term's values are read once. When they are all integers, or all numbers exactly
 /// representable as doubles (with nulls and NaN), they become unsigned keys whose integer
 /// order is the contract's order; other columns keep their values, compared with
 /// `Value.compare`. Rows scanned from the row database are already in id order, so the
-/// id tie-break the query ends with is their position and needs no key. An array of
-/// positions is sorted, then the rows are moved into place. (A radix sort on the keys
-/// measured no faster than this comparison sort for 100,000 rows.)
+/// id tie-break the query ends with is their position and needs no key. The result is
+/// the rows' positions in order; one keyed term is radix-sorted, several are compared.
 enum RowSort {
     /// One term's values for every row.
     enum Keys {
@@ -17,19 +16,6 @@ enum RowSort {
         case ordered([UInt64])
         /// Values compared with `Value.compare`.
         case values([Value], ascending: Bool)
-    }
-
-    /// Sorts `rows` by `sort`. `inIDOrder`: the rows are in ascending order of `idColumn`
-    /// (a cursor scan of the row database).
-    static func sort(_ rows: inout [Row], by sort: [SortTerm], idColumn: String, inIDOrder: Bool) {
-        guard rows.count > 1, !sort.isEmpty else { return }
-        var hint = 0
-        let positions = rows.withUnsafeBufferPointer { rows in
-            order(count: rows.count, by: sort, idColumn: idColumn, inIDOrder: inIDOrder) { i, term in
-                Self.value(rows[i], sort[term].column, &hint)
-            }
-        }
-        permute(&rows, to: positions)
     }
 
     /// The positions of `count` rows in `sort`'s order, first to last; `value(i, term)`
@@ -55,7 +41,7 @@ enum RowSort {
         if keys.count == 1, case let .ordered(k) = keys[0] {
             // The common "by one field, then id" case: a radix sort of the keys beside their
             // positions. It is stable, so equal keys keep their positions' order; for a
-            // descending id tie-break the positions go in reversed. (Without a tie-break the
+            // descending id tie-break the positions go in reversed order. (Without a tie-break the
             // one term is the id itself, whose keys are all different.)
             var pairs = k.enumerated().map { KeyedPosition(key: $1, position: $0) }
             if tieAscending == false { pairs.reverse() }
@@ -174,16 +160,6 @@ enum RowSort {
         return bits & (1 << 63) != 0 ? ~bits : bits | (1 << 63)
     }
 
-    /// `row.value(column)`, trying first where the column was in the previous row.
-    @inline(__always)
-    static func value(_ row: Row, _ column: String, _ hint: inout Int) -> Value {
-        let columns = row.columns
-        if hint < columns.count, columns[hint] == column { return row.values[hint] }
-        guard let index = columns.firstIndex(of: column) else { return .null }
-        hint = index
-        return row.values[index]
-    }
-
     @inline(__always)
     static func compare(_ keys: Keys, _ a: Int, _ b: Int) -> Int {
         switch keys {
@@ -192,26 +168,6 @@ enum RowSort {
         case let .values(v, ascending):
             let c = Value.compare(v[a], v[b])
             return ascending ? c : -c
-        }
-    }
-
-    // MARK: - Permutation
-
-    /// Puts `rows[order[i]]` at `i`, in place, cycle by cycle: swaps move rows without
-    /// retaining or releasing them.
-    static func permute(_ rows: inout [Row], to order: [Int]) {
-        var placed = [Bool](repeating: false, count: order.count)
-        rows.withUnsafeMutableBufferPointer { buffer in
-            for start in order.indices where !placed[start] {
-                placed[start] = true
-                var j = start
-                while order[j] != start {
-                    let next = order[j]
-                    buffer.swapAt(j, next)
-                    placed[next] = true
-                    j = next
-                }
-            }
         }
     }
 }

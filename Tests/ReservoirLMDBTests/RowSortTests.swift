@@ -43,8 +43,9 @@ import Testing
                 }
                 terms.append(SortTerm(column: "id", ascending: g.next() % 2 == 0))
                 let expected = QueryEvaluator.sorted(rows, by: terms)
-                var actual = rows
-                RowSort.sort(&actual, by: terms, idColumn: "id", inIDOrder: inIDOrder)
+                let actual = RowSort.order(count: rows.count, by: terms, idColumn: "id", inIDOrder: inIDOrder) {
+                    rows[$0].value(terms[$1].column)
+                }.map { rows[$0] }
                 #expect(actual.map(\.description) == expected.map(\.description), "count \(count), terms \(terms), in id order \(inIDOrder)")
             }
         }

@@ -30,17 +30,9 @@ public struct Row: Sendable {
         for (column, value) in pairs { self[column] = value }
     }
 
-    /// Replaces the value at `position`, keeping the columns: lets a backend refill one row
-    /// for each stored row it reads (``ReadTransaction/fetch(_:each:)``) instead of
+    /// Runs `body` with the values in place, keeping the columns: lets a backend refill one
+    /// row for each stored row it reads (``ReadTransaction/fetch(_:each:)``) instead of
     /// allocating a row each time. Copies made before share nothing with the result.
-    /// - Precondition: `position < count`.
-    @inlinable
-    public mutating func setValue(_ value: Value, at position: Int) {
-        storedValues[position] = value
-    }
-
-    /// Runs `body` with the values in place, for a backend overwriting a whole row's values
-    /// at once (see ``setValue(_:at:)``). The columns stay as they are.
     @inlinable
     public mutating func withUnsafeMutableValues<R>(_ body: (UnsafeMutableBufferPointer<Value>) throws -> R) rethrows -> R {
         try storedValues.withUnsafeMutableBufferPointer { try body($0) }

@@ -77,7 +77,7 @@ public protocol ReadTransaction {
 
     /// Calls `body` with each row `fetch(query)` returns, in the same order, without
     /// collecting them: ``Store`` decodes records this way. A backend may hand `body` one
-    /// `Row` refilled in place for each row (see ``Row/setValue(_:at:)``); `Row` is a value,
+    /// `Row` refilled in place for each row (see ``Row/withUnsafeMutableValues(_:)``); `Row` is a value,
     /// so a body that keeps a row keeps an unchanging copy. `body` must not use the
     /// transaction (the backend may be mid-scan). When `body` throws, the fetch stops and
     /// rethrows.
