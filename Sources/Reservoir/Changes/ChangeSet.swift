@@ -20,7 +20,8 @@ public struct ChangeSet: Sendable, Equatable, CustomStringConvertible {
 
     public init(sequence: UInt64, entities: [EntityChanges], isExternal: Bool = false, isComplete: Bool = true) {
         self.sequence = sequence
-        self.entities = entities.sorted { $0.entity < $1.entity }
+        // Most change sets touch one entity: nothing to sort, and no copy.
+        self.entities = entities.count > 1 ? entities.sorted { $0.entity < $1.entity } : entities
         self.isExternal = isExternal
         self.isComplete = isComplete
     }

@@ -4,8 +4,9 @@
 ///
 /// Bulk inserts are the common large transaction, so they cost no hashing and no copying:
 /// while an entity has seen only inserts the backend accepted as new, every touch is a
-/// distinct record, and the inserts are kept as the change set's own `inserted` list. The
-/// id → position index is built the first time anything else touches the entity.
+/// distinct record, and the inserts are kept as the change set's own `inserted` list. Once
+/// anything else touches the entity, touches are found by id: by a scan while they are
+/// few, through an id → position index beyond that.
 struct ChangeTracker {
     private struct Touch {
         var id: Value
@@ -15,27 +16,50 @@ struct ChangeTracker {
 
     private struct EntityTouches {
         var entity: EntityDescription
-        /// Accepted inserts, in order, while nothing else touched the entity (`positions` nil).
+        /// Accepted inserts, in order, while nothing else touched the entity (`tracking` false).
         var fresh: [RowChange] = []
-        /// Every touch in first-touch order, once `positions` exists.
+        /// Whether every touch is in `touches` (the entity saw something besides fresh inserts).
+        var tracking = false
+        /// Every touch in first-touch order, once `tracking`.
         var touches: [Touch] = []
-        /// The position of each id in `touches`; nil while every touch is a fresh insert.
-        var positions: [Value: Int]?
+        /// The position of each id in `touches`, kept once there are more than
+        /// ``linearSearchLimit`` touches; below that a scan is cheaper than hashing.
+        var positions: [Value: Int] = [:]
 
-        /// Moves fresh inserts into `touches` and indexes them, once.
-        mutating func index() {
-            guard positions == nil else { return }
-            var built: [Value: Int] = [:]
-            built.reserveCapacity(fresh.count)
-            touches.reserveCapacity(fresh.count)
+        /// Moves fresh inserts into `touches`, once.
+        mutating func track() {
+            guard !tracking else { return }
+            tracking = true
+            touches.reserveCapacity(fresh.count + 1)
             for insert in fresh {
-                built[insert.id] = touches.count
                 touches.append(Touch(id: insert.id, before: nil, after: insert.row))
             }
             fresh = []
-            positions = built
+            if touches.count > linearSearchLimit { indexAll() }
+        }
+
+        func position(of id: Value) -> Int? {
+            touches.count > linearSearchLimit ? positions[id] : touches.firstIndex { $0.id == id }
+        }
+
+        mutating func append(_ touch: Touch) {
+            touches.append(touch)
+            if touches.count == linearSearchLimit + 1 {
+                indexAll()
+            } else if touches.count > linearSearchLimit {
+                positions[touch.id] = touches.count - 1
+            }
+        }
+
+        private mutating func indexAll() {
+            positions.reserveCapacity(touches.count)
+            for (position, touch) in touches.enumerated() { positions[touch.id] = position }
         }
     }
+
+    /// How many touches of one entity are searched by a scan before an id index is built:
+    /// most write transactions touch a record or a few.
+    static let linearSearchLimit = 8
 
     /// The entities touched, few per transaction, each mutated in place (a copy taken out and
     /// put back would copy its arrays on every note: quadratic in the size).
@@ -51,13 +75,11 @@ struct ChangeTracker {
     /// Records that `id` went from `before` to `after`; `before` counts only on first touch.
     mutating func note(_ entity: EntityDescription, id: Value, before: Row?, after: Row?) {
         let slot = position(of: entity)
-        entities[slot].index()
-        if let existing = entities[slot].positions?[id] {
+        entities[slot].track()
+        if let existing = entities[slot].position(of: id) {
             entities[slot].touches[existing].after = after
         } else {
-            let next = entities[slot].touches.count
-            entities[slot].positions?[id] = next
-            entities[slot].touches.append(Touch(id: id, before: before, after: after))
+            entities[slot].append(Touch(id: id, before: before, after: after))
         }
     }
 
@@ -65,7 +87,7 @@ struct ChangeTracker {
     /// new to the transaction or one it deleted earlier.
     mutating func noteInserted(_ entity: EntityDescription, id: Value, row: Row) {
         let slot = position(of: entity)
-        if entities[slot].positions == nil {
+        if !entities[slot].tracking {
             // Only fresh inserts so far: none of them can have this id (the backend would
             // have refused it), and nothing was deleted.
             entities[slot].fresh.append(RowChange(id: id, row: row))

@@ -95,9 +95,20 @@ public struct Row: Sendable {
 
 extension Row: Equatable {
     public static func == (lhs: Row, rhs: Row) -> Bool {
-        guard lhs.columns.count == rhs.columns.count else { return false }
-        if lhs.columns == rhs.columns {
-            return zip(lhs.values, rhs.values).allSatisfy { $0.isIdentical(to: $1) }
+        let count = lhs.columns.count
+        guard count == rhs.columns.count else { return false }
+        // Rows of one record type share their column order: compare position by position.
+        let sameOrder = lhs.columns.withUnsafeBufferPointer { left in
+            rhs.columns.withUnsafeBufferPointer { right in
+                (0..<count).allSatisfy { left[$0] == right[$0] }
+            }
+        }
+        if sameOrder {
+            return lhs.storedValues.withUnsafeBufferPointer { left in
+                rhs.storedValues.withUnsafeBufferPointer { right in
+                    (0..<count).allSatisfy { left[$0].isIdentical(to: right[$0]) }
+                }
+            }
         }
         for (column, value) in zip(lhs.columns, lhs.values) {
             guard let other = rhs[column], value.isIdentical(to: other) else { return false }

@@ -110,10 +110,19 @@ extension Value: Comparable {
         case (.null, .null): true
         case let (.integer(a), .integer(b)): a == b
         case let (.real(a), .real(b)): a.bitPattern == b.bitPattern || (a.isNaN && b.isNaN)
-        case let (.text(a), .text(b)): a.utf8.elementsEqual(b.utf8)
+        case let (.text(a), .text(b)): Self.sameBytes(a, b)
         case let (.blob(a), .blob(b)): a == b
         default: false
         }
+    }
+
+    /// Byte-wise equality of the UTF-8 (String's `==` is Unicode-canonical equivalence),
+    /// over contiguous storage rather than element by element through the UTF-8 views.
+    private static func sameBytes(_ a: String, _ b: String) -> Bool {
+        guard a.utf8.count == b.utf8.count else { return false }
+        var a = a
+        var b = b
+        return a.withUTF8 { x in b.withUTF8 { y in x.elementsEqual(y) } }
     }
 
     private static func compareReals(_ a: Double, _ b: Double) -> Int {

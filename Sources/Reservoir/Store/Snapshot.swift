@@ -182,9 +182,10 @@ public final class Transaction: Snapshot {
             // Another record of the type just written: its schema is known good.
             return (checked.entity, try record.id.toValue(), try RecordCoding.encodeChecked(record))
         }
-        try T.schema.validate()
+        let schema = T.schema
+        try schema.validate()
         let row = try RecordCoding.encode(record)
-        let entity = T.schema.entity
+        let entity = schema.entity
         checked = (ObjectIdentifier(T.self), entity)
         return (entity, try record.id.toValue(), row)
     }
