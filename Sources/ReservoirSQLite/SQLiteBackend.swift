@@ -102,7 +102,7 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
         do {
             if creatingTables { try Metadata.setUp(connection) }
             try ChangeLog.numberPending(connection)
-            try connection.run("COMMIT")
+            try connection.statement(.commit).run()
         } catch {
             if connection.inTransaction { try? connection.execute("ROLLBACK") }
             throw error
@@ -112,7 +112,7 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
     /// `BEGIN IMMEDIATE`: takes the database's write lock now, waiting up to the busy timeout.
     private static func beginWrite(_ connection: Connection) throws {
         do {
-            try connection.run("BEGIN IMMEDIATE")
+            try connection.statement(.beginImmediate).run()
         } catch var error as ReservoirError {
             error.message = "SQLite store \"\(connection.path)\": cannot start a write transaction: \(SQLiteFailure.cause(for: error.nativeCode ?? 1))"
             throw error
@@ -156,17 +156,27 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
         let transaction: SQLiteWriteTransaction
         let result: R
         do {
-            // Plain SQL writers' changes get their own sequence first, so they precede ours.
-            let head = try ChangeLog.beginWrite(connection)
+            let head: ChangeLog.Head
+            if let known = session.logHead, let version = connection.dataVersion(), version == known.dataVersion {
+                // Nothing committed since this connection's last write: the log and the
+                // schema are as it left them.
+                head = known.head
+                session.catalog.trustForThisTransaction()
+            } else {
+                // Plain SQL writers' changes get their own sequence first, so they precede ours.
+                head = try ChangeLog.beginWrite(connection)
+            }
             transaction = SQLiteWriteTransaction(session: session, head: head, retention: options.retention)
             result = try body(transaction)
-            try connection.run("COMMIT")
+            try connection.statement(.commit).run()
         } catch {
+            session.logHead = nil
             if connection.inTransaction { try? connection.execute("ROLLBACK") }
             // DDL may have been rolled back with the rest: reload the catalog next time.
             session.catalog.invalidate()
             throw error
         }
+        session.logHead = connection.dataVersion().map { Session.LogHead(dataVersion: $0, head: transaction.logHead) }
         session.catalog.endTransaction()
         return result
     }

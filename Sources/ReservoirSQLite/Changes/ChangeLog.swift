@@ -84,36 +84,43 @@ enum ChangeLog {
         return Head(sequence: UInt64(clamping: sequence), lastChange: newest.change)
     }
 
-    /// Logs `changeSet`, one row per entity and kind, the last row closing it. Call inside
-    /// the write transaction that made it, on the writer connection (triggers off).
-    static func record(_ changeSet: ChangeSet, retention: Int, _ connection: Connection) throws {
+    /// Logs `changeSet`, one row per entity and kind, the last row closing it, and returns
+    /// the log's head afterwards (nil when the change set is empty: nothing is logged).
+    /// Call inside the write transaction that made it, on the writer connection (triggers off).
+    static func record(_ changeSet: ChangeSet, retention: Int, _ connection: Connection) throws -> Head? {
         guard let sequence = Int64(exactly: changeSet.sequence) else {
             throw ReservoirError(.valueOutOfRange, "SQLite store \"\(connection.path)\": sequence \(changeSet.sequence) does not fit SQLite's integers")
         }
-        var groups: [(entity: String, kind: ChangeType, ids: [Value])] = []
-        for changes in changeSet.entities {
-            if !changes.inserted.isEmpty { groups.append((changes.entity, .inserted, changes.inserted.map(\.id))) }
-            if !changes.updated.isEmpty { groups.append((changes.entity, .updated, changes.updated.map(\.id))) }
-            if !changes.deleted.isEmpty { groups.append((changes.entity, .deleted, changes.deleted)) }
+        var remaining = changeSet.entities.reduce(0) { count, changes in
+            count + (changes.inserted.isEmpty ? 0 : 1) + (changes.updated.isEmpty ? 0 : 1) + (changes.deleted.isEmpty ? 0 : 1)
         }
-        let insert = try connection.cached("INSERT INTO _reservoir_changes(entity, id, kind, ids, sequence) VALUES(?1, ?2, ?3, ?4, ?5)")
-        for (position, group) in groups.enumerated() {
+        guard remaining > 0 else { return nil }
+        let insert = try connection.statement(.logChange)
+        func log(_ entity: String, _ kind: ChangeType, _ ids: some Collection<Value>) throws {
+            remaining -= 1
             insert.reset()
-            try insert.bind(.text(group.entity), at: 1)
-            if group.ids.count == 1 {
-                try insert.bind(group.ids[0], at: 2)
+            try insert.bind(.text(entity), at: 1)
+            if ids.count == 1, let id = ids.first {
+                try insert.bind(id, at: 2)
                 try insert.bind(.null, at: 4)
             } else {
                 try insert.bind(.null, at: 2)
-                try insert.bind(.blob(IDPacking.pack(group.ids)), at: 4)
+                try insert.bind(.blob(IDPacking.pack(ids)), at: 4)
             }
-            try insert.bind(.text(group.kind.rawValue), at: 3)
-            try insert.bind(position == groups.count - 1 ? .integer(sequence) : .null, at: 5)
+            try insert.bind(.text(kind.rawValue), at: 3)
+            try insert.bind(remaining == 0 ? .integer(sequence) : .null, at: 5)
             try insert.run()
         }
+        for changes in changeSet.entities {
+            if !changes.inserted.isEmpty { try log(changes.entity, .inserted, changes.inserted.lazy.map(\.id)) }
+            if !changes.updated.isEmpty { try log(changes.entity, .updated, changes.updated.lazy.map(\.id)) }
+            if !changes.deleted.isEmpty { try log(changes.entity, .deleted, changes.deleted) }
+        }
+        let head = Head(sequence: changeSet.sequence, lastChange: connection.lastInsertRowID)
         if retention > 0 && sequence % trimInterval == 0 {
             try trim(keeping: retention, newest: sequence, connection)
         }
+        return head
     }
 
     /// Trimming runs every this many change sets, so its cost is spread thin.
@@ -179,7 +186,7 @@ enum ChangeLog {
 /// (0 null, 1 integer, 2 real, 3 text, 4 blob) then, big-endian, 8 bytes for numbers
 /// or a 4-byte length and the bytes for text (UTF-8) and blobs.
 enum IDPacking {
-    static func pack(_ ids: [Value]) -> Data {
+    static func pack(_ ids: some Collection<Value>) -> Data {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(ids.count * 9)
         func append(_ word: UInt64, count: Int) {

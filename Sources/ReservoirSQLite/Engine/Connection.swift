@@ -10,6 +10,9 @@ final class Connection {
     let handle: OpaquePointer
     let path: String
     private var statements: [String: Statement] = [:]
+    /// The statements every write transaction runs, held apart from `statements` so
+    /// running them costs no lookup (hashing their SQL).
+    private var writePath: [Statement?] = Array(repeating: nil, count: WritePathStatement.allCases.count)
 
     /// Opens (creating when `create`) the database at `path`, with a busy timeout so
     /// other processes' locks are waited for instead of failing at once.
@@ -31,6 +34,7 @@ final class Connection {
 
     deinit {
         statements.removeAll()
+        writePath.removeAll()
         sqlite3_close_v2(handle)
     }
 
@@ -58,6 +62,27 @@ final class Connection {
         let statement = try Statement(database: handle, path: path, sql: sql)
         statements[sql] = statement
         return statement
+    }
+
+    /// The statement for `which`, prepared on first use, reset and ready to bind.
+    @inline(__always)
+    func statement(_ which: WritePathStatement) throws -> Statement {
+        if let statement = writePath[which.rawValue] {
+            statement.reset()
+            return statement
+        }
+        let statement = try Statement(database: handle, path: path, sql: which.sql)
+        writePath[which.rawValue] = statement
+        return statement
+    }
+
+    /// The pager's data version (`SQLITE_FCNTL_DATA_VERSION`): it changes with every
+    /// commit to the file, this connection's own included, and is read without running a
+    /// statement. Nil when SQLite cannot report it (older than 3.26).
+    func dataVersion() -> UInt32? {
+        var version: UInt32 = 0
+        guard sqlite3_file_control(handle, "main", SQLITE_FCNTL_DATA_VERSION, &version) == SQLITE_OK else { return nil }
+        return version
     }
 
     /// Runs one or more statements without results (DDL, pragmas, transaction control).
@@ -93,6 +118,9 @@ final class Connection {
     /// Whether the connection is inside an explicit transaction.
     var inTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
 
+    /// The rowid of the last row inserted on this connection.
+    var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+
     /// The number of rows the last INSERT, UPDATE or DELETE changed.
     var changes: Int { Int(sqlite3_changes64(handle)) }
 
@@ -115,5 +143,20 @@ final class Connection {
             error.message = "SQLite store \"\(path)\": cannot open it: the path is a directory, not a database file"
         }
         return error
+    }
+}
+
+/// The statements of the write path, which ``Connection/statement(_:)`` keeps at hand.
+enum WritePathStatement: Int, CaseIterable {
+    case beginImmediate
+    case commit
+    case logChange
+
+    var sql: String {
+        switch self {
+        case .beginImmediate: "BEGIN IMMEDIATE"
+        case .commit: "COMMIT"
+        case .logChange: "INSERT INTO _reservoir_changes(entity, id, kind, ids, sequence) VALUES(?1, ?2, ?3, ?4, ?5)"
+        }
     }
 }

@@ -10,6 +10,18 @@ final class Session {
     var writes: [WriteKey: Statement] = [:]
     /// The previous write's statement and what it was prepared for.
     var lastWrite: LastWrite?
+    /// The change log's head after this connection's last write transaction, and the data
+    /// version right after its commit. While the version is unchanged, no other writer (a
+    /// plain SQL client, another process, the pending-row numbering) has committed since,
+    /// so the next write needs no look at the log nor at the schema version. Nil until the
+    /// first write and after a failed one. (The version is a 32-bit counter: a wrong match needs exactly 2^32
+    /// commits in between.)
+    var logHead: LogHead?
+
+    struct LogHead {
+        let dataVersion: UInt32
+        let head: ChangeLog.Head
+    }
 
     /// A row-by-id select and whether its table's id column is the rowid.
     struct RowStatement {

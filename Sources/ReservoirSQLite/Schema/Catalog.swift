@@ -58,6 +58,12 @@ final class Catalog {
         checkedInTransaction = false
     }
 
+    /// Skips this transaction's schema-version check: for a connection that knows nothing
+    /// has committed since its own last transaction, whose DDL it recorded with ``update(_:)``.
+    func trustForThisTransaction() {
+        checkedInTransaction = true
+    }
+
     /// Reloads when the schema version moved; checks at most once per transaction.
     func refreshIfNeeded(_ connection: Connection) throws {
         guard !checkedInTransaction else { return }

@@ -6,10 +6,13 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
     /// The change log's newest change set when this transaction began (after pending
     /// plain-SQL rows were closed); nothing else writes the log until it commits.
     let head: ChangeLog.Head
+    /// The log's head as this transaction leaves it: `head`, or the change set it recorded.
+    private(set) var logHead: ChangeLog.Head
     let retention: Int
 
     init(session: Session, head: ChangeLog.Head, retention: Int) {
         self.head = head
+        self.logHead = head
         self.retention = retention
         super.init(session: session)
     }
@@ -84,7 +87,9 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
     }
 
     func record(_ changeSet: ChangeSet) throws {
-        try ChangeLog.record(changeSet, retention: retention, connection)
+        if let recorded = try ChangeLog.record(changeSet, retention: retention, connection) {
+            logHead = recorded
+        }
     }
 
     // MARK: - Schema on demand
