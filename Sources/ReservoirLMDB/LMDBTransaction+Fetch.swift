@@ -208,10 +208,10 @@ extension LMDBTransaction {
                                   inIDOrder: inIDOrder) { position, term in
                     let start = term == 0 ? 0 : ends[term &- 1]
                     let row = rows[position]
-                    guard let value = RowCodec.value(ofColumn: UnsafeRawBufferPointer(rebasing: names[start..<ends[term]]), in: row.bytes) else {
+                    guard let field = RowCodec.field(ofColumn: UnsafeRawBufferPointer(rebasing: names[start..<ends[term]]), in: row.bytes) else {
                         throw corruptRow(row.bytes, entity: entity, key: row.key)
                     }
-                    return value
+                    return field
                 }
             }
         }

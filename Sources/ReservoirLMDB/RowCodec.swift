@@ -174,19 +174,6 @@ enum RowCodec {
         return true
     }
 
-    /// The value of the column whose stored name is `name` (length varint and UTF-8, as
-    /// ``ColumnNameCache`` keeps it), read without decoding the other columns: null when
-    /// the row lacks the column, nil when the bytes are not a row this version can read.
-    static func value(ofColumn name: UnsafeRawBufferPointer, in bytes: UnsafeRawBufferPointer) -> Value? {
-        var reader = ByteReader(bytes)
-        guard let version = reader.byte(), version == Self.version, let count = reader.varint() else { return nil }
-        for _ in 0..<count {
-            if reader.skip(matching: name) { return readValue(&reader) }
-            guard reader.lengthPrefixed() != nil, reader.skipValue() else { return nil }
-        }
-        return reader.isAtEnd ? .null : nil
-    }
-
     /// The values of a row whose columns are exactly the last row's, in its order (the
     /// usual case in a scan), passed to `visit` with their positions: each name is checked
     /// by comparing its encoded bytes, with no string built or looked up. False when a
@@ -302,21 +289,27 @@ struct ColumnNameCache {
 @inline(__always)
 func decodeUTF8(_ bytes: UnsafeRawBufferPointer) -> String? {
     let utf8 = bytes.assumingMemoryBound(to: UInt8.self)
+    if isASCII(bytes) {
+        return String(decoding: utf8, as: UTF8.self)
+    }
+    return String(validating: utf8, as: UTF8.self)
+}
+
+/// Whether every byte is below 0x80, tested a word at a time.
+@inline(__always)
+func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
     var i = 0
-    let n = utf8.count
+    let n = bytes.count
     var high: UInt64 = 0
     while i + 8 <= n {
         high |= bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self)
         i += 8
     }
     while i < n {
-        high |= UInt64(utf8[i])
+        high |= UInt64(bytes[i])
         i += 1
     }
-    if high & 0x8080_8080_8080_8080 == 0 {
-        return String(decoding: utf8, as: UTF8.self)
-    }
-    return String(validating: utf8, as: UTF8.self)
+    return high & 0x8080_8080_8080_8080 == 0
 }
 
 /// Writes into memory sized beforehand by ``RowCodec/encode(_:)``.

@@ -82,7 +82,7 @@ import Testing
         func value(_ column: String) -> Value? {
             var writer = ByteWriter()
             writer.string(column)
-            return writer.bytes.withUnsafeBytes { name in bytes.withUnsafeBytes { RowCodec.value(ofColumn: name, in: $0) } }
+            return writer.bytes.withUnsafeBytes { name in bytes.withUnsafeBytes { RowCodec.field(ofColumn: name, in: $0)?.value } }
         }
         #expect(value("id") == .integer(7))
         #expect(value("r") == .real(2.5))
@@ -91,6 +91,21 @@ import Testing
         let truncated = Array(bytes.dropLast())
         var writer = ByteWriter()
         writer.string("missing")
-        #expect(writer.bytes.withUnsafeBytes { name in truncated.withUnsafeBytes { RowCodec.value(ofColumn: name, in: $0) } } == nil)
+        #expect(writer.bytes.withUnsafeBytes { name in truncated.withUnsafeBytes { RowCodec.field(ofColumn: name, in: $0)?.value } } == nil)
+    }
+
+    /// Text read as a field stays bytes, but must be UTF-8 all the same: sorting on a column
+    /// rejects a row that decoding it would reject.
+    @Test func textFieldsAreCheckedUTF8() {
+        var name = ByteWriter()
+        name.string("t")
+        for text in ["abc", "é😀", String(repeating: "long ascii ", count: 3)] {
+            let bytes = RowCodec.encode(Row(columns: ["id", "t"], values: [.integer(1), .text(text)]))
+            let field = name.bytes.withUnsafeBytes { name in bytes.withUnsafeBytes { RowCodec.field(ofColumn: name, in: $0) } }
+            #expect(field?.value == .text(text))
+            var damaged = bytes
+            damaged[damaged.count - 1] = 0xFF
+            #expect(name.bytes.withUnsafeBytes { name in damaged.withUnsafeBytes { RowCodec.field(ofColumn: name, in: $0) } } == nil, "\(text)")
+        }
     }
 }
