@@ -157,14 +157,30 @@ extension LMDBTransaction {
         swap(&names, &self.names)
         defer { swap(&names, &self.names) }
         try window.withUnsafeBufferPointer { window in
-            for position in window.indices {
-                // Rows in sort order lie scattered over the map: start loading one a few ahead.
-                if position + 4 < window.count { clmdb_prefetch(window[position + 4].bytes.baseAddress) }
+            var position = 0
+            while position < window.count {
+                // A run of rows in the layout `row` holds refills it in place, with the layout
+                // looked up once for the run.
+                if row.count > 0, row.columns == names.lastColumns {
+                    try names.withLastLayout { layout in
+                        while position < window.count {
+                            // Rows in sort order lie scattered over the map: start loading one a few ahead.
+                            if position &+ 4 < window.count { clmdb_prefetch(window[position &+ 4].bytes.baseAddress) }
+                            let bytes = window[position].bytes
+                            guard row.withUnsafeMutableValues({ RowCodec.refill($0, from: bytes, layout: layout) }) else { return }
+                            try body(row)
+                            position &+= 1
+                        }
+                    }
+                    if position == window.count { break }
+                }
                 let stored = window[position]
-                guard RowCodec.decode(stored.bytes, into: &row, names: &names) else {
+                guard let decoded = RowCodec.decode(stored.bytes, names: &names) else {
                     throw corruptRow(stored.bytes, entity: entity, key: stored.key)
                 }
+                row = decoded
                 try body(row)
+                position &+= 1
             }
         }
     }

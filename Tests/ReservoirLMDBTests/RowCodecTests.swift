@@ -108,4 +108,35 @@ import Testing
             #expect(name.bytes.withUnsafeBytes { name in damaged.withUnsafeBytes { RowCodec.field(ofColumn: name, in: $0) } } == nil, "\(text)")
         }
     }
+
+    /// Byte comparison with overlapping word loads: every length up to a few words, a
+    /// difference at every position, buffers at odd offsets.
+    @Test func sameBytesFindsEveryDifference() {
+        let base: [UInt8] = (0..<48).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+        for count in 0...40 {
+            for shift in [0, 1, 3] {
+                let a = base[shift..<(shift + count)]
+                #expect(Array(a).withUnsafeBytes { pa in Array(a).withUnsafeBytes { sameBytes(pa, $0) } }, "count \(count)")
+                for position in 0..<count {
+                    var b = Array(a)
+                    b[position] ^= 0x80
+                    #expect(!Array(a).withUnsafeBytes { pa in b.withUnsafeBytes { sameBytes(pa, $0) } }, "count \(count), position \(position)")
+                }
+                var reader = ByteReader(UnsafeRawBufferPointer(start: nil, count: 0))
+                var skipped = reader.skip(matching: UnsafeRawBufferPointer(start: nil, count: 0))
+                #expect(skipped)
+                let longer = Array(a) + [1]
+                longer.withUnsafeBytes { bytes in
+                    Array(a).withUnsafeBytes { expected in
+                        reader = ByteReader(bytes)
+                        skipped = reader.skip(matching: expected)
+                        #expect(skipped && reader.offset == count, "count \(count)")
+                        reader = ByteReader(UnsafeRawBufferPointer(rebasing: bytes[1...]))
+                        skipped = reader.skip(matching: expected)
+                        #expect(count < 2 || !skipped, "count \(count)")
+                    }
+                }
+            }
+        }
+    }
 }
