@@ -210,24 +210,22 @@ extension LMDBTransaction {
 
     /// The positions of `rows` in the query's order, reading only the sort columns.
     private func sortOrder(_ rows: [StoredRow], _ query: Query, inIDOrder: Bool) throws -> [Int] {
-        // Each term's column name as rows store it, found by comparing bytes.
-        var names = ByteWriter()
-        var ends: [Int] = []
-        for term in query.sort {
-            names.string(term.column)
-            ends.append(names.bytes.count)
-        }
         let entity = query.entity.name
-        return try rows.withUnsafeBufferPointer { rows in
-            try names.bytes.withUnsafeBytes { names in
-                try RowSort.order(count: rows.count, by: query.sort, idColumn: query.entity.idColumn,
-                                  inIDOrder: inIDOrder) { position, term in
-                    let start = term == 0 ? 0 : ends[term &- 1]
-                    let row = rows[position]
-                    guard let field = RowCodec.field(ofColumn: UnsafeRawBufferPointer(rebasing: names[start..<ends[term]]), in: row.bytes) else {
-                        throw corruptRow(row.bytes, entity: entity, key: row.key)
+        return try RowSort.order(count: rows.count, by: query.sort, idColumn: query.entity.idColumn, inIDOrder: inIDOrder) { term in
+            // The column's name as rows store it, found by comparing bytes.
+            var name = ByteWriter()
+            name.string(query.sort[term].column)
+            return try name.bytes.withUnsafeBytes { name in
+                try rows.withUnsafeBufferPointer { rows in
+                    var fields: [StoredField] = []
+                    fields.reserveCapacity(rows.count)
+                    for row in rows {
+                        guard let field = RowCodec.field(ofColumn: name, in: row.bytes) else {
+                            throw corruptRow(row.bytes, entity: entity, key: row.key)
+                        }
+                        fields.append(field)
                     }
-                    return field
+                    return fields
                 }
             }
         }

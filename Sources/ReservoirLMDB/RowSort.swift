@@ -48,11 +48,11 @@ enum RowSort {
         }
     }
 
-    /// The positions of `count` rows in `sort`'s order, first to last; `field(i, term)`
-    /// reads the column of `sort[term]` in the row at position `i`. `inIDOrder`: the positions are in
-    /// ascending order of `idColumn` (a cursor scan of the row database).
+    /// The positions of `count` rows in `sort`'s order, first to last; `fields(term)` reads
+    /// the column of `sort[term]` in every row, in position order. `inIDOrder`: the positions
+    /// are in ascending order of `idColumn` (a cursor scan of the row database).
     static func order(count: Int, by sort: [SortTerm], idColumn: String, inIDOrder: Bool,
-                      field: (Int, Int) throws -> StoredField) rethrows -> [Int] {
+                      fields: (Int) throws -> [StoredField]) rethrows -> [Int] {
         var order: [Int] = Array(0..<count)
         guard count > 1, !sort.isEmpty else { return order }
         var terms = sort[...]
@@ -66,7 +66,7 @@ enum RowSort {
             if positionAscending == false { order.reverse() }
             return order
         }
-        let keys = try terms.indices.map { term in try extract(count: count, sort[term]) { try field($0, term) } }
+        let keys = try terms.indices.map { term in extract(try fields(term), sort[term]) }
         let tieAscending = positionAscending
         if keys.count == 1 {
             // The common "by one field, then id" case: a radix sort of the keys beside their
@@ -242,15 +242,12 @@ enum RowSort {
 
     // MARK: - Keys
 
-    /// The term's fields for rows `0..<count` as keys: integers, or numbers that doubles
-    /// hold exactly, become ordered keys; text or blobs stay bytes; anything else, values.
-    static func extract(count: Int, _ term: SortTerm, field: (Int) throws -> StoredField) rethrows -> Keys {
-        var fields: [StoredField] = []
-        fields.reserveCapacity(count)
+    /// A term's fields as keys: integers, or numbers that doubles hold exactly, become
+    /// ordered keys; text or blobs stay bytes; anything else, values.
+    static func extract(_ fields: [StoredField], _ term: SortTerm) -> Keys {
         // The kinds of field seen, and whether an integer lay beyond a double's exact range.
         var nulls = false, integers = false, wideIntegers = false, reals = false, texts = false, blobs = false
-        for i in 0..<count {
-            let field = try field(i)
+        for field in fields {
             switch field {
             case .null: nulls = true
             case let .integer(i):
@@ -261,7 +258,6 @@ enum RowSort {
             case .text: texts = true
             case .blob: blobs = true
             }
-            fields.append(field)
         }
         let invert: UInt64 = term.ascending ? 0 : ~0
         if !texts && !blobs {

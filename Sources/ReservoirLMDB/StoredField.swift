@@ -36,7 +36,16 @@ extension RowCodec {
         guard let version = reader.byte(), version == Self.version, let count = reader.varint() else { return nil }
         for _ in 0..<count {
             if reader.skip(matching: name) { return readField(&reader) }
-            guard reader.lengthPrefixed() != nil, reader.skipValue() else { return nil }
+            // Another column: step over its name and value (``ByteReader/skipValue()``, written
+            // out here because this runs once per column before the sort column in every row).
+            guard reader.skipLengthPrefixed(), let raw = reader.byte(), let tag = Tag(rawValue: raw) else { return nil }
+            let skipped = switch tag {
+            case .null: true
+            case .integer: reader.skipVarint()
+            case .real: reader.skip(8)
+            case .text, .blob: reader.skipLengthPrefixed()
+            }
+            guard skipped else { return nil }
         }
         return reader.isAtEnd ? .null : nil
     }

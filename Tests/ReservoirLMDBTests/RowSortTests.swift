@@ -59,7 +59,7 @@ import Testing
                 let stored = StoredRows(rows)
                 defer { stored.deallocate() }
                 let actual = RowSort.order(count: rows.count, by: terms, idColumn: "id", inIDOrder: inIDOrder) {
-                    stored.field(terms[$1].column, ofRow: $0)
+                    stored.fields(terms[$0].column)
                 }.map { rows[$0] }
                 #expect(actual.map(\.description) == expected.map(\.description), "count \(count), terms \(terms), in id order \(inIDOrder)")
             }
@@ -98,7 +98,7 @@ import Testing
                 let terms = [SortTerm(column: "t", ascending: ascending), SortTerm(column: "id", ascending: tieAscending)]
                 let expected = QueryEvaluator.sorted(rows, by: terms)
                 let actual = RowSort.order(count: rows.count, by: terms, idColumn: "id", inIDOrder: true) {
-                    stored.field(terms[$1].column, ofRow: $0)
+                    stored.fields(terms[$0].column)
                 }.map { rows[$0] }
                 #expect(actual.map(\.description) == expected.map(\.description), "count \(count), tie ascending \(tieAscending)")
             }
@@ -154,6 +154,10 @@ struct StoredRows {
             return .null
         }
         return field
+    }
+
+    func fields(_ column: String) -> [StoredField] {
+        rows.indices.map { field(column, ofRow: $0) }
     }
 
     func deallocate() {
