@@ -205,16 +205,36 @@ func compareBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> I
 @inline(__always)
 func sameBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
     guard a.count == b.count else { return false }
-    var i = 0
-    while i + 8 <= a.count {
-        if a.loadUnaligned(fromByteOffset: i, as: UInt64.self) != b.loadUnaligned(fromByteOffset: i, as: UInt64.self) { return false }
-        i += 8
+    guard let pa = a.baseAddress, let pb = b.baseAddress else { return true }
+    return sameBytes(pa, pb, count: a.count)
+}
+
+/// Whether `count` bytes at `a` and at `b` are the same: whole words, then one more word
+/// (or half or quarter word) ending at the last byte, overlapping what was compared, so
+/// a short name costs one or two loads a side and no byte loop.
+@inline(__always)
+func sameBytes(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, count: Int) -> Bool {
+    @inline(__always)
+    func same<T: FixedWidthInteger>(at offset: Int, _: T.Type) -> Bool {
+        a.loadUnaligned(fromByteOffset: offset, as: T.self) == b.loadUnaligned(fromByteOffset: offset, as: T.self)
     }
-    while i < a.count {
-        if a[i] != b[i] { return false }
-        i += 1
+    switch count {
+    case 0:
+        return true
+    case 1:
+        return same(at: 0, UInt8.self)
+    case 2, 3:
+        return same(at: 0, UInt16.self) && same(at: count &- 2, UInt16.self)
+    case 4...7:
+        return same(at: 0, UInt32.self) && same(at: count &- 4, UInt32.self)
+    default:
+        var i = 0
+        while i &+ 8 <= count {
+            if !same(at: i, UInt64.self) { return false }
+            i &+= 8
+        }
+        return i == count || same(at: count &- 8, UInt64.self)
     }
-    return true
 }
 
 func compareBytes(_ a: [UInt8], _ b: [UInt8]) -> Int {

@@ -157,14 +157,30 @@ extension LMDBTransaction {
         swap(&names, &self.names)
         defer { swap(&names, &self.names) }
         try window.withUnsafeBufferPointer { window in
-            for position in window.indices {
-                // Rows in sort order lie scattered over the map: start loading one a few ahead.
-                if position + 4 < window.count { clmdb_prefetch(window[position + 4].bytes.baseAddress) }
+            var position = 0
+            while position < window.count {
+                // A run of rows in the layout `row` holds refills it in place, with the layout
+                // looked up once for the run.
+                if row.count > 0, row.columns == names.lastColumns {
+                    try names.withLastLayout { layout in
+                        while position < window.count {
+                            // Rows in sort order lie scattered over the map: start loading one a few ahead.
+                            if position &+ 4 < window.count { clmdb_prefetch(window[position &+ 4].bytes.baseAddress) }
+                            let bytes = window[position].bytes
+                            guard row.withUnsafeMutableValues({ RowCodec.refill($0, from: bytes, layout: layout) }) else { return }
+                            try body(row)
+                            position &+= 1
+                        }
+                    }
+                    if position == window.count { break }
+                }
                 let stored = window[position]
-                guard RowCodec.decode(stored.bytes, into: &row, names: &names) else {
+                guard let decoded = RowCodec.decode(stored.bytes, names: &names) else {
                     throw corruptRow(stored.bytes, entity: entity, key: stored.key)
                 }
+                row = decoded
                 try body(row)
+                position &+= 1
             }
         }
     }
@@ -194,24 +210,22 @@ extension LMDBTransaction {
 
     /// The positions of `rows` in the query's order, reading only the sort columns.
     private func sortOrder(_ rows: [StoredRow], _ query: Query, inIDOrder: Bool) throws -> [Int] {
-        // Each term's column name as rows store it, found by comparing bytes.
-        var names = ByteWriter()
-        var ends: [Int] = []
-        for term in query.sort {
-            names.string(term.column)
-            ends.append(names.bytes.count)
-        }
         let entity = query.entity.name
-        return try rows.withUnsafeBufferPointer { rows in
-            try names.bytes.withUnsafeBytes { names in
-                try RowSort.order(count: rows.count, by: query.sort, idColumn: query.entity.idColumn,
-                                  inIDOrder: inIDOrder) { position, term in
-                    let start = term == 0 ? 0 : ends[term &- 1]
-                    let row = rows[position]
-                    guard let value = RowCodec.value(ofColumn: UnsafeRawBufferPointer(rebasing: names[start..<ends[term]]), in: row.bytes) else {
-                        throw corruptRow(row.bytes, entity: entity, key: row.key)
+        return try RowSort.order(count: rows.count, by: query.sort, idColumn: query.entity.idColumn, inIDOrder: inIDOrder) { term in
+            // The column's name as rows store it, found by comparing bytes.
+            var name = ByteWriter()
+            name.string(query.sort[term].column)
+            return try name.bytes.withUnsafeBytes { name in
+                try rows.withUnsafeBufferPointer { rows in
+                    var fields: [StoredField] = []
+                    fields.reserveCapacity(rows.count)
+                    for row in rows {
+                        guard let field = RowCodec.field(ofColumn: name, in: row.bytes) else {
+                            throw corruptRow(row.bytes, entity: entity, key: row.key)
+                        }
+                        fields.append(field)
                     }
-                    return value
+                    return fields
                 }
             }
         }

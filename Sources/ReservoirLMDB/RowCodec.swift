@@ -157,34 +157,37 @@ enum RowCodec {
     /// scan): values are overwritten in place and no row is allocated. False when the
     /// bytes are not a row this version can read.
     static func decode(_ bytes: UnsafeRawBufferPointer, into row: inout Row, names: inout ColumnNameCache) -> Bool {
-        var reader = ByteReader(bytes)
-        guard let version = reader.byte(), version == Self.version,
-              let storedCount = reader.varint(), storedCount <= UInt64(bytes.count)
-        else { return false }
-        let count = Int(storedCount)
-        if count > 0, count == row.count, count == names.lastColumns.count, row.columns == names.lastColumns {
-            var fast = reader
-            let refilled = row.withUnsafeMutableValues { values in
-                forEachValueInLastLayout(&fast, count: count, names: names, { values[$0] = $1 })
+        if row.count > 0, row.columns == names.lastColumns {
+            let refilled = names.withLastLayout { layout in
+                row.withUnsafeMutableValues { refill($0, from: bytes, layout: layout) }
             }
-            if refilled, fast.isAtEnd { return true }
+            if refilled { return true }
         }
         guard let decoded = decode(bytes, names: &names) else { return false }
         row = decoded
         return true
     }
 
-    /// The value of the column whose stored name is `name` (length varint and UTF-8, as
-    /// ``ColumnNameCache`` keeps it), read without decoding the other columns: null when
-    /// the row lacks the column, nil when the bytes are not a row this version can read.
-    static func value(ofColumn name: UnsafeRawBufferPointer, in bytes: UnsafeRawBufferPointer) -> Value? {
+    /// Overwrites `values` with the stored row's when its columns are exactly `layout`'s, in
+    /// its order, and `values` has a place for each; false when they are not (or the bytes
+    /// are damaged), with `values` partly overwritten. Each name is checked by comparing
+    /// its encoded bytes, with no string built or looked up.
+    @inline(__always)
+    static func refill(_ values: UnsafeMutableBufferPointer<Value>, from bytes: UnsafeRawBufferPointer, layout: ColumnLayout) -> Bool {
         var reader = ByteReader(bytes)
-        guard let version = reader.byte(), version == Self.version, let count = reader.varint() else { return nil }
-        for _ in 0..<count {
-            if reader.skip(matching: name) { return readValue(&reader) }
-            guard reader.lengthPrefixed() != nil, reader.skipValue() else { return nil }
+        guard let version = reader.byte(), version == Self.version, let count = reader.varint(),
+              count == UInt64(values.count), layout.ends.count == values.count
+        else { return false }
+        var start = 0
+        for position in 0..<values.count {
+            let end = layout.ends[position]
+            guard reader.skip(matching: UnsafeRawBufferPointer(rebasing: layout.bytes[start..<end])),
+                  let value = readValue(&reader)
+            else { return false }
+            values[position] = value
+            start = end
         }
-        return reader.isAtEnd ? .null : nil
+        return reader.isAtEnd
     }
 
     /// The values of a row whose columns are exactly the last row's, in its order (the
@@ -194,12 +197,12 @@ enum RowCodec {
     @inline(__always)
     private static func forEachValueInLastLayout(_ reader: inout ByteReader, count: Int, names: ColumnNameCache,
                                                  _ visit: (Int, Value) -> Void) -> Bool {
-        names.layout.withUnsafeBytes { layout -> Bool in
-            guard let expected = layout.baseAddress else { return false }
+        names.withLastLayout { layout -> Bool in
+            guard layout.ends.count == count else { return false }
             var start = 0
             for position in 0..<count {
-                let end = names.layoutEnds[position]
-                guard reader.skip(matching: UnsafeRawBufferPointer(start: expected + start, count: end - start)),
+                let end = layout.ends[position]
+                guard reader.skip(matching: UnsafeRawBufferPointer(rebasing: layout.bytes[start..<end])),
                       let value = readValue(&reader)
                 else { return false }
                 visit(position, value)
@@ -247,12 +250,20 @@ struct ColumnNameCache {
     private(set) var lastColumns: [String] = []
     /// `lastColumns` as the row format stores them (length varint, UTF-8 each), and where
     /// each one ends: a row with the same columns is recognised by comparing bytes.
-    fileprivate private(set) var layout: [UInt8] = []
-    fileprivate private(set) var layoutEnds: [Int] = []
+    private var layout: [UInt8] = []
+    private var layoutEnds: [Int] = []
     private var entries: [(bytes: [UInt8], name: String)] = []
     /// The entry the column at each position matched last: rows of one entity usually
     /// list their columns in the same order, so the first comparison nearly always hits.
     private var byPosition: [Int] = []
+
+    /// Runs `body` with the last column list as the row format spells it.
+    @inline(__always)
+    func withLastLayout<R>(_ body: (ColumnLayout) throws -> R) rethrows -> R {
+        try layout.withUnsafeBytes { bytes in
+            try layoutEnds.withUnsafeBufferPointer { ends in try body(ColumnLayout(bytes: bytes, ends: ends)) }
+        }
+    }
 
     mutating func remember(_ columns: [String]) {
         lastColumns = columns
@@ -295,6 +306,13 @@ struct ColumnNameCache {
     }
 }
 
+/// A column list as the row format spells it: each name's length varint and UTF-8, one
+/// after another, and where each one ends.
+struct ColumnLayout {
+    let bytes: UnsafeRawBufferPointer
+    let ends: UnsafeBufferPointer<Int>
+}
+
 // MARK: - Byte helpers
 
 /// The string UTF-8 `bytes` spell, or nil when they are not valid UTF-8. ASCII, the usual
@@ -302,21 +320,27 @@ struct ColumnNameCache {
 @inline(__always)
 func decodeUTF8(_ bytes: UnsafeRawBufferPointer) -> String? {
     let utf8 = bytes.assumingMemoryBound(to: UInt8.self)
+    if isASCII(bytes) {
+        return String(decoding: utf8, as: UTF8.self)
+    }
+    return String(validating: utf8, as: UTF8.self)
+}
+
+/// Whether every byte is below 0x80, tested a word at a time.
+@inline(__always)
+func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
     var i = 0
-    let n = utf8.count
+    let n = bytes.count
     var high: UInt64 = 0
     while i + 8 <= n {
         high |= bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self)
         i += 8
     }
     while i < n {
-        high |= UInt64(utf8[i])
+        high |= UInt64(bytes[i])
         i += 1
     }
-    if high & 0x8080_8080_8080_8080 == 0 {
-        return String(decoding: utf8, as: UTF8.self)
-    }
-    return String(validating: utf8, as: UTF8.self)
+    return high & 0x8080_8080_8080_8080 == 0
 }
 
 /// Writes into memory sized beforehand by ``RowCodec/encode(_:)``.
@@ -426,10 +450,9 @@ struct ByteReader {
 
     @inline(__always)
     mutating func fixed64() -> UInt64? {
-        guard buffer.count - offset >= 8 else { return nil }
-        var value: UInt64 = 0
-        withUnsafeMutableBytes(of: &value) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + 8])) }
-        offset += 8
+        guard buffer.count &- offset >= 8 else { return nil }
+        let value = buffer.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+        offset &+= 8
         return UInt64(littleEndian: value)
     }
 
@@ -437,10 +460,13 @@ struct ByteReader {
     @inline(__always)
     mutating func skip(matching expected: UnsafeRawBufferPointer) -> Bool {
         let n = expected.count
-        guard buffer.count - offset >= n else { return false }
-        // Column names are short: a byte loop beats calling memcmp.
-        for i in 0..<n where buffer[offset + i] != expected[i] { return false }
-        offset += n
+        guard buffer.count &- offset >= n else { return false }
+        if n > 0 {
+            guard let here = buffer.baseAddress, let there = expected.baseAddress,
+                  sameBytes(here + offset, there, count: n)
+            else { return false }
+        }
+        offset &+= n
         return true
     }
 
@@ -450,10 +476,43 @@ struct ByteReader {
         guard let raw = byte(), let tag = RowCodec.Tag(rawValue: raw) else { return false }
         switch tag {
         case .null: return true
-        case .integer: return varint() != nil
-        case .real: return fixed64() != nil
-        case .text, .blob: return lengthPrefixed() != nil
+        case .integer: return skipVarint()
+        case .real: return skip(8)
+        case .text, .blob: return skipLengthPrefixed()
         }
+    }
+
+    /// Steps over a varint without decoding it.
+    @inline(__always)
+    mutating func skipVarint() -> Bool {
+        var i = offset
+        // A varint of a 64-bit value has at most ten bytes.
+        let end = Swift.min(buffer.count, offset &+ 10)
+        while i < end {
+            let b = buffer[i]
+            i &+= 1
+            if b < 0x80 {
+                offset = i
+                return true
+            }
+        }
+        return false
+    }
+
+    /// Steps over `count` bytes, when there are that many.
+    @inline(__always)
+    mutating func skip(_ count: Int) -> Bool {
+        guard count >= 0, buffer.count &- offset >= count else { return false }
+        offset &+= count
+        return true
+    }
+
+    /// Steps over a length varint and that many bytes.
+    @inline(__always)
+    mutating func skipLengthPrefixed() -> Bool {
+        guard let length = varint(), length <= UInt64(buffer.count &- offset) else { return false }
+        offset &+= Int(length)
+        return true
     }
 
     @inline(__always)

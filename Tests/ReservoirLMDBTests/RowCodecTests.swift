@@ -82,7 +82,7 @@ import Testing
         func value(_ column: String) -> Value? {
             var writer = ByteWriter()
             writer.string(column)
-            return writer.bytes.withUnsafeBytes { name in bytes.withUnsafeBytes { RowCodec.value(ofColumn: name, in: $0) } }
+            return writer.bytes.withUnsafeBytes { name in bytes.withUnsafeBytes { RowCodec.field(ofColumn: name, in: $0)?.value } }
         }
         #expect(value("id") == .integer(7))
         #expect(value("r") == .real(2.5))
@@ -91,6 +91,52 @@ import Testing
         let truncated = Array(bytes.dropLast())
         var writer = ByteWriter()
         writer.string("missing")
-        #expect(writer.bytes.withUnsafeBytes { name in truncated.withUnsafeBytes { RowCodec.value(ofColumn: name, in: $0) } } == nil)
+        #expect(writer.bytes.withUnsafeBytes { name in truncated.withUnsafeBytes { RowCodec.field(ofColumn: name, in: $0)?.value } } == nil)
+    }
+
+    /// Text read as a field stays bytes, but must be UTF-8 all the same: sorting on a column
+    /// rejects a row that decoding it would reject.
+    @Test func textFieldsAreCheckedUTF8() {
+        var name = ByteWriter()
+        name.string("t")
+        for text in ["abc", "é😀", String(repeating: "long ascii ", count: 3)] {
+            let bytes = RowCodec.encode(Row(columns: ["id", "t"], values: [.integer(1), .text(text)]))
+            let field = name.bytes.withUnsafeBytes { name in bytes.withUnsafeBytes { RowCodec.field(ofColumn: name, in: $0) } }
+            #expect(field?.value == .text(text))
+            var damaged = bytes
+            damaged[damaged.count - 1] = 0xFF
+            #expect(name.bytes.withUnsafeBytes { name in damaged.withUnsafeBytes { RowCodec.field(ofColumn: name, in: $0) } } == nil, "\(text)")
+        }
+    }
+
+    /// Byte comparison with overlapping word loads: every length up to a few words, a
+    /// difference at every position, buffers at odd offsets.
+    @Test func sameBytesFindsEveryDifference() {
+        let base: [UInt8] = (0..<48).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+        for count in 0...40 {
+            for shift in [0, 1, 3] {
+                let a = base[shift..<(shift + count)]
+                #expect(Array(a).withUnsafeBytes { pa in Array(a).withUnsafeBytes { sameBytes(pa, $0) } }, "count \(count)")
+                for position in 0..<count {
+                    var b = Array(a)
+                    b[position] ^= 0x80
+                    #expect(!Array(a).withUnsafeBytes { pa in b.withUnsafeBytes { sameBytes(pa, $0) } }, "count \(count), position \(position)")
+                }
+                var reader = ByteReader(UnsafeRawBufferPointer(start: nil, count: 0))
+                var skipped = reader.skip(matching: UnsafeRawBufferPointer(start: nil, count: 0))
+                #expect(skipped)
+                let longer = Array(a) + [1]
+                longer.withUnsafeBytes { bytes in
+                    Array(a).withUnsafeBytes { expected in
+                        reader = ByteReader(bytes)
+                        skipped = reader.skip(matching: expected)
+                        #expect(skipped && reader.offset == count, "count \(count)")
+                        reader = ByteReader(UnsafeRawBufferPointer(rebasing: bytes[1...]))
+                        skipped = reader.skip(matching: expected)
+                        #expect(count < 2 || !skipped, "count \(count)")
+                    }
+                }
+            }
+        }
     }
 }

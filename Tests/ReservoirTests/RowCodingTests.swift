@@ -205,4 +205,24 @@ struct HandMappedRowTests {
         #expect(decodeError?.code == .typeMismatch)
         #expect(decodeError?.message.contains("column \"title\"") == true, "\(String(describing: decodeError))")
     }
+
+    @Test("a column is found by name however either string is stored")
+    func columnLookup() {
+        // Small strings sharing their first eight bytes, a heap-allocated name, non-ASCII text.
+        let names = ["id", "abcdefgh1", "abcdefgh2", "a column name well beyond fifteen bytes", "\u{E9}", "x"]
+        func rebuilt(_ name: String) -> String { String(decoding: Array(name.utf8), as: UTF8.self) }
+        for columns in [names, names.map(rebuilt), names.reversed()] {
+            let row = Row(columns: columns, values: columns.indices.map { .integer(Int64($0)) })
+            for name in names {
+                let expected = columns.firstIndex(of: name)
+                #expect(row.index(of: name) == expected, "\(name) in \(columns)")
+                #expect(row.index(of: rebuilt(name)) == expected, "rebuilt \(name) in \(columns)")
+                #expect(row.value(name) == .integer(Int64(expected ?? -1)), "\(name) in \(columns)")
+            }
+            for missing in ["abcdefgh", "abcdefgh3", "a column name well beyond fifteen bytez", ""] {
+                #expect(row.index(of: missing) == nil, "\(missing)")
+                #expect(row.value(missing) == .null)
+            }
+        }
+    }
 }
