@@ -170,59 +170,64 @@ enum RowCodec {
 
     /// Overwrites `values` with the stored row's when its columns are exactly `layout`'s, in
     /// its order, and `values` has a place for each; false when they are not (or the bytes
-    /// are damaged), with `values` partly overwritten. Each name is checked by comparing
-    /// its encoded bytes, with no string built or looked up.
+    /// are damaged), with `values` partly overwritten.
     @inline(__always)
     static func refill(_ values: UnsafeMutableBufferPointer<Value>, from bytes: UnsafeRawBufferPointer, layout: ColumnLayout) -> Bool {
         var reader = ByteReader(bytes)
         guard let version = reader.byte(), version == Self.version, let count = reader.varint(),
               count == UInt64(values.count), layout.ends.count == values.count
         else { return false }
+        return forEachValue(&reader, in: layout) { values[$0] = $1 } && reader.isAtEnd
+    }
+
+    /// The values of a row whose columns are exactly `layout`'s, in its order (the usual
+    /// case in a scan), passed to `visit` with their positions: each name is checked by
+    /// comparing its encoded bytes, with no string built or looked up. False when a name
+    /// differs or the bytes are damaged.
+    @inline(__always)
+    private static func forEachValue(_ reader: inout ByteReader, in layout: ColumnLayout, _ visit: (Int, Value) -> Void) -> Bool {
         var start = 0
-        for position in 0..<values.count {
+        for position in 0..<layout.ends.count {
             let end = layout.ends[position]
             guard reader.skip(matching: UnsafeRawBufferPointer(rebasing: layout.bytes[start..<end])),
                   let value = readValue(&reader)
             else { return false }
-            values[position] = value
+            visit(position, value)
             start = end
         }
-        return reader.isAtEnd
+        return true
     }
 
-    /// The values of a row whose columns are exactly the last row's, in its order (the
-    /// usual case in a scan), passed to `visit` with their positions: each name is checked
-    /// by comparing its encoded bytes, with no string built or looked up. False when a
-    /// name differs or the bytes are damaged.
+    /// The values of a row in the last row's layout (see ``forEachValue(_:in:_:)``).
     @inline(__always)
-    private static func forEachValueInLastLayout(_ reader: inout ByteReader, count: Int, names: ColumnNameCache,
-                                                 _ visit: (Int, Value) -> Void) -> Bool {
-        names.withLastLayout { layout -> Bool in
-            guard layout.ends.count == count else { return false }
-            var start = 0
-            for position in 0..<count {
-                let end = layout.ends[position]
-                guard reader.skip(matching: UnsafeRawBufferPointer(rebasing: layout.bytes[start..<end])),
-                      let value = readValue(&reader)
-                else { return false }
-                visit(position, value)
-                start = end
-            }
-            return true
+    private static func decodeValuesInLastLayout(_ reader: inout ByteReader, count: Int, names: ColumnNameCache) -> [Value]? {
+        names.withLastLayout { layout in
+            guard layout.ends.count == count else { return nil }
+            // reserveCapacity, not Array(unsafeUninitializedCapacity:): on Linux the latter
+            // looked up the array's generic metadata in the runtime's cache on every row.
+            var values: [Value] = []
+            values.reserveCapacity(count)
+            return forEachValue(&reader, in: layout) { values.append($1) } ? values : nil
         }
     }
 
-    /// The values of a row in the last row's layout (see ``forEachValueInLastLayout``).
+    /// Reads one tagged value; nil when it is damaged, including text that is not UTF-8.
     @inline(__always)
-    private static func decodeValuesInLastLayout(_ reader: inout ByteReader, count: Int, names: ColumnNameCache) -> [Value]? {
-        // reserveCapacity, not Array(unsafeUninitializedCapacity:): on Linux the latter
-        // looked up the array's generic metadata in the runtime's cache on every row.
-        var values: [Value] = []
-        values.reserveCapacity(count)
-        return forEachValueInLastLayout(&reader, count: count, names: names, { values.append($1) }) ? values : nil
+    static func readValue(_ reader: inout ByteReader) -> Value? {
+        switch readTagged(&reader) {
+        case nil: nil
+        case .null: .null
+        case let .integer(integer): .integer(integer)
+        case let .real(real): .real(real)
+        case let .text(utf8): decodeUTF8(utf8).map { .text($0) }
+        case let .blob(bytes): .blob(Data(bytes))
+        }
     }
 
-    static func readValue(_ reader: inout ByteReader) -> Value? {
+    /// Reads one tagged value (tag byte, then the payload), leaving text and blobs as byte
+    /// ranges in `reader`'s bytes; text is not checked to be UTF-8 here. Nil when damaged.
+    @inline(__always)
+    static func readTagged(_ reader: inout ByteReader) -> StoredField? {
         guard let raw = reader.byte(), let tag = Tag(rawValue: raw) else { return nil }
         switch tag {
         case .null:
@@ -234,11 +239,9 @@ enum RowCodec {
             guard let bits = reader.fixed64() else { return nil }
             return .real(Double(bitPattern: bits))
         case .text:
-            guard let utf8 = reader.lengthPrefixed(), let text = decodeUTF8(utf8) else { return nil }
-            return .text(text)
+            return reader.lengthPrefixed().map { .text($0) }
         case .blob:
-            guard let bytes = reader.lengthPrefixed() else { return nil }
-            return .blob(Data(bytes))
+            return reader.lengthPrefixed().map { .blob($0) }
         }
     }
 }

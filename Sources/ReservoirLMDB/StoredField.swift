@@ -54,22 +54,8 @@ extension RowCodec {
     /// including text that is not UTF-8, so sorting rejects exactly the rows decoding would.
     @inline(__always)
     static func readField(_ reader: inout ByteReader) -> StoredField? {
-        guard let raw = reader.byte(), let tag = Tag(rawValue: raw) else { return nil }
-        switch tag {
-        case .null:
-            return .null
-        case .integer:
-            guard let z = reader.varint() else { return nil }
-            return .integer(Int64(bitPattern: (z >> 1) ^ (0 &- (z & 1))))
-        case .real:
-            guard let bits = reader.fixed64() else { return nil }
-            return .real(Double(bitPattern: bits))
-        case .text:
-            guard let utf8 = reader.lengthPrefixed(), isASCII(utf8) || decodeUTF8(utf8) != nil else { return nil }
-            return .text(utf8)
-        case .blob:
-            guard let bytes = reader.lengthPrefixed() else { return nil }
-            return .blob(bytes)
-        }
+        let field = readTagged(&reader)
+        if case let .text(utf8)? = field, !isASCII(utf8), decodeUTF8(utf8) == nil { return nil }
+        return field
     }
 }
