@@ -126,22 +126,22 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
         let session = try pool.acquire()
         var healthy = true
         defer { pool.release(session, healthy: healthy) }
-        try session.connection.run("BEGIN DEFERRED")
+        try session.connection.statement(.beginDeferred).run()
         let result: R
         do {
             result = try body(SQLiteReadTransaction(session: session))
         } catch {
-            healthy = Self.end(session, "ROLLBACK")
+            healthy = Self.end(session, .rollback)
             throw error
         }
-        healthy = Self.end(session, "COMMIT")
+        healthy = Self.end(session, .commit)
         return result
     }
 
     /// Ends a read transaction; false when the connection could not leave it (then discarded).
-    private static func end(_ session: Session, _ command: String) -> Bool {
+    private static func end(_ session: Session, _ command: HeldStatement) -> Bool {
         session.catalog.endTransaction()
-        if (try? session.connection.run(command)) == nil {
+        if (try? session.connection.statement(command).run()) == nil {
             try? session.connection.execute("ROLLBACK")
         }
         return !session.connection.inTransaction

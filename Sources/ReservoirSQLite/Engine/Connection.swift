@@ -10,9 +10,9 @@ final class Connection {
     let handle: OpaquePointer
     let path: String
     private var statements: [String: Statement] = [:]
-    /// The statements every write transaction runs, held apart from `statements` so
-    /// running them costs no lookup (hashing their SQL).
-    private var writePath: [Statement?] = Array(repeating: nil, count: WritePathStatement.allCases.count)
+    /// The statements every transaction runs, held apart from `statements` so running them
+    /// costs no lookup (hashing their SQL).
+    private var held: [Statement?] = Array(repeating: nil, count: HeldStatement.allCases.count)
 
     /// Opens (creating when `create`) the database at `path`, with a busy timeout so
     /// other processes' locks are waited for instead of failing at once.
@@ -34,7 +34,7 @@ final class Connection {
 
     deinit {
         statements.removeAll()
-        writePath.removeAll()
+        held.removeAll()
         sqlite3_close_v2(handle)
     }
 
@@ -66,13 +66,13 @@ final class Connection {
 
     /// The statement for `which`, prepared on first use, reset and ready to bind.
     @inline(__always)
-    func statement(_ which: WritePathStatement) throws -> Statement {
-        if let statement = writePath[which.rawValue] {
+    func statement(_ which: HeldStatement) throws -> Statement {
+        if let statement = held[which.rawValue] {
             statement.reset()
             return statement
         }
         let statement = try Statement(database: handle, path: path, sql: which.sql)
-        writePath[which.rawValue] = statement
+        held[which.rawValue] = statement
         return statement
     }
 
@@ -146,16 +146,21 @@ final class Connection {
     }
 }
 
-/// The statements of the write path, which ``Connection/statement(_:)`` keeps at hand.
-enum WritePathStatement: Int, CaseIterable {
+/// The statements every read or write transaction runs, which ``Connection/statement(_:)``
+/// keeps at hand.
+enum HeldStatement: Int, CaseIterable {
+    case beginDeferred
     case beginImmediate
     case commit
+    case rollback
     case logChange
 
     var sql: String {
         switch self {
+        case .beginDeferred: "BEGIN DEFERRED"
         case .beginImmediate: "BEGIN IMMEDIATE"
         case .commit: "COMMIT"
+        case .rollback: "ROLLBACK"
         case .logChange: "INSERT INTO _reservoir_changes(entity, id, kind, ids, sequence) VALUES(?1, ?2, ?3, ?4, ?5)"
         }
     }
