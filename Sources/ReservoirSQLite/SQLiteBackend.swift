@@ -22,6 +22,7 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
 
     private let writerLock = NSLock()
     private var writer: Session?
+    private let checkpointer: Checkpointer
     private let pool: ReaderPool
     private let probeLock = NSLock()
     private var probe: Connection?
@@ -49,6 +50,8 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
         let writer = Session(connection: writerConnection)
         try Self.setUp(writer, busyTimeout: busyTimeout)
         self.writer = writer
+        checkpointer = Checkpointer(path: path, synchronous: Self.synchronous(options))
+        checkpointer.install(on: writerConnection)
         self.pool = ReaderPool(path: path, busyTimeout: busyTimeout, maxIdle: options.readers)
         let probe = try Connection(path: path, create: false, busyTimeout: busyTimeout)
         try probe.execute("PRAGMA query_only = 1")
@@ -71,7 +74,11 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
         guard case let .text(name) = mode, name.lowercased() == "wal" else {
             throw ReservoirError(.cannotOpen, "SQLite store \"\(connection.path)\": cannot switch it to WAL mode (journal mode is \(mode)); is the file on a filesystem without shared memory support?")
         }
-        try connection.execute("PRAGMA synchronous = \(options.durability == .full ? "FULL" : "NORMAL")")
+        try connection.execute("PRAGMA synchronous = \(synchronous(options))")
+    }
+
+    private static func synchronous(_ options: SQLiteOptions) -> String {
+        options.durability == .full ? "FULL" : "NORMAL"
     }
 
     /// Creates the backend's tables when missing (taking the write lock only then, so a
@@ -228,8 +235,10 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
         stateLock.unlock()
         guard !wasClosed else { return }
         writerLock.lock()
+        if let writer { Checkpointer.uninstall(from: writer.connection) }
         writer = nil
         writerLock.unlock()
+        checkpointer.close()
         probeLock.lock()
         probe = nil
         probeLock.unlock()

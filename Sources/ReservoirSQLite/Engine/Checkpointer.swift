@@ -1,0 +1,123 @@
+import CSQLite
+import Foundation
+import Reservoir
+
+/// Runs the WAL checkpoints of one backend on a connection and queue of its own, so a
+/// commit does not pay for them.
+///
+/// SQLite's default is to checkpoint inside the commit that takes the WAL past 1,000
+/// frames. That commit copies every page in the WAL into the database file and syncs both
+/// files, which on this project's machines is a stall of milliseconds every few hundred
+/// commits (each of this backend's commits writes two frames: the row and the change log's
+/// tail). SQLite's documentation suggests the alternative used here: the writer
+/// connection's WAL hook (which replaces the automatic checkpoint) asks for a `PASSIVE`
+/// checkpoint on another connection past ``backgroundFrames``. A passive checkpoint takes
+/// no lock that writers or readers wait for.
+///
+/// Passive checkpoints cannot reset the WAL while writes keep arriving (the WAL restarts
+/// only when a writer begins after every frame was copied), so past ``inlineFrames`` the
+/// writer checkpoints in its own commit as SQLite would, which bounds the WAL file at
+/// about that many pages. Errors of background checkpoints are not lost data: the frames
+/// stay in the WAL, readable, and the next checkpoint tries again.
+final class Checkpointer: @unchecked Sendable {
+    // @unchecked: `requested`, `isClosed` and `connection` are guarded by `lock`;
+    // `connection` is used only on `queue`.
+
+    /// WAL size, in frames, past which a commit asks for a background checkpoint
+    /// (SQLite's own automatic checkpoint threshold).
+    static let backgroundFrames: Int32 = 1000
+    /// WAL size, in frames, past which the committing writer checkpoints itself.
+    static let inlineFrames: Int32 = 4000
+
+    private let path: String
+    private let synchronous: String
+    private let queue = DispatchQueue(label: "Reservoir.SQLite.checkpoint")
+    private let lock = NSLock()
+    private var requested = false
+    private var isClosed = false
+    private var connection: Connection?
+    private var completed = 0
+
+    init(path: String, synchronous: String) {
+        self.path = path
+        self.synchronous = synchronous
+    }
+
+    /// Makes `writer`'s commits report the WAL's size to this checkpointer. Replaces the
+    /// connection's automatic checkpoint. The checkpointer must outlive the connection.
+    func install(on writer: Connection) {
+        sqlite3_wal_hook(writer.handle, { context, database, schema, frames in
+            guard let context else { return SQLITE_OK }
+            let checkpointer = Unmanaged<Checkpointer>.fromOpaque(context).takeUnretainedValue()
+            if frames >= Checkpointer.inlineFrames {
+                // What SQLite's automatic checkpoint does, past a higher threshold; a failure
+                // leaves the frames in the WAL, so it does not fail the commit either.
+                _ = sqlite3_wal_checkpoint_v2(database, schema, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+            } else if frames >= Checkpointer.backgroundFrames {
+                checkpointer.request()
+            }
+            return SQLITE_OK
+        }, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// Restores `writer` to no WAL hook (and no automatic checkpoint).
+    static func uninstall(from writer: Connection) {
+        sqlite3_wal_hook(writer.handle, nil, nil)
+    }
+
+    /// Asks for a checkpoint; requests made while one is waiting to run are one request.
+    func request() {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !requested, !isClosed else { return }
+        requested = true
+        queue.async { self.checkpoint() }
+    }
+
+    private func checkpoint() {
+        lock.lock()
+        requested = false
+        if isClosed {
+            lock.unlock()
+            return
+        }
+        if connection == nil {
+            connection = try? Self.open(path, synchronous: synchronous)
+        }
+        let connection = connection
+        lock.unlock()
+        guard let connection else { return }
+        if sqlite3_wal_checkpoint_v2(connection.handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil) == SQLITE_OK {
+            lock.lock()
+            completed += 1
+            lock.unlock()
+        }
+    }
+
+    private static func open(_ path: String, synchronous: String) throws -> Connection {
+        let connection = try Connection(path: path, create: false, busyTimeout: 0)
+        // The checkpoint syncs the WAL and the database file as this setting says; never OFF.
+        try connection.execute("PRAGMA synchronous = \(synchronous)")
+        return connection
+    }
+
+    /// Waits for a running checkpoint, then closes the connection. Later requests are ignored.
+    func close() {
+        lock.lock()
+        isClosed = true
+        lock.unlock()
+        queue.sync {}
+        lock.lock()
+        let connection = connection
+        self.connection = nil
+        lock.unlock()
+        _ = connection  // closed here, outside the lock
+    }
+
+    /// The number of background checkpoints that completed, for tests.
+    var completedCount: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return completed
+    }
+}

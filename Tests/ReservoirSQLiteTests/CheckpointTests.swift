@@ -1,0 +1,62 @@
+import Foundation
+import Reservoir
+import ReservoirSQLite
+import Testing
+
+/// WAL checkpoints run on a background connection, and the WAL stays bounded under a
+/// steady stream of commits (see `Checkpointer`).
+@Suite struct CheckpointTests {
+    /// The size of a file in bytes, 0 when it does not exist.
+    func size(_ path: String) -> Int {
+        ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? 0
+    }
+
+    @Test func checkpointsRunInTheBackgroundWithoutLosingCommits() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanup() }
+        let path = directory.databasePath
+        let store = try openStore(path)
+        let before = size(path)
+        // 600 commits of a row of about a kilobyte: three or four WAL frames each (the row's
+        // page, the index's, the change log's, the header when the file grows), past the
+        // background threshold (1,000 frames) and short of the one at which the writer
+        // checkpoints itself (4,000). New pages reach the database file only through a
+        // checkpoint, so the file growing proves a background one ran.
+        let padding = String(repeating: "x", count: 1000)
+        for id in 1...600 {
+            try await store.write { try $0.insert(Todo(id: id, title: "todo \(id) \(padding)", done: false, priority: id % 7)) }
+        }
+        let frame = 4096 + 24
+        let frames = size(path + "-wal") / frame
+        #expect(frames > 1000 && frames < 4000, "the WAL holds \(frames) frames; the test needs between 1,000 and 4,000")
+        let grew = await eventually(timeout: .seconds(10)) { size(path) > before + 300_000 }
+        #expect(grew, "the database file stayed at \(size(path)) bytes (\(before) at open): no checkpoint copied the new pages")
+        #expect(try store.count(FetchRequest<Todo>()) == 600)
+        store.close()
+
+        let reopened = try openStore(path)
+        defer { reopened.close() }
+        let todos = try reopened.fetch(FetchRequest<Todo>())
+        #expect(todos.map(\.id) == Array(1...600))
+        #expect(todos.allSatisfy { $0.title == "todo \($0.id) \(padding)" })
+    }
+
+    @Test func theWALStaysBoundedUnderSteadyCommits() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanup() }
+        let path = directory.databasePath
+        let store = try openStore(path)
+        defer { store.close() }
+        // 5,000 back-to-back commits write about 10,000 frames. Background checkpoints alone
+        // cannot restart the WAL while commits keep coming; the writer's own checkpoint past
+        // 4,000 frames lets the next write restart it, so the file stays near that size.
+        for id in 1...5000 {
+            try store.write { try $0.insert(Todo(id: id, title: "t\(id)", done: id % 2 == 0, priority: id % 5)) }
+        }
+        let frame = 4096 + 24
+        let wal = size(path + "-wal")
+        #expect(wal > 0)
+        #expect(wal <= 5000 * frame, "the WAL grew to \(wal) bytes (\(wal / frame) frames)")
+        #expect(try store.count(FetchRequest<Todo>()) == 5000)
+    }
+}
