@@ -112,8 +112,9 @@ enum ChangeLog {
             try insert.run()
         }
         for changes in changeSet.entities {
-            if !changes.inserted.isEmpty { try log(changes.entity, .inserted, changes.inserted.lazy.map(\.id)) }
-            if !changes.updated.isEmpty { try log(changes.entity, .updated, changes.updated.lazy.map(\.id)) }
+            // Closures rather than key paths: a key path is applied through the runtime, per id.
+            if !changes.inserted.isEmpty { try log(changes.entity, .inserted, changes.inserted.lazy.map { $0.id }) }
+            if !changes.updated.isEmpty { try log(changes.entity, .updated, changes.updated.lazy.map { $0.id }) }
             if !changes.deleted.isEmpty { try log(changes.entity, .deleted, changes.deleted) }
         }
         let head = Head(sequence: changeSet.sequence, lastChange: connection.lastInsertRowID)
@@ -187,30 +188,49 @@ enum ChangeLog {
 /// or a 4-byte length and the bytes for text (UTF-8) and blobs.
 enum IDPacking {
     static func pack(_ ids: some Collection<Value>) -> Data {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(ids.count * 9)
-        func append(_ word: UInt64, count: Int) {
-            for shift in stride(from: (count - 1) * 8, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: word >> UInt64(shift))) }
-        }
+        // Written through a pointer into a buffer sized for integer ids (a bulk insert packs
+        // one per record), grown when text or blobs need more.
+        var bytes = [UInt8](repeating: 0, count: ids.count * 9)
+        var end = 0
         for id in ids {
+            var needed = 9
             switch id {
-            case .null: bytes.append(0)
-            case let .integer(integer):
-                bytes.append(1)
-                append(UInt64(bitPattern: integer), count: 8)
-            case let .real(real):
-                bytes.append(2)
-                append(real.bitPattern, count: 8)
-            case let .text(text):
-                bytes.append(3)
-                append(UInt64(text.utf8.count), count: 4)
-                bytes.append(contentsOf: text.utf8)
-            case let .blob(data):
-                bytes.append(4)
-                append(UInt64(data.count), count: 4)
-                bytes.append(contentsOf: data)
+            case .null: needed = 1
+            case let .text(text): needed = 5 + text.utf8.count
+            case let .blob(data): needed = 5 + data.count
+            case .integer, .real: break
             }
+            if bytes.count - end < needed {
+                bytes.append(contentsOf: repeatElement(0, count: max(needed, bytes.count)))
+            }
+            bytes.withUnsafeMutableBytes { buffer in
+                func put<Word: FixedWidthInteger>(_ word: Word, at offset: Int) {
+                    buffer.storeBytes(of: word.bigEndian, toByteOffset: offset, as: Word.self)
+                }
+                switch id {
+                case .null:
+                    buffer[end] = 0
+                case let .integer(integer):
+                    buffer[end] = 1
+                    put(UInt64(bitPattern: integer), at: end + 1)
+                case let .real(real):
+                    buffer[end] = 2
+                    put(real.bitPattern, at: end + 1)
+                case var .text(text):
+                    buffer[end] = 3
+                    text.withUTF8 { utf8 in
+                        put(UInt32(truncatingIfNeeded: utf8.count), at: end + 1)
+                        UnsafeMutableRawBufferPointer(rebasing: buffer[(end + 5)...]).copyMemory(from: UnsafeRawBufferPointer(utf8))
+                    }
+                case let .blob(data):
+                    buffer[end] = 4
+                    put(UInt32(truncatingIfNeeded: data.count), at: end + 1)
+                    UnsafeMutableRawBufferPointer(rebasing: buffer[(end + 5)...]).copyBytes(from: data)
+                }
+            }
+            end += needed
         }
+        bytes.removeLast(bytes.count - end)
         return Data(bytes)
     }
 
