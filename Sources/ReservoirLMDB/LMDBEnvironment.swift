@@ -429,6 +429,9 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// transaction that sees exactly that commit.
     private let descriptionsLock = NSLock()
     private var descriptionCache: [String: (transactionID: Int, description: EntityDescription?)] = [:]
+    /// The change log's newest sequence as of a committed transaction id, under the same
+    /// rule: every write reads it to number its change set.
+    private var sequenceCache: (transactionID: Int, sequence: UInt64)?
 
     func cachedDescription(_ entity: String, at transactionID: Int) -> EntityDescription?? {
         descriptionsLock.lock()
@@ -443,12 +446,33 @@ final class LMDBEnvironment: @unchecked Sendable {
         cacheLocked(entity, description, at: transactionID)
     }
 
-    /// After this process's write transaction `commit` (begun on snapshot `snapshot`)
-    /// committed: descriptions cached as of the snapshot are still the state, except those
-    /// the transaction `changed`. One lock, no per-transaction copies.
-    func advanceDescriptions(from snapshot: Int, to commit: Int, changed: [String: EntityDescription]) {
+    /// The change log's newest sequence as of commit `transactionID`, when known.
+    func cachedSequence(at transactionID: Int) -> UInt64? {
         descriptionsLock.lock()
         defer { descriptionsLock.unlock() }
+        guard let entry = sequenceCache, entry.transactionID == transactionID else { return nil }
+        return entry.sequence
+    }
+
+    func cacheSequence(_ sequence: UInt64, at transactionID: Int) {
+        descriptionsLock.lock()
+        defer { descriptionsLock.unlock() }
+        if let entry = sequenceCache, entry.transactionID > transactionID { return }
+        sequenceCache = (transactionID, sequence)
+    }
+
+    /// After this process's write transaction `commit` (begun on snapshot `snapshot`)
+    /// committed: descriptions cached as of the snapshot are still the state, except those
+    /// the transaction `changed`; so is the newest sequence, unless it `recorded` one.
+    /// One lock, no per-transaction copies.
+    func advanceDescriptions(from snapshot: Int, to commit: Int, changed: [String: EntityDescription], recorded: UInt64?) {
+        descriptionsLock.lock()
+        defer { descriptionsLock.unlock() }
+        if let recorded {
+            sequenceCache = (commit, recorded)
+        } else if let entry = sequenceCache, entry.transactionID == snapshot {
+            sequenceCache = (commit, entry.sequence)
+        }
         // Walk by index, changing values in place: no copy of the dictionary.
         var index = descriptionCache.startIndex
         while index != descriptionCache.endIndex {

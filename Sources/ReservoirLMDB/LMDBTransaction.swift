@@ -47,6 +47,8 @@ final class LMDBTransaction: WriteTransaction {
     private var indexHandles: [String: [String: MDB_dbi]] = [:]
     /// The change log's handle, once looked up: every commit reads and writes it.
     private var logHandle: MDB_dbi?
+    /// The sequence this write transaction logged, once it has.
+    private var recordedSequence: UInt64?
     var names = ColumnNameCache()
 
     // Write state.
@@ -177,7 +179,7 @@ final class LMDBTransaction: WriteTransaction {
             end()
             if rc == 0 {
                 if !committed.isEmpty { environment.addHandles(committed.mapValues { Optional($0) }) }
-                environment.advanceDescriptions(from: snapshotID, to: startID, changed: changed)
+                environment.advanceDescriptions(from: snapshotID, to: startID, changed: changed, recorded: recordedSequence)
                 return
             }
             guard rc == CLMDB_MAP_FULL else {
@@ -242,6 +244,8 @@ final class LMDBTransaction: WriteTransaction {
                 }
                 do {
                     var last = true
+                    // Set again by the record operation, if it is among those replayed.
+                    recordedSequence = nil
                     for operation in operations { last = try apply(operation) }
                     return last
                 } catch let failure as LMDBFailure where failure.code == CLMDB_MAP_FULL {
@@ -567,6 +571,15 @@ final class LMDBTransaction: WriteTransaction {
     }
 
     func lastSequence() throws -> UInt64 {
+        if let recordedSequence { return recordedSequence }
+        if let cached = environment.cachedSequence(at: snapshotID) { return cached }
+        let newest = try newestLoggedSequence()
+        environment.cacheSequence(newest, at: snapshotID)
+        return newest
+    }
+
+    /// The newest sequence in the change log, read with a cursor.
+    private func newestLoggedSequence() throws -> UInt64 {
         try LMDBErrors.convert(path: path) {
             // Retention always keeps the newest record, so the log's last key is the newest sequence.
             guard let log = try logDatabase() else { return 0 }
@@ -726,6 +739,7 @@ final class LMDBTransaction: WriteTransaction {
         try withUnsafeBytes(of: sequence.bigEndian) { key in
             try Catalog.encode(entries).withUnsafeBytes { try put(log, key, $0) }
         }
+        recordedSequence = sequence
         let retention = UInt64(environment.options.logRetention)
         guard sequence > retention else { return }
         // Usually one record falls out per commit: delete from the front with one cursor.
