@@ -36,7 +36,6 @@ final class Checkpointer: @unchecked Sendable {
     private var requested = false
     private var isClosed = false
     private var connection: Connection?
-    private var completed = 0
 
     init(path: String, synchronous: String) {
         self.path = path
@@ -87,11 +86,9 @@ final class Checkpointer: @unchecked Sendable {
         let connection = connection
         lock.unlock()
         guard let connection else { return }
-        if sqlite3_wal_checkpoint_v2(connection.handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil) == SQLITE_OK {
-            lock.lock()
-            completed += 1
-            lock.unlock()
-        }
+        // PASSIVE copies what it can without waiting; SQLITE_BUSY (another process's
+        // checkpoint running) or an I/O error leaves the frames for the next request.
+        _ = sqlite3_wal_checkpoint_v2(connection.handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
     }
 
     private static func open(_ path: String, synchronous: String) throws -> Connection {
@@ -112,12 +109,5 @@ final class Checkpointer: @unchecked Sendable {
         self.connection = nil
         lock.unlock()
         _ = connection  // closed here, outside the lock
-    }
-
-    /// The number of background checkpoints that completed, for tests.
-    var completedCount: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return completed
     }
 }
