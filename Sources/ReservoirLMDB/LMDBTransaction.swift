@@ -508,20 +508,9 @@ final class LMDBTransaction: WriteTransaction {
         }
     }
 
-    /// The index key of `value` for the record whose row key is `id`: the value's
-    /// encoding then the id's, or, when that is too long for an LMDB key, the overlong
-    /// marker then the id.
-    func indexKey(_ value: Value, id: [UInt8]) -> [UInt8] {
-        var key = KeyEncoding.encode(value)
-        key.append(contentsOf: id)
-        if key.count > environment.maxKeySize {
-            return [KeyEncoding.overlongTag] + id
-        }
-        return key
-    }
-
-    /// Calls `body` with the index key of `value` for the record whose row key is `id`
-    /// (see ``indexKey(_:id:)``), built in a reused buffer.
+    /// Calls `body` with the index key of `value` for the record whose row key is `id`,
+    /// built in a reused buffer: the value's encoding then the id's, or, when that is too
+    /// long for an LMDB key, the overlong marker then the id.
     private func withIndexKey<R>(_ value: Value, id: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         var key: [UInt8] = []
         swap(&key, &keyScratch)
@@ -787,7 +776,7 @@ final class LMDBTransaction: WriteTransaction {
             var entries: [[UInt8]] = []
             try scan(rows) { key, value in
                 if let row = try? decodeRow(value, entity: entity.name, key: key) {
-                    entries.append(indexKey(row.value(column), id: Array(key)))
+                    entries.append(withIndexKey(row.value(column), id: key) { Array($0) })
                 }
                 return true
             }

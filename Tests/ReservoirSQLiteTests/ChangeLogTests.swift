@@ -104,14 +104,17 @@ import Testing
         #expect(seen[2].changes(to: "todos")?.inserted.map(\.id) == [3])
     }
 
+    /// Creates a store at `path` holding todo 1 (change set 1), then closes it.
+    func writeOneTodoAndClose(_ path: String) throws {
+        let store = try openStore(path)
+        defer { store.close() }
+        try store.write { try $0.insert(Todo(id: 1, title: "one", done: false, priority: 1)) }
+    }
+
     @Test func plainSQLWritesBeforeOpeningAreNumberedButNotReplayed() throws {
         let directory = try TemporaryDirectory()
         defer { directory.cleanup() }
-        do {
-            let store = try openStore(directory.databasePath)
-            try store.write { try $0.insert(Todo(id: 1, title: "one", done: false, priority: 1)) }
-            store.close()
-        }
+        try writeOneTodoAndClose(directory.databasePath)
         let raw = try RawConnection(directory.databasePath)
         try raw.execute("DELETE FROM todos WHERE id = 1")
         let store = try openStore(directory.databasePath)
@@ -199,11 +202,7 @@ import Testing
     @Test func aVersionOneFileIsUpgradedAndItsLogStillReads() throws {
         let directory = try TemporaryDirectory()
         defer { directory.cleanup() }
-        do {
-            let store = try openStore(directory.databasePath)
-            try store.write { try $0.insert(Todo(id: 1, title: "one", done: false, priority: 1)) }
-            store.close()
-        }
+        try writeOneTodoAndClose(directory.databasePath)
         // Make it what version 1 wrote: no ids column.
         let raw = try RawConnection(directory.databasePath)
         try raw.execute("ALTER TABLE _reservoir_changes DROP COLUMN ids; UPDATE _reservoir_meta SET value = 1 WHERE key = 'format_version'")

@@ -14,8 +14,8 @@ final class Session {
     /// version right after its commit. While the version is unchanged, no other writer (a
     /// plain SQL client, another process, the pending-row numbering) has committed since,
     /// so the next write needs no look at the log nor at the schema version. Nil until the
-    /// first write and after a failed one. (The version is a 32-bit counter: a wrong match needs exactly 2^32
-    /// commits in between.)
+    /// first write and after a failed one. (The version is a 32-bit counter: a wrong match
+    /// needs exactly 2^32 commits in between.)
     var logHead: LogHead?
 
     struct LogHead {
