@@ -175,6 +175,22 @@ extension ConformanceSuite {
                 var visited: [Row] = []
                 try context.store.backend.read { reader in try reader.fetch(query) { visited.append($0) } }
                 try expectEqual(visited, fetched, "rows visited for \(query)")
+                // A backend need not announce the count, but one that does must be exact and early.
+                var announced: [Int] = []
+                var visitedBeforeAnnouncing: Int?
+                visited = []
+                try context.store.backend.read { reader in
+                    try reader.fetch(query, expecting: { count in
+                        announced.append(count)
+                        visitedBeforeAnnouncing = visited.count
+                    }, each: { visited.append($0) })
+                }
+                try expectEqual(visited, fetched, "rows visited with a count for \(query)")
+                try expect(announced.count <= 1, "count announced at most once for \(query): \(announced)")
+                if let count = announced.first {
+                    try expectEqual(count, fetched.count, "announced count for \(query)")
+                    try expectEqual(visitedBeforeAnnouncing, 0, "rows visited before the count was announced for \(query)")
+                }
                 try expectEqual(fetched.count, try context.store.backend.read { try $0.count(query) }, "count for \(query)")
             }
             struct Stop: Error {}

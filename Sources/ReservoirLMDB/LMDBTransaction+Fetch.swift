@@ -129,14 +129,18 @@ extension LMDBTransaction {
 
     func fetch(_ query: Query) throws -> [Row] {
         var rows: [Row] = []
-        try fetch(query) { rows.append($0) }
+        try fetch(query, expecting: { rows.reserveCapacity($0) }) { rows.append($0) }
         return rows
     }
 
-    /// Finds the matching rows as byte ranges in the snapshot's pages, orders and windows
-    /// them by reading only the sort columns, then decodes just the rows in the window,
-    /// each into the same `Row`, refilled in place.
     func fetch(_ query: Query, each body: (Row) throws -> Void) throws {
+        try fetch(query, expecting: { _ in }, each: body)
+    }
+
+    /// Finds the matching rows as byte ranges in the snapshot's pages, orders and windows
+    /// them by reading only the sort columns (so `expecting` learns their number), then
+    /// decodes just the rows in the window, each into the same `Row`, refilled in place.
+    func fetch(_ query: Query, expecting: (Int) -> Void, each body: (Row) throws -> Void) throws {
         let entity = query.entity.name
         let window = try LMDBErrors.convert(path: path) { () -> [StoredRow] in
             func window<C: Collection<Int>>(_ order: C) -> Range<Int> {
@@ -152,6 +156,7 @@ extension LMDBTransaction {
             // scattered loads are independent, so the CPU overlaps their cache misses.
             return order[window(order)].map { stored[$0] }
         }
+        expecting(window.count)
         var row = Row()
         var names = ColumnNameCache()
         swap(&names, &self.names)
@@ -163,14 +168,7 @@ extension LMDBTransaction {
                 // looked up once for the run.
                 if row.count > 0, row.columns == names.lastColumns {
                     try names.withLastLayout { layout in
-                        while position < window.count {
-                            // Rows in sort order lie scattered over the map: start loading one a few ahead.
-                            if position &+ 4 < window.count { clmdb_prefetch(window[position &+ 4].bytes.baseAddress) }
-                            let bytes = window[position].bytes
-                            guard row.withUnsafeMutableValues({ RowCodec.refill($0, from: bytes, layout: layout) }) else { return }
-                            try body(row)
-                            position &+= 1
-                        }
+                        try Self.refillRun(&row, from: window, at: &position, layout: layout, body)
                     }
                     if position == window.count { break }
                 }
@@ -182,6 +180,22 @@ extension LMDBTransaction {
                 try body(row)
                 position &+= 1
             }
+        }
+    }
+
+    /// Refills `row` in place from the stored rows at `position` onwards while they have
+    /// `layout`'s columns, passing each to `body`. A function of its own so `row` is an
+    /// `inout` parameter rather than a variable captured by closures: then `body` borrows it,
+    /// where a captured variable would be copied (two retains and releases a row).
+    private static func refillRun(_ row: inout Row, from window: UnsafeBufferPointer<StoredRow>, at position: inout Int,
+                                  layout: ColumnLayout, _ body: (Row) throws -> Void) rethrows {
+        while position < window.count {
+            // Rows in sort order lie scattered over the map: start loading one a few ahead.
+            if position &+ 4 < window.count { clmdb_prefetch(window[position &+ 4].bytes.baseAddress) }
+            let bytes = window[position].bytes
+            guard row.withUnsafeMutableValues({ RowCodec.refill($0, from: bytes, layout: layout) }) else { return }
+            try body(row)
+            position &+= 1
         }
     }
 

@@ -141,7 +141,7 @@ private struct Mapped: Storable {
         (self.id, self.title, self.rating, self.at) = (id, title, rating, at)
     }
 
-    init(row: Row) throws {
+    init(row: borrowing Row) throws {
         self.init(id: try row.decode("id"), title: try row.decode("title"), rating: try row.decode("rating"), at: try row.decode("at"))
     }
 }
@@ -155,6 +155,7 @@ private struct Plain: Storable {
 }
 
 /// Reads `notes` through its own init(row:), which the store must call (not Codable's).
+/// Spelled without `borrowing`, which satisfies the requirement as well.
 private struct Shouting: Storable {
     var id: Int
     var title: String

@@ -49,7 +49,7 @@ struct MappedItem: Storable {
         Row(columns: Self.columns, values: [.integer(Int64(id)), .text(name), .real(score), .integer(Int64(count)), tag.map { .text($0) } ?? .null])
     }
 
-    init(row: Row) throws {
+    init(row: borrowing Row) throws {
         id = try row.decode("id")
         name = try row.decode("name")
         score = try row.decode("score")

@@ -90,6 +90,12 @@ final class MemoryTransaction: WriteTransaction {
         return QueryEvaluator.evaluate(query, over: table.rows.values)
     }
 
+    func fetch(_ query: Query, expecting: (Int) -> Void, each body: (Row) throws -> Void) throws {
+        let rows = try fetch(query)
+        expecting(rows.count)
+        for row in rows { try body(row) }
+    }
+
     func entities() throws -> [EntityDescription] {
         state.tables.values.filter { !$0.rows.isEmpty }.map(\.entity).sorted { $0.name < $1.name }
     }

@@ -23,11 +23,13 @@
 ///         func makeRow() throws -> Row {
 ///             Row(columns: Self.columns, values: [try id.toValue(), .text(title), try done.toValue()])
 ///         }
-///         init(row: Row) throws {
+///         init(row: borrowing Row) throws {
 ///             self.init(id: try row.decode("id"), title: try row.decode("title"), done: try row.decode("done"))
 ///         }
 ///     }
 ///
+/// `borrowing` lets a fetch lend each row to the initializer instead of retaining and
+/// releasing its storage for it; a plain `init(row: Row)` satisfies the requirement too.
 /// The two must agree with each other and with the `Codable` encoding (the same columns,
 /// the same ``ValueConvertible`` mapping), so rows written either way read back either way.
 public protocol Storable: Codable, Identifiable, Equatable, Sendable where ID: RecordID {
@@ -38,7 +40,7 @@ public protocol Storable: Codable, Identifiable, Equatable, Sendable where ID: R
     func makeRow() throws -> Row
 
     /// The record a stored row holds. The default decodes it with ``RowDecoder``.
-    init(row: Row) throws
+    init(row: borrowing Row) throws
 }
 
 extension Storable {
@@ -46,7 +48,7 @@ extension Storable {
         try RowEncoder().encode(self)
     }
 
-    public init(row: Row) throws {
+    public init(row: borrowing Row) throws {
         self = try RowDecoder().decode(Self.self, from: row)
     }
 }

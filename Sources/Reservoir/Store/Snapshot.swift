@@ -27,7 +27,7 @@ public class Snapshot {
         let query = try request.query()
         var records: [T] = []
         if let limit = query.limit { records.reserveCapacity(min(limit, 1024)) }
-        try reader.fetch(query) { records.append(try RecordCoding.decode(T.self, from: $0)) }
+        try reader.fetch(query, expecting: { records.reserveCapacity($0) }) { records.append(try RecordCoding.decode(T.self, from: $0)) }
         return records
     }
 

@@ -40,7 +40,7 @@ struct MappedItem: Storable {
         Row(columns: Self.columns, values: [.integer(Int64(id)), .text(name), .real(score), .integer(Int64(rank))])
     }
 
-    init(row: Row) throws {
+    init(row: borrowing Row) throws {
         id = try row.decode("id")
         name = try row.decode("name")
         score = try row.decode("score")
@@ -325,8 +325,15 @@ enum Ours {
     }
 }
 
-// MARK: - Profiling aid: PROFILE=fetch|point|commits|spicommits|bulk|mappedbulk|mappedfetch runs one operation in a loop, for perf.
+// MARK: - Profiling aid: PROFILE=fetch|point|commits|spicommits|bulk|mappedbulk|mappedfetch|rawbulk runs one operation in a loop, for perf.
 
+if ProcessInfo.processInfo.environment["PROFILE"] == "rawbulk" {
+    // The raw side's bulk insert alone, to compare LMDB's own work per put with ours.
+    for _ in 0..<(Int(ProcessInfo.processInfo.environment["PROFILE_ROUNDS"] ?? "20") ?? 20) {
+        print("rawbulk", Raw.run()["bulk"] ?? 0)
+    }
+    exit(0)
+}
 if let mode = ProcessInfo.processInfo.environment["PROFILE"] {
     let path = temporaryDirectory("profile")
     defer { try? FileManager.default.removeItem(atPath: path) }
