@@ -9,6 +9,14 @@ private struct Note: Storable {
     static let schema = Schema<Note>("notes", fields: [.field(\.id), .field(\.text), .field(\.rank)])
 }
 
+/// Lists no `.field(\.id)`, and stores its id under a renamed column.
+private struct Ticket: Storable {
+    var id: Int
+    var title: String
+    enum CodingKeys: String, CodingKey { case id = "ticket_id", title }
+    static let schema = Schema<Ticket>("tickets", idColumn: "ticket_id", fields: [.field(\.title)])
+}
+
 @Suite("Queries")
 struct QueryTests {
     let entity = EntityDescription(name: "t", idColumn: "id", fields: ["id", "a"])
@@ -45,6 +53,23 @@ struct QueryTests {
         ]))
         #expect(query.sort == [SortTerm(column: "rank", ascending: false), SortTerm(column: "id")])
         #expect(query.limit == 2)
+    }
+
+    @Test("\\.id is queryable without .field(\\.id), under the id's own column")
+    func idWithoutListedField() throws {
+        let query = try FetchRequest<Ticket>(where: \.id > 1 && .isIn(\.id, [2, 3]), sortBy: [.descending(\.id)]).query()
+        #expect(query.predicate == .and([
+            .compare(column: "ticket_id", .greater, .integer(1)), .isIn(column: "ticket_id", [.integer(2), .integer(3)]),
+        ]))
+        #expect(query.sort == [SortTerm(column: "ticket_id", ascending: false)])
+
+        let store = try Store.open("memory:")
+        defer { store.close() }
+        try store.write { tx in for id in 1...4 { try tx.insert(Ticket(id: id, title: "t\(id)")) } }
+        #expect(try store.fetch(FetchRequest<Ticket>(where: \.id >= 2, sortBy: [.descending(\.id)])).map(\.id) == [4, 3, 2])
+        // Another member is still refused, with the schema's columns named.
+        let error = #expect(throws: ReservoirError.self) { try FetchRequest<Ticket>(sortBy: [.ascending(\.title.count)]).query() }
+        #expect(error?.message.contains("ticket_id, title") == true)
     }
 
     @Test("hasPrefix and contains are byte-wise and text-only")

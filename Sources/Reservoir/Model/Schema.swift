@@ -13,10 +13,8 @@
 ///
 /// A field's column is the name its `CodingKey` encodes under. By default it is
 /// the key path's last component (`\.priority` → `"priority"`); pass `column:`
-/// when `CodingKeys` renames it. The id is always stored, indexed and used as the
-/// final sort key; to name `\.id` in predicates and sorts, list `.field(\.id)` too
-/// (Swift gives a generic `\Root.id` a different identity from the `\Todo.id` written
-/// at a call site, so the schema needs the concrete one). Mistakes
+/// when `CodingKeys` renames it. The id is always stored, indexed, used as the final
+/// sort key and queryable as `\.id` (listing `.field(\.id)` is allowed, not needed). Mistakes
 /// (an unknown column, a repeated one) are reported as ``ReservoirError`` with code
 /// `.invalidSchema` the first time the store uses the type, not as a crash.
 public struct Schema<Root: Storable>: @unchecked Sendable {
@@ -89,7 +87,13 @@ public struct Schema<Root: Storable>: @unchecked Sendable {
 
     /// The field for a key path, or nil when the schema does not name it.
     public func field(for keyPath: AnyKeyPath) -> Field? {
-        fields.first { $0.keyPath == keyPath }
+        if let listed = fields.first(where: { $0.keyPath == keyPath }) { return listed }
+        // `\Todo.id` written at a call site is not equal to the generic `\Root.id` the schema
+        // holds when `.field(\.id)` is not listed (that one goes through `Identifiable`'s
+        // requirement). A top-level member named `id` of type `ID` is that requirement's
+        // witness all the same, since no other member can have that name.
+        if keyPath is KeyPath<Root, Root.ID>, Schema.defaultColumnName(for: keyPath) == "id" { return fields[0] }
+        return nil
     }
 
     /// The column for a key path; throws `.invalidQuery` naming the key path when the schema does not name it.
