@@ -27,39 +27,43 @@ final class LMDBTransaction: WriteTransaction {
 
     let environment: LMDBEnvironment
     let isWrite: Bool
-    private(set) var txn: OpaquePointer?
-    private var inGate = false
+    // The state below opts out of dynamic exclusivity checks, which cost about 80
+    // instructions an access and an LMDB commit makes dozens: they are per-thread, so they
+    // guard only against overlapping accesses by this transaction's own code, and none
+    // overlaps (the whole test suite ran clean with the checks on before they came off).
+    @exclusivity(unchecked) private(set) var txn: OpaquePointer?
+    @exclusivity(unchecked) private var inGate = false
     /// Handles valid in this transaction: committed before it began (nil: not a database).
-    private var handles: [String: MDB_dbi?]
+    @exclusivity(unchecked) private var handles: [String: MDB_dbi?]
     /// Handles this write transaction opened; they become shared when it commits.
-    private var opened: [String: MDB_dbi] = [:]
+    @exclusivity(unchecked) private var opened: [String: MDB_dbi] = [:]
     /// Descriptions this write transaction stored; they override the snapshot's.
-    private var written: [String: EntityDescription] = [:]
+    @exclusivity(unchecked) private var written: [String: EntityDescription] = [:]
     /// The description looked up last: repeated lookups skip the environment's lock.
-    private var lastDescription: (entity: String, description: EntityDescription?)?
+    @exclusivity(unchecked) private var lastDescription: (entity: String, description: EntityDescription?)?
     /// Row databases by entity name, and index databases by entity and column.
-    private var rowHandles: [String: MDB_dbi] = [:]
-    private var lastRows: (entity: String, handle: MDB_dbi)?
+    @exclusivity(unchecked) private var rowHandles: [String: MDB_dbi] = [:]
+    @exclusivity(unchecked) private var lastRows: (entity: String, handle: MDB_dbi)?
     /// The description the last put made sure of, as an index into ``operationEntities``.
-    private var lastEnsured: Int?
+    @exclusivity(unchecked) private var lastEnsured: Int?
     /// Reused for encoding index keys.
-    private var keyScratch: [UInt8] = []
-    private var indexHandles: [String: [String: MDB_dbi]] = [:]
+    @exclusivity(unchecked) private var keyScratch: [UInt8] = []
+    @exclusivity(unchecked) private var indexHandles: [String: [String: MDB_dbi]] = [:]
     /// The change log's handle, once looked up: every commit reads and writes it.
-    private var logHandle: MDB_dbi?
+    @exclusivity(unchecked) private var logHandle: MDB_dbi?
     /// The sequence this write transaction logged, once it has.
-    private var recordedSequence: UInt64?
-    var names = ColumnNameCache()
+    @exclusivity(unchecked) private var recordedSequence: UInt64?
+    @exclusivity(unchecked) var names = ColumnNameCache()
 
     // Write state.
-    private var operations: [Operation] = []
-    private var operationEntities: [EntityDescription] = []
+    @exclusivity(unchecked) private var operations: [Operation] = []
+    @exclusivity(unchecked) private var operationEntities: [EntityDescription] = []
     /// The bit pattern of `operationEntities.last` (see ``operationEntity(_:)``).
-    private var lastEntityBits: [UInt8] = []
-    private var startID = 0
+    @exclusivity(unchecked) private var lastEntityBits: [UInt8] = []
+    @exclusivity(unchecked) private var startID = 0
     /// The id of the commit this transaction's snapshot shows.
-    private var snapshotID = 0
-    private var poisoned: ReservoirError?
+    @exclusivity(unchecked) private var snapshotID = 0
+    @exclusivity(unchecked) private var poisoned: ReservoirError?
 
     var path: String { environment.path }
 

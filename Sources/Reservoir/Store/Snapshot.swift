@@ -3,7 +3,7 @@
 /// Valid only inside the closure it was passed to; using it afterwards throws `.misuse`.
 public class Snapshot {
     @usableFromInline let reader: any ReadTransaction
-    private(set) var isOpen = true
+    @exclusivity(unchecked) private(set) var isOpen = true
 
     init(reader: any ReadTransaction) {
         self.reader = reader
@@ -90,10 +90,10 @@ public class Snapshot {
 /// when it throws.
 public final class Transaction: Snapshot {
     private let writer: any WriteTransaction
-    private var tracker = ChangeTracker()
+    @exclusivity(unchecked) private var tracker = ChangeTracker()
     /// The record type last written and its entity, once checked: a run of records of one
     /// type skips the schema checks (and their lock) after the first.
-    private var checked: (type: ObjectIdentifier, entity: EntityDescription)?
+    @exclusivity(unchecked) private var checked: (type: ObjectIdentifier, entity: EntityDescription)?
 
     init(writer: any WriteTransaction) {
         self.writer = writer
