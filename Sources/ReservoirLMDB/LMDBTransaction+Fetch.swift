@@ -161,41 +161,16 @@ extension LMDBTransaction {
         var names = ColumnNameCache()
         swap(&names, &self.names)
         defer { swap(&names, &self.names) }
-        try window.withUnsafeBufferPointer { window in
-            var position = 0
-            while position < window.count {
-                // A run of rows in the layout `row` holds refills it in place, with the layout
-                // looked up once for the run.
-                if row.count > 0, row.columns == names.lastColumns {
-                    try names.withLastLayout { layout in
-                        try Self.refillRun(&row, from: window, at: &position, layout: layout, body)
-                    }
-                    if position == window.count { break }
-                }
-                let stored = window[position]
-                guard let decoded = RowCodec.decode(stored.bytes, names: &names) else {
-                    throw corruptRow(stored.bytes, entity: entity, key: stored.key)
-                }
-                row = decoded
-                try body(row)
-                position &+= 1
-            }
-        }
-    }
-
-    /// Refills `row` in place from the stored rows at `position` onwards while they have
-    /// `layout`'s columns, passing each to `body`. A function of its own so `row` is an
-    /// `inout` parameter rather than a variable captured by closures: then `body` borrows it,
-    /// where a captured variable would be copied (two retains and releases a row).
-    private static func refillRun(_ row: inout Row, from window: UnsafeBufferPointer<StoredRow>, at position: inout Int,
-                                  layout: ColumnLayout, _ body: (Row) throws -> Void) rethrows {
-        while position < window.count {
+        // A plain loop over the array, not a closure: `row` stays a local that `body` borrows,
+        // where a variable captured by a closure would be copied (two retains and releases a row).
+        for position in window.indices {
             // Rows in sort order lie scattered over the map: start loading one a few ahead.
             if position &+ 4 < window.count { clmdb_prefetch(window[position &+ 4].bytes.baseAddress) }
-            let bytes = window[position].bytes
-            guard row.withUnsafeMutableValues({ RowCodec.refill($0, from: bytes, layout: layout) }) else { return }
+            let stored = window[position]
+            guard RowCodec.decode(stored.bytes, into: &row, names: &names) else {
+                throw corruptRow(stored.bytes, entity: entity, key: stored.key)
+            }
             try body(row)
-            position &+= 1
         }
     }
 

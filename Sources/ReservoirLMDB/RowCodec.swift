@@ -156,6 +156,7 @@ enum RowCodec {
     /// decoded with `names` and the stored row has the same columns (the usual case in a
     /// scan): values are overwritten in place and no row is allocated. False when the
     /// bytes are not a row this version can read.
+    @inline(__always)
     static func decode(_ bytes: UnsafeRawBufferPointer, into row: inout Row, names: inout ColumnNameCache) -> Bool {
         if row.count > 0, row.columns == names.lastColumns {
             let refilled = names.withLastLayout { layout in
