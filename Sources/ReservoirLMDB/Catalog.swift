@@ -69,45 +69,120 @@ enum Catalog {
 
     // MARK: - Change-log records
 
-    /// One change set's entries: count, then per entry kind (0 inserted, 1 updated,
-    /// 2 deleted), entity name, id as a row value.
-    static func encode(_ entries: [ChangeLogEntry]) -> [UInt8] {
-        var out = ByteWriter()
-        // Usually exact for numeric ids: grows at most once or twice otherwise.
-        var estimate = 1 + RowCodec.varintLength(UInt64(entries.count))
-        for entry in entries { estimate += 2 + entry.entity.utf8.count + 11 }
-        out.bytes.reserveCapacity(estimate)
-        out.bytes.append(1)
-        out.varint(UInt64(entries.count))
-        for entry in entries {
-            switch entry.kind {
-            case .inserted: out.bytes.append(0)
-            case .updated: out.bytes.append(1)
-            case .deleted: out.bytes.append(2)
-            }
-            out.string(entry.entity)
-            RowCodec.appendValue(entry.id, to: &out)
-        }
-        return out.bytes
+    /// A change set as its log record holds it (version 2): its changes grouped by entity
+    /// and kind, as the core nets them, so a bulk insert names its entity once.
+    ///
+    ///     2 · group count (varint) · per group:
+    ///         kind (0 inserted, 1 updated, 2 deleted) · entity (varint length, UTF-8) ·
+    ///         id count (varint) · ids (tag and payload, as row values)
+    ///
+    /// Written straight into the page LMDB reserves for it: ``logRecordSize(_:)`` bytes.
+    /// Version 1, which stores versions before this one wrote and which is still read, had
+    /// one entry per id: count, then per entry kind, entity and id.
+    static func writeLogRecord(_ changeSet: ChangeSet, to base: UnsafeMutablePointer<UInt8>) -> Int {
+        var sink = LogRecordWriter(out: RawWriter(base: base))
+        visitLogGroups(changeSet, &sink)
+        return sink.out.offset
     }
 
+    /// The exact number of bytes ``writeLogRecord(_:to:)`` writes.
+    static func logRecordSize(_ changeSet: ChangeSet) -> Int {
+        var sink = LogRecordSizer()
+        visitLogGroups(changeSet, &sink)
+        return sink.size
+    }
+
+    /// The one walk over a change set that sizing and writing its record share.
+    private static func visitLogGroups<Sink: LogRecordSink>(_ changeSet: ChangeSet, _ sink: inout Sink) {
+        let groups = changeSet.entities.reduce(0) { count, changes in
+            count + (changes.inserted.isEmpty ? 0 : 1) + (changes.updated.isEmpty ? 0 : 1) + (changes.deleted.isEmpty ? 0 : 1)
+        }
+        sink.header(version: 2, groups: groups)
+        for changes in changeSet.entities {
+            if !changes.inserted.isEmpty {
+                sink.group(kind: 0, entity: changes.entity, count: changes.inserted.count)
+                for change in changes.inserted { sink.id(change.id) }
+            }
+            if !changes.updated.isEmpty {
+                sink.group(kind: 1, entity: changes.entity, count: changes.updated.count)
+                for change in changes.updated { sink.id(change.id) }
+            }
+            if !changes.deleted.isEmpty {
+                sink.group(kind: 2, entity: changes.entity, count: changes.deleted.count)
+                for id in changes.deleted { sink.id(id) }
+            }
+        }
+    }
+
+    private static func kind(_ byte: UInt8?) -> ChangeType? {
+        switch byte {
+        case 0: .inserted
+        case 1: .updated
+        case 2: .deleted
+        default: nil
+        }
+    }
+
+    /// The entries of a log record of either version; nil when the bytes are not one.
     static func decodeEntries(_ bytes: UnsafeRawBufferPointer, sequence: UInt64) -> [ChangeLogEntry]? {
         var reader = ByteReader(bytes)
-        guard reader.byte() == 1, let count = reader.varint(), count <= UInt64(bytes.count) else { return nil }
+        let version = reader.byte()
+        guard version == 1 || version == 2, let count = reader.varint(), count <= UInt64(bytes.count) else { return nil }
         var entries: [ChangeLogEntry] = []
-        entries.reserveCapacity(Int(count))
-        for _ in 0..<count {
-            let kind: ChangeType
-            switch reader.byte() {
-            case 0: kind = .inserted
-            case 1: kind = .updated
-            case 2: kind = .deleted
-            default: return nil
+        if version == 1 {
+            entries.reserveCapacity(Int(count))
+            for _ in 0..<count {
+                guard let kind = kind(reader.byte()), let entity = reader.string(), let id = RowCodec.readValue(&reader) else { return nil }
+                entries.append(ChangeLogEntry(sequence: sequence, entity: entity, id: id, kind: kind))
             }
-            guard let entity = reader.string(), let id = RowCodec.readValue(&reader) else { return nil }
-            entries.append(ChangeLogEntry(sequence: sequence, entity: entity, id: id, kind: kind))
+        } else {
+            for _ in 0..<count {
+                guard let kind = kind(reader.byte()), let entity = reader.string(),
+                      let ids = reader.varint(), ids <= UInt64(bytes.count)
+                else { return nil }
+                entries.reserveCapacity(entries.count + Int(ids))
+                for _ in 0..<ids {
+                    guard let id = RowCodec.readValue(&reader) else { return nil }
+                    entries.append(ChangeLogEntry(sequence: sequence, entity: entity, id: id, kind: kind))
+                }
+            }
         }
         return reader.isAtEnd ? entries : nil
+    }
+}
+
+private protocol LogRecordSink {
+    mutating func header(version: UInt8, groups: Int)
+    mutating func group(kind: UInt8, entity: String, count: Int)
+    mutating func id(_ id: Value)
+}
+
+private struct LogRecordSizer: LogRecordSink {
+    var size = 0
+    mutating func header(version: UInt8, groups: Int) {
+        size += 1 + RowCodec.varintLength(UInt64(groups))
+    }
+    mutating func group(kind: UInt8, entity: String, count: Int) {
+        size += 1 + RowCodec.lengthPrefixedSize(entity.utf8.count) + RowCodec.varintLength(UInt64(count))
+    }
+    mutating func id(_ id: Value) {
+        size += RowCodec.valueSize(id)
+    }
+}
+
+private struct LogRecordWriter: LogRecordSink {
+    var out: RawWriter
+    mutating func header(version: UInt8, groups: Int) {
+        out.byte(version)
+        out.varint(UInt64(groups))
+    }
+    mutating func group(kind: UInt8, entity: String, count: Int) {
+        out.byte(kind)
+        out.string(entity)
+        out.varint(UInt64(count))
+    }
+    mutating func id(_ id: Value) {
+        out.value(id)
     }
 }
 

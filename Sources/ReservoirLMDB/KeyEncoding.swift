@@ -200,16 +200,8 @@ func compareBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> I
     return a.count == b.count ? 0 : (a.count < b.count ? -1 : 1)
 }
 
-/// Whether two short buffers hold the same bytes, compared a word at a time inline
-/// (a memcmp call costs more than the comparison for a few dozen bytes).
-@inline(__always)
-func sameBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
-    guard a.count == b.count else { return false }
-    guard let pa = a.baseAddress, let pb = b.baseAddress else { return true }
-    return sameBytes(pa, pb, count: a.count)
-}
-
-/// Whether `count` bytes at `a` and at `b` are the same: whole words, then one more word
+/// Whether `count` bytes at `a` and at `b` are the same, compared a word at a time inline
+/// (a memcmp call costs more than the comparison for a few dozen bytes): whole words, then one more word
 /// (or half or quarter word) ending at the last byte, overlapping what was compared, so
 /// a short name costs one or two loads a side and no byte loop.
 @inline(__always)

@@ -21,7 +21,7 @@ final class LMDBTransaction: WriteTransaction {
         /// not kept.
         case insert(entity: Int, id: Value, row: Row)
         case delete(entity: Int, id: Value)
-        case record(sequence: UInt64, entries: [ChangeLogEntry])
+        case record(ChangeSet)
         case prepareStore
     }
 
@@ -58,8 +58,6 @@ final class LMDBTransaction: WriteTransaction {
     // Write state.
     @exclusivity(unchecked) private var operations: [Operation] = []
     @exclusivity(unchecked) private var operationEntities: [EntityDescription] = []
-    /// The bit pattern of `operationEntities.last` (see ``operationEntity(_:)``).
-    @exclusivity(unchecked) private var lastEntityBits: [UInt8] = []
     @exclusivity(unchecked) private var startID = 0
     /// The id of the commit this transaction's snapshot shows.
     @exclusivity(unchecked) private var snapshotID = 0
@@ -271,7 +269,7 @@ final class LMDBTransaction: WriteTransaction {
         case let .put(entity, id, row): return try applyPut(entity, id: id, row: row, onlyNew: false)
         case let .insert(entity, id, row): return try applyPut(entity, id: id, row: row, onlyNew: true)
         case let .delete(entity, id): try applyDelete(operationEntities[entity], id: id)
-        case let .record(sequence, entries): try applyRecord(sequence, entries)
+        case let .record(changeSet): try applyRecord(changeSet)
         case .prepareStore: try applyPrepareStore()
         }
         return true
@@ -366,23 +364,32 @@ final class LMDBTransaction: WriteTransaction {
         try check(mdb_put(txn, dbi, &mk, &mv, 0), "write an index entry")
     }
 
-    /// Stores `row` under `key`, encoding it straight into the page LMDB reserves for it
-    /// (`MDB_RESERVE`: no intermediate buffer). With `onlyNew`, stores nothing and returns
-    /// false when the key exists (`MDB_NOOVERWRITE`).
+    /// Stores `row` under `key`, encoding it straight into the page LMDB reserves for it.
+    /// With `onlyNew`, stores nothing and returns false when the key exists (`MDB_NOOVERWRITE`).
     func putRow(_ dbi: MDB_dbi, _ key: UnsafeRawBufferPointer, _ row: Row, onlyNew: Bool) throws -> Bool {
+        try putReserved(dbi, key, size: RowCodec.encodedSize(row), onlyNew: onlyNew, "write a record") {
+            RowCodec.write(row, to: $0)
+        }
+    }
+
+    /// Stores `size` bytes under `key` that `write` writes straight into the page LMDB
+    /// reserves for them (`MDB_RESERVE`: no intermediate buffer), returning how many it wrote.
+    /// With `onlyNew`, stores nothing and returns false when the key exists (`MDB_NOOVERWRITE`).
+    @inline(__always)
+    private func putReserved(_ dbi: MDB_dbi, _ key: UnsafeRawBufferPointer, size: Int, onlyNew: Bool, _ what: @autoclosure () -> String,
+                             _ write: (UnsafeMutablePointer<UInt8>) -> Int) throws -> Bool {
         let txn = try liveTransaction()
-        let size = RowCodec.encodedSize(row)
         var mk = clmdb_val(key.baseAddress, key.count)
         var mv = clmdb_val(nil, size)
         let flags = UInt32(MDB_RESERVE) | (onlyNew ? CLMDB_NOOVERWRITE : 0)
         let rc = mdb_put(txn, dbi, &mk, &mv, flags)
         if onlyNew && rc == MDB_KEYEXIST { return false }
-        try check(rc, "write a record")
+        try check(rc, what())
         guard let base = mv.mv_data, mv.mv_size == size else {
-            throw ReservoirError(.backend, "lmdb:\(path): LMDB reserved \(mv.mv_size) bytes for a row of \(size)")
+            throw ReservoirError(.backend, "lmdb:\(path): LMDB reserved \(mv.mv_size) bytes for \(size) to \(what())")
         }
-        let written = RowCodec.write(row, to: base.assumingMemoryBound(to: UInt8.self))
-        assert(written == size, "RowCodec.encodedSize and RowCodec.write disagree")
+        let written = write(base.assumingMemoryBound(to: UInt8.self))
+        assert(written == size, "the size computed beforehand and the bytes written disagree")
         return true
     }
 
@@ -629,44 +636,16 @@ final class LMDBTransaction: WriteTransaction {
     }
 
     func record(_ changeSet: ChangeSet) throws {
-        try perform(.record(sequence: changeSet.sequence, entries: changeSet.logEntries))
+        try perform(.record(changeSet))
     }
 
     /// The position of `entity` in ``operationEntities``, adding it when it differs from the last.
     private func operationEntity(_ entity: EntityDescription) -> Int {
         let last = operationEntities.count - 1
-        if last >= 0 {
-            // A bulk write passes the very same description every time. Its bits equal to
-            // those of the copy kept in `operationEntities` mean the same string storage and
-            // array buffers (the copy keeps them alive, so no address can have been reused),
-            // hence an equal description, without the copies `==` on a stored element costs
-            // (four retains and releases per put). Other bits prove nothing: `==` decides.
-            let sameBits = withUnsafeBytes(of: entity) { bits in
-                lastEntityBits.withUnsafeBytes { sameBytes(bits, $0) }
-            }
-            if sameBits { return last }
-            if operationEntities.withUnsafeBufferPointer({ $0[last] == entity }) {
-                // Equal but another copy: keep this one, so its next puts take the fast path.
-                operationEntities[last] = entity
-                rememberBits(of: entity)
-                return last
-            }
-        }
+        // A bulk write passes copies of one description, which compare equal by identity.
+        if last >= 0, operationEntities.withUnsafeBufferPointer({ $0[last] == entity }) { return last }
         operationEntities.append(entity)
-        rememberBits(of: entity)
         return operationEntities.count - 1
-    }
-
-    /// Sets ``lastEntityBits``, in place when it has the size (no allocation per put for a
-    /// caller that passes a fresh copy of its description every time).
-    private func rememberBits(of entity: EntityDescription) {
-        withUnsafeBytes(of: entity) { bits in
-            if lastEntityBits.count == bits.count {
-                lastEntityBits.withUnsafeMutableBytes { $0.copyMemory(from: bits) }
-            } else {
-                lastEntityBits = Array(bits)
-            }
-        }
     }
 
     /// Creates (or checks) the metadata of the store; run by the first write on open.
@@ -727,10 +706,13 @@ final class LMDBTransaction: WriteTransaction {
         }
     }
 
-    private func applyRecord(_ sequence: UInt64, _ entries: [ChangeLogEntry]) throws {
+    private func applyRecord(_ changeSet: ChangeSet) throws {
         guard let log = try logDatabase(create: true) else { return }
-        try withUnsafeBytes(of: sequence.bigEndian) { key in
-            try Catalog.encode(entries).withUnsafeBytes { try put(log, key, $0) }
+        let sequence = changeSet.sequence
+        _ = try withUnsafeBytes(of: sequence.bigEndian) { key in
+            try putReserved(log, key, size: Catalog.logRecordSize(changeSet), onlyNew: false, "write a change-log record") {
+                Catalog.writeLogRecord(changeSet, to: $0)
+            }
         }
         recordedSequence = sequence
         let retention = UInt64(environment.options.logRetention)

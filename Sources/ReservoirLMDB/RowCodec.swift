@@ -34,21 +34,29 @@ enum RowCodec {
             row.values.withUnsafeBufferPointer { values in
                 var size = 1 + varintLength(UInt64(columns.count))
                 for i in 0..<columns.count {
-                    let nameLength = columns[i].utf8.count
-                    size += varintLength(UInt64(nameLength)) + nameLength + 1
-                    switch values[i] {
-                    case .null: break
-                    case let .integer(v): size += varintLength(zigzag(v))
-                    case .real: size += 8
-                    case let .text(text):
-                        let length = text.utf8.count
-                        size += varintLength(UInt64(length)) + length
-                    case let .blob(data): size += varintLength(UInt64(data.count)) + data.count
-                    }
+                    size += lengthPrefixedSize(columns[i].utf8.count) + valueSize(values[i])
                 }
                 return size
             }
         }
+    }
+
+    /// The bytes of `value`'s encoding: tag, then payload.
+    @inline(__always)
+    static func valueSize(_ value: Value) -> Int {
+        switch value {
+        case .null: 1
+        case let .integer(v): 1 + varintLength(zigzag(v))
+        case .real: 9
+        case let .text(text): 1 + lengthPrefixedSize(text.utf8.count)
+        case let .blob(data): 1 + lengthPrefixedSize(data.count)
+        }
+    }
+
+    /// The bytes of `length` bytes after their varint length.
+    @inline(__always)
+    static func lengthPrefixedSize(_ length: Int) -> Int {
+        varintLength(UInt64(length)) + length
     }
 
     /// Writes `row` at `base`, which holds ``encodedSize(_:)`` bytes (an LMDB page reserved
@@ -61,23 +69,7 @@ enum RowCodec {
                 out.varint(UInt64(columns.count))
                 for i in 0..<columns.count {
                     out.string(columns[i])
-                    switch values[i] {
-                    case .null:
-                        out.byte(Tag.null.rawValue)
-                    case let .integer(v):
-                        out.byte(Tag.integer.rawValue)
-                        out.varint(zigzag(v))
-                    case let .real(d):
-                        out.byte(Tag.real.rawValue)
-                        out.fixed64(d.bitPattern)
-                    case let .text(text):
-                        out.byte(Tag.text.rawValue)
-                        out.string(text)
-                    case let .blob(data):
-                        out.byte(Tag.blob.rawValue)
-                        out.varint(UInt64(data.count))
-                        out.bytes(data)
-                    }
+                    out.value(values[i])
                 }
                 return out.offset
             }
@@ -91,26 +83,6 @@ enum RowCodec {
     @inline(__always)
     static func varintLength(_ value: UInt64) -> Int {
         (64 - (value | 1).leadingZeroBitCount + 6) / 7
-    }
-
-    static func appendValue(_ value: Value, to out: inout ByteWriter) {
-        switch value {
-        case .null:
-            out.bytes.append(Tag.null.rawValue)
-        case let .integer(i):
-            out.bytes.append(Tag.integer.rawValue)
-            out.varint(UInt64(bitPattern: (i << 1) ^ (i >> 63)))
-        case let .real(d):
-            out.bytes.append(Tag.real.rawValue)
-            out.fixed64(d.bitPattern)
-        case let .text(s):
-            out.bytes.append(Tag.text.rawValue)
-            out.string(s)
-        case let .blob(data):
-            out.bytes.append(Tag.blob.rawValue)
-            out.varint(UInt64(data.count))
-            out.bytes.append(contentsOf: data)
-        }
     }
 
     // MARK: - Decoding
@@ -394,6 +366,28 @@ struct RawWriter {
     @inline(__always)
     mutating func bytes(_ data: Data) {
         data.withUnsafeBytes { raw($0) }
+    }
+
+    /// `value`'s tag, then its payload (``RowCodec/valueSize(_:)`` bytes).
+    @_transparent
+    mutating func value(_ value: Value) {
+        switch value {
+        case .null:
+            byte(RowCodec.Tag.null.rawValue)
+        case let .integer(v):
+            byte(RowCodec.Tag.integer.rawValue)
+            varint(RowCodec.zigzag(v))
+        case let .real(d):
+            byte(RowCodec.Tag.real.rawValue)
+            fixed64(d.bitPattern)
+        case let .text(text):
+            byte(RowCodec.Tag.text.rawValue)
+            string(text)
+        case let .blob(data):
+            byte(RowCodec.Tag.blob.rawValue)
+            varint(UInt64(data.count))
+            bytes(data)
+        }
     }
 }
 

@@ -112,6 +112,11 @@ import Testing
     /// Byte comparison with overlapping word loads: every length up to a few words, a
     /// difference at every position, buffers at odd offsets.
     @Test func sameBytesFindsEveryDifference() {
+        func sameBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+            guard a.count == b.count else { return false }
+            guard let pa = a.baseAddress, let pb = b.baseAddress else { return true }
+            return ReservoirLMDB.sameBytes(pa, pb, count: a.count)
+        }
         let base: [UInt8] = (0..<48).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
         for count in 0...40 {
             for shift in [0, 1, 3] {

@@ -84,3 +84,26 @@ struct QueryTests {
         #expect(QueryEvaluator.matches(.contains(column: "a", ""), row))
     }
 }
+
+@Suite("Entity descriptions")
+struct EntityDescriptionValueTests {
+    @Test("copies share their fields, and changing one copy leaves the others as they were")
+    func valueSemantics() {
+        let original = EntityDescription(name: "t", fields: ["id", "a"], indexes: ["a"], integerIDs: true)
+        var changed = original
+        #expect(changed == original)
+        changed.indexes = []
+        #expect(original.indexes == ["a"], "the original keeps its index")
+        #expect(changed != original)
+        changed.indexes = ["a"]
+        #expect(changed == original, "equal fields in another box are equal")
+        #expect(changed.hashValue == original.hashValue)
+        for edit in [{ (e: inout EntityDescription) in e.name = "u" }, { $0.idColumn = "key" }, { $0.fields = ["id"] }, { $0.integerIDs = false }] {
+            var copy = original
+            edit(&copy)
+            #expect(copy != original)
+            #expect(Set([copy, original]).count == 2)
+        }
+        #expect(EntityDescription(name: "t", idColumn: "key").fields == ["key"], "the id column is the field list when none is given")
+    }
+}

@@ -129,22 +129,73 @@ public struct Schema<Root: Storable>: @unchecked Sendable {
 
 /// What a backend knows of an entity: its name, id column, queryable fields and indexes.
 public struct EntityDescription: Sendable, Hashable, CustomStringConvertible {
-    public var name: String
-    public var idColumn: String
+    /// The fields, shared by every copy: a description travels with every record a
+    /// transaction writes (to the backend, the change tracker, the replay log), and copying
+    /// one box costs one retain where the fields would cost one per string and array. Setters
+    /// put in a new box, so a box never changes and one box means one description.
+    private final class Storage: Sendable {
+        let name: String
+        let idColumn: String
+        let fields: [String]
+        let indexes: [String]
+        let integerIDs: Bool
+
+        init(name: String, idColumn: String, fields: [String], indexes: [String], integerIDs: Bool) {
+            self.name = name
+            self.idColumn = idColumn
+            self.fields = fields
+            self.indexes = indexes
+            self.integerIDs = integerIDs
+        }
+    }
+
+    private var storage: Storage
+
+    public var name: String {
+        get { storage.name }
+        set { storage = Storage(name: newValue, idColumn: idColumn, fields: fields, indexes: indexes, integerIDs: integerIDs) }
+    }
+
+    public var idColumn: String {
+        get { storage.idColumn }
+        set { storage = Storage(name: name, idColumn: newValue, fields: fields, indexes: indexes, integerIDs: integerIDs) }
+    }
+
     /// Queryable columns, the id first. Rows may hold further (opaque) columns.
-    public var fields: [String]
+    public var fields: [String] {
+        get { storage.fields }
+        set { storage = Storage(name: name, idColumn: idColumn, fields: newValue, indexes: indexes, integerIDs: integerIDs) }
+    }
+
     /// Columns with an ordered index.
-    public var indexes: [String]
+    public var indexes: [String] {
+        get { storage.indexes }
+        set { storage = Storage(name: name, idColumn: idColumn, fields: fields, indexes: newValue, integerIDs: integerIDs) }
+    }
+
     /// Every id is an integer: backends may use an integer key. ``Schema`` sets it for
     /// `Int` and `Int64` ids; descriptions of rows without Swift types leave it false.
-    public var integerIDs: Bool
+    public var integerIDs: Bool {
+        get { storage.integerIDs }
+        set { storage = Storage(name: name, idColumn: idColumn, fields: fields, indexes: indexes, integerIDs: newValue) }
+    }
 
     public init(name: String, idColumn: String = "id", fields: [String] = [], indexes: [String] = [], integerIDs: Bool = false) {
-        self.name = name
-        self.idColumn = idColumn
-        self.fields = fields.isEmpty ? [idColumn] : fields
-        self.indexes = indexes
-        self.integerIDs = integerIDs
+        storage = Storage(name: name, idColumn: idColumn, fields: fields.isEmpty ? [idColumn] : fields, indexes: indexes, integerIDs: integerIDs)
+    }
+
+    public static func == (lhs: EntityDescription, rhs: EntityDescription) -> Bool {
+        lhs.storage === rhs.storage
+            || (lhs.name == rhs.name && lhs.idColumn == rhs.idColumn && lhs.fields == rhs.fields
+                && lhs.indexes == rhs.indexes && lhs.integerIDs == rhs.integerIDs)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(name)
+        hasher.combine(idColumn)
+        hasher.combine(fields)
+        hasher.combine(indexes)
+        hasher.combine(integerIDs)
     }
 
     public var description: String { name }

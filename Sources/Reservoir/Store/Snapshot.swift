@@ -92,8 +92,10 @@ public final class Transaction: Snapshot {
     private let writer: any WriteTransaction
     @exclusivity(unchecked) private var tracker = ChangeTracker()
     /// The record type last written and its entity, once checked: a run of records of one
-    /// type skips the schema checks (and their lock) after the first.
-    @exclusivity(unchecked) private var checked: (type: ObjectIdentifier, entity: EntityDescription)?
+    /// type skips the schema checks (and their lock) after the first. Two properties rather
+    /// than an optional tuple, which the runtime copies through generic value witnesses.
+    @exclusivity(unchecked) private var checkedType: ObjectIdentifier?
+    @exclusivity(unchecked) private var checkedEntity: EntityDescription?
 
     init(writer: any WriteTransaction) {
         self.writer = writer
@@ -178,15 +180,16 @@ public final class Transaction: Snapshot {
 
     private func prepare<T: Storable>(_ record: T) throws -> (EntityDescription, Value, Row) {
         try checkOpen()
-        if let checked, checked.type == ObjectIdentifier(T.self) {
+        if checkedType == ObjectIdentifier(T.self), let checkedEntity {
             // Another record of the type just written: its schema is known good.
-            return (checked.entity, try record.id.toValue(), try RecordCoding.encodeChecked(record))
+            return (checkedEntity, try record.id.toValue(), try RecordCoding.encodeChecked(record))
         }
         let schema = T.schema
         try schema.validate()
         let row = try RecordCoding.encode(record)
         let entity = schema.entity
-        checked = (ObjectIdentifier(T.self), entity)
+        checkedType = ObjectIdentifier(T.self)
+        checkedEntity = entity
         return (entity, try record.id.toValue(), row)
     }
 
