@@ -13,6 +13,7 @@ static const unsigned int CLMDB_NOMETASYNC = MDB_NOMETASYNC;
 static const unsigned int CLMDB_RDONLY = MDB_RDONLY;
 static const unsigned int CLMDB_CREATE = MDB_CREATE;
 static const unsigned int CLMDB_NOOVERWRITE = MDB_NOOVERWRITE;
+static const unsigned int CLMDB_APPEND = MDB_APPEND;
 
 static const int CLMDB_SUCCESS = MDB_SUCCESS;
 static const int CLMDB_NOTFOUND = MDB_NOTFOUND;

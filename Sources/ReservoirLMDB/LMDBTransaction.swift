@@ -44,6 +44,12 @@ final class LMDBTransaction: WriteTransaction {
     /// Row databases by entity name, and index databases by entity and column.
     @exclusivity(unchecked) private var rowHandles: [String: MDB_dbi] = [:]
     @exclusivity(unchecked) private var lastRows: (entity: String, handle: MDB_dbi)?
+    /// Appending: the row database rows were last put into, and what this transaction
+    /// knows of its greatest key (see ``putRow(_:_:_:onlyNew:)``).
+    @exclusivity(unchecked) private var appendTarget: MDB_dbi?
+    @exclusivity(unchecked) private var appendState = AppendState.untried
+    /// An upper bound of the greatest key of ``appendTarget``, when `appendState` is `.bounded`.
+    @exclusivity(unchecked) private var appendBound: [UInt8] = []
     /// The description the last put made sure of, as an index into ``operationEntities``.
     @exclusivity(unchecked) private var lastEnsured: Int?
     /// Reused for encoding index keys.
@@ -158,6 +164,7 @@ final class LMDBTransaction: WriteTransaction {
         lastDescription = nil
         rowHandles = [:]
         lastRows = nil
+        appendTarget = nil
         lastEnsured = nil
         indexHandles = [:]
         logHandle = nil
@@ -364,26 +371,70 @@ final class LMDBTransaction: WriteTransaction {
         try check(mdb_put(txn, dbi, &mk, &mv, 0), "write an index entry")
     }
 
+    enum AppendState {
+        /// Nothing known of the database yet: the next put tries `MDB_APPEND`.
+        case untried
+        /// ``appendBound`` is at least the greatest key: a greater key is appended.
+        case bounded
+        /// Keys did not arrive in order: plain puts for the rest of the transaction.
+        case off
+    }
+
     /// Stores `row` under `key`, encoding it straight into the page LMDB reserves for it.
     /// With `onlyNew`, stores nothing and returns false when the key exists (`MDB_NOOVERWRITE`).
+    ///
+    /// Records usually arrive in key order (ascending integer ids), and a key above every
+    /// key in the database is put with `MDB_APPEND`: LMDB then goes straight to the last
+    /// page instead of searching each page on the way down, and fills pages instead of
+    /// splitting them in half. The first put into a database tries it; LMDB refuses a key
+    /// that is not above its last one with `MDB_KEYEXIST`, and the put is made again plainly
+    /// (so an insert still learns whether the key exists). While keys keep ascending, the
+    /// last one appended bounds the database's keys, and the order is checked here instead.
+    /// Deletes only lower the true maximum, so the bound stays safe.
     func putRow(_ dbi: MDB_dbi, _ key: UnsafeRawBufferPointer, _ row: Row, onlyNew: Bool) throws -> Bool {
-        try putReserved(dbi, key, size: RowCodec.encodedSize(row), onlyNew: onlyNew, "write a record") {
+        let size = RowCodec.encodedSize(row)
+        if appendTarget != dbi {
+            appendTarget = dbi
+            appendState = .untried
+        }
+        let append: Bool
+        switch appendState {
+        case .untried: append = true
+        case .bounded: append = appendBound.withUnsafeBytes { compareBytes(key, $0) > 0 }
+        case .off: append = false
+        }
+        if append {
+            let stored = try putReserved(dbi, key, size: size, flags: CLMDB_APPEND, refused: true, "write a record") {
+                RowCodec.write(row, to: $0)
+            }
+            if stored {
+                appendState = .bounded
+                if appendBound.count == key.count {
+                    appendBound.withUnsafeMutableBytes { $0.copyMemory(from: key) }
+                } else {
+                    appendBound = Array(key)
+                }
+                return true
+            }
+            appendState = .off
+        }
+        return try putReserved(dbi, key, size: size, flags: onlyNew ? CLMDB_NOOVERWRITE : 0, refused: onlyNew, "write a record") {
             RowCodec.write(row, to: $0)
         }
     }
 
     /// Stores `size` bytes under `key` that `write` writes straight into the page LMDB
     /// reserves for them (`MDB_RESERVE`: no intermediate buffer), returning how many it wrote.
-    /// With `onlyNew`, stores nothing and returns false when the key exists (`MDB_NOOVERWRITE`).
+    /// `flags` adds `MDB_NOOVERWRITE` or `MDB_APPEND`; with `refused`, LMDB refusing the
+    /// key (`MDB_KEYEXIST`) stores nothing and returns false instead of throwing.
     @inline(__always)
-    private func putReserved(_ dbi: MDB_dbi, _ key: UnsafeRawBufferPointer, size: Int, onlyNew: Bool, _ what: @autoclosure () -> String,
-                             _ write: (UnsafeMutablePointer<UInt8>) -> Int) throws -> Bool {
+    private func putReserved(_ dbi: MDB_dbi, _ key: UnsafeRawBufferPointer, size: Int, flags: UInt32, refused: Bool,
+                             _ what: @autoclosure () -> String, _ write: (UnsafeMutablePointer<UInt8>) -> Int) throws -> Bool {
         let txn = try liveTransaction()
         var mk = clmdb_val(key.baseAddress, key.count)
         var mv = clmdb_val(nil, size)
-        let flags = UInt32(MDB_RESERVE) | (onlyNew ? CLMDB_NOOVERWRITE : 0)
-        let rc = mdb_put(txn, dbi, &mk, &mv, flags)
-        if onlyNew && rc == MDB_KEYEXIST { return false }
+        let rc = mdb_put(txn, dbi, &mk, &mv, UInt32(MDB_RESERVE) | flags)
+        if refused && rc == MDB_KEYEXIST { return false }
         try check(rc, what())
         guard let base = mv.mv_data, mv.mv_size == size else {
             throw ReservoirError(.backend, "lmdb:\(path): LMDB reserved \(mv.mv_size) bytes for \(size) to \(what())")
@@ -710,7 +761,7 @@ final class LMDBTransaction: WriteTransaction {
         guard let log = try logDatabase(create: true) else { return }
         let sequence = changeSet.sequence
         _ = try withUnsafeBytes(of: sequence.bigEndian) { key in
-            try putReserved(log, key, size: Catalog.logRecordSize(changeSet), onlyNew: false, "write a change-log record") {
+            try putReserved(log, key, size: Catalog.logRecordSize(changeSet), flags: 0, refused: false, "write a change-log record") {
                 Catalog.writeLogRecord(changeSet, to: $0)
             }
         }

@@ -36,6 +36,49 @@ import Testing
         #expect(try reopened.fetch(FetchRequest<Note>(sortBy: [.descending(\.id)], limit: 3)).map(\.id) == [20, 19, 18])
     }
 
+    /// Rows whose keys ascend are put with `MDB_APPEND`, others plainly: whatever the order
+    /// (ascending, descending, repeated, below or at the last appended key, after deleting
+    /// the greatest), inserts find taken ids and every row is stored once, in id order.
+    @Test func appendedAndPlainPutsAgree() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.cleanUp() }
+        let store = try openStore("lmdb:\(dir.path)/env")
+        defer { store.close() }
+        var model: [Int: String] = [:]
+        func insert(_ tx: Transaction, _ id: Int, _ title: String) throws {
+            if model[id] != nil {
+                let error = #expect(throws: ReservoirError.self, "id \(id) is taken") { try tx.insert(Note(id: id, title: title)) }
+                #expect(error?.code == .duplicateID, "\(String(describing: error))")
+            } else {
+                try tx.insert(Note(id: id, title: title))
+                model[id] = title
+            }
+        }
+        try store.write { tx in
+            for id in 1...50 { try insert(tx, id, "a\(id)") }        // appended
+            try insert(tx, 50, "again")                             // at the bound: taken
+            try insert(tx, 20, "again")                             // below it: taken
+            try insert(tx, -5, "below")                             // below it: stored plainly
+            for id in 51...60 { try insert(tx, id, "b\(id)") }       // appended again
+            #expect(try tx.delete(Note.self, id: 60))
+            model[60] = nil
+            try insert(tx, 60, "back")                              // at the bound, deleted: stored
+            try insert(tx, 61, "next")
+        }
+        try store.write { tx in
+            try insert(tx, 61, "taken")                             // a new transaction's first put: taken
+            for id in stride(from: 100, to: 70, by: -3) { try insert(tx, id, "down\(id)") }
+            try insert(tx, 101, "up")
+            try tx.upsert(Note(id: 30, title: "updated"))
+            model[30] = "updated"
+        }
+        try store.write { tx in try insert(tx, 62, "between") }   // below the greatest key
+        let stored = try store.fetch(Note.self)
+        #expect(stored.map(\.id) == model.keys.sorted())
+        #expect(Dictionary(uniqueKeysWithValues: stored.map { ($0.id, $0.title) }) == model)
+        for (id, title) in model { #expect(try store.get(Note.self, id: id)?.title == title) }
+    }
+
     /// The change log keeps exactly the newest `logretention` change sets, whatever the
     /// retention, also when a commit removes the only older one.
     @Test(arguments: [1, 2, 3, 7])

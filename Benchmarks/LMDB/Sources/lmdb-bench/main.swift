@@ -124,15 +124,31 @@ enum Raw {
         return (env!, dbi)
     }
 
-    static func put(_ txn: OpaquePointer?, _ dbi: MDB_dbi, _ item: Item, _ buffer: inout [UInt8]) {
+    static func put(_ txn: OpaquePointer?, _ dbi: MDB_dbi, _ item: Item, _ buffer: inout [UInt8], flags: UInt32 = 0) {
         encode(item, into: &buffer)
         var k = key(item.id)
         withUnsafeMutableBytes(of: &k) { kb in
             buffer.withUnsafeMutableBytes { vb in
                 var mk = clmdb_val(kb.baseAddress, kb.count)
                 var mv = clmdb_val(vb.baseAddress, vb.count)
-                check(mdb_put(txn, dbi, &mk, &mv, 0), "put")
+                check(mdb_put(txn, dbi, &mk, &mv, flags), "put")
             }
+        }
+    }
+
+    /// The bulk insert with `MDB_APPEND` (the items' keys ascend), which the backend uses
+    /// for keys above the last one: shown beside the plain baseline, not instead of it.
+    static func runAppendBulk() -> Double {
+        let path = temporaryDirectory("raw-append")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let (env, dbi) = open(path)
+        defer { mdb_env_close(env) }
+        var buffer: [UInt8] = []
+        return seconds {
+            var txn: OpaquePointer?
+            check(mdb_txn_begin(env, nil, 0, &txn), "begin")
+            for item in items { put(txn, dbi, item, &buffer, flags: CLMDB_APPEND) }
+            check(mdb_txn_commit(txn), "commit")
         }
     }
 
@@ -398,6 +414,7 @@ var ours: [String: Double] = [:]
 for round in 1...rounds {
     var r = Raw.run()
     r["namedCommits"] = Raw.runNamedCommits()
+    r["bulkAppend"] = Raw.runAppendBulk()
     let o = try Ours.run()
     for (key, value) in r { raw[key] = min(raw[key] ?? .infinity, value) }
     for (key, value) in o { ours[key] = min(ours[key] ?? .infinity, value) }
@@ -431,6 +448,9 @@ line("1,000 single-record commits, no sync (mapped by hand)", "commits", "commit
 line("1,000 single-record commits, no sync (backend SPI insert and log record)", "commits", "commitsSPI", per: commits, target: 3)
 if let named = raw["namedCommits"], let o = ours["commits"] {
     print("raw C API, 1,000 commits of a record plus a log record into two named databases: \(ms(named)) (\(us(named, per: commits))); Reservoir is \(String(format: "%.2fx", o / named)) that")
+}
+if let appended = raw["bulkAppend"], let mapped = ours["bulkMapped"], let spi = ours["bulkSPI"] {
+    print("raw C API bulk insert with MDB_APPEND: \(ms(appended)); Reservoir is \(String(format: "%.2fx", mapped / appended)) that mapped by hand, \(String(format: "%.2fx", spi / appended)) through the SPI")
 }
 if let indexed = ours["bulkIndexed"], let plain = ours["bulk"] {
     print("bulk insert with one indexed field: \(ms(indexed)) (\(String(format: "%.2fx", indexed / plain)) the unindexed insert)")
