@@ -201,9 +201,9 @@ func compareBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> I
 }
 
 /// Whether `count` bytes at `a` and at `b` are the same, compared a word at a time inline
-/// (a memcmp call costs more than the comparison for a few dozen bytes): whole words, then one more word
-/// (or half or quarter word) ending at the last byte, overlapping what was compared, so
-/// a short name costs one or two loads a side and no byte loop.
+/// (a memcmp call costs more than the comparison for a few dozen bytes): whole words, then
+/// one more word (or half or quarter word) ending at the last byte, overlapping what was
+/// compared, so a short name costs one or two loads a side and no byte loop.
 @inline(__always)
 func sameBytes(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, count: Int) -> Bool {
     @inline(__always)

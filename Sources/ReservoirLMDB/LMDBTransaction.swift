@@ -393,6 +393,7 @@ final class LMDBTransaction: WriteTransaction {
     /// Deletes only lower the true maximum, so the bound stays safe.
     func putRow(_ dbi: MDB_dbi, _ key: UnsafeRawBufferPointer, _ row: Row, onlyNew: Bool) throws -> Bool {
         let size = RowCodec.encodedSize(row)
+        func encode(_ base: UnsafeMutablePointer<UInt8>) -> Int { RowCodec.write(row, to: base) }
         if appendTarget != dbi {
             appendTarget = dbi
             appendState = .untried
@@ -404,10 +405,7 @@ final class LMDBTransaction: WriteTransaction {
         case .off: append = false
         }
         if append {
-            let stored = try putReserved(dbi, key, size: size, flags: CLMDB_APPEND, refused: true, "write a record") {
-                RowCodec.write(row, to: $0)
-            }
-            if stored {
+            if try putReserved(dbi, key, size: size, flags: CLMDB_APPEND, refused: true, "write a record", encode) {
                 appendState = .bounded
                 if appendBound.count == key.count {
                     appendBound.withUnsafeMutableBytes { $0.copyMemory(from: key) }
@@ -418,9 +416,7 @@ final class LMDBTransaction: WriteTransaction {
             }
             appendState = .off
         }
-        return try putReserved(dbi, key, size: size, flags: onlyNew ? CLMDB_NOOVERWRITE : 0, refused: onlyNew, "write a record") {
-            RowCodec.write(row, to: $0)
-        }
+        return try putReserved(dbi, key, size: size, flags: onlyNew ? CLMDB_NOOVERWRITE : 0, refused: onlyNew, "write a record", encode)
     }
 
     /// Stores `size` bytes under `key` that `write` writes straight into the page LMDB

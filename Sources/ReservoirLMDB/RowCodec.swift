@@ -404,10 +404,6 @@ struct ByteWriter {
         bytes.append(UInt8(v))
     }
 
-    mutating func fixed64(_ value: UInt64) {
-        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
-    }
-
     mutating func string(_ text: String) {
         var text = text
         text.withUTF8 { utf8 in

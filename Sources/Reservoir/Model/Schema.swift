@@ -129,73 +129,71 @@ public struct Schema<Root: Storable>: @unchecked Sendable {
 
 /// What a backend knows of an entity: its name, id column, queryable fields and indexes.
 public struct EntityDescription: Sendable, Hashable, CustomStringConvertible {
+    private struct Fields: Sendable, Hashable {
+        var name: String
+        var idColumn: String
+        var fields: [String]
+        var indexes: [String]
+        var integerIDs: Bool
+    }
+
     /// The fields, shared by every copy: a description travels with every record a
     /// transaction writes (to the backend, the change tracker, the replay log), and copying
     /// one box costs one retain where the fields would cost one per string and array. Setters
     /// put in a new box, so a box never changes and one box means one description.
     private final class Storage: Sendable {
-        let name: String
-        let idColumn: String
-        let fields: [String]
-        let indexes: [String]
-        let integerIDs: Bool
-
-        init(name: String, idColumn: String, fields: [String], indexes: [String], integerIDs: Bool) {
-            self.name = name
-            self.idColumn = idColumn
-            self.fields = fields
-            self.indexes = indexes
-            self.integerIDs = integerIDs
-        }
+        let fields: Fields
+        init(_ fields: Fields) { self.fields = fields }
     }
 
     private var storage: Storage
 
+    private mutating func update(_ change: (inout Fields) -> Void) {
+        var fields = storage.fields
+        change(&fields)
+        storage = Storage(fields)
+    }
+
     public var name: String {
-        get { storage.name }
-        set { storage = Storage(name: newValue, idColumn: idColumn, fields: fields, indexes: indexes, integerIDs: integerIDs) }
+        get { storage.fields.name }
+        set { update { $0.name = newValue } }
     }
 
     public var idColumn: String {
-        get { storage.idColumn }
-        set { storage = Storage(name: name, idColumn: newValue, fields: fields, indexes: indexes, integerIDs: integerIDs) }
+        get { storage.fields.idColumn }
+        set { update { $0.idColumn = newValue } }
     }
 
     /// Queryable columns, the id first. Rows may hold further (opaque) columns.
     public var fields: [String] {
-        get { storage.fields }
-        set { storage = Storage(name: name, idColumn: idColumn, fields: newValue, indexes: indexes, integerIDs: integerIDs) }
+        get { storage.fields.fields }
+        set { update { $0.fields = newValue } }
     }
 
     /// Columns with an ordered index.
     public var indexes: [String] {
-        get { storage.indexes }
-        set { storage = Storage(name: name, idColumn: idColumn, fields: fields, indexes: newValue, integerIDs: integerIDs) }
+        get { storage.fields.indexes }
+        set { update { $0.indexes = newValue } }
     }
 
     /// Every id is an integer: backends may use an integer key. ``Schema`` sets it for
     /// `Int` and `Int64` ids; descriptions of rows without Swift types leave it false.
     public var integerIDs: Bool {
-        get { storage.integerIDs }
-        set { storage = Storage(name: name, idColumn: idColumn, fields: fields, indexes: indexes, integerIDs: newValue) }
+        get { storage.fields.integerIDs }
+        set { update { $0.integerIDs = newValue } }
     }
 
     public init(name: String, idColumn: String = "id", fields: [String] = [], indexes: [String] = [], integerIDs: Bool = false) {
-        storage = Storage(name: name, idColumn: idColumn, fields: fields.isEmpty ? [idColumn] : fields, indexes: indexes, integerIDs: integerIDs)
+        storage = Storage(Fields(name: name, idColumn: idColumn, fields: fields.isEmpty ? [idColumn] : fields,
+                                 indexes: indexes, integerIDs: integerIDs))
     }
 
     public static func == (lhs: EntityDescription, rhs: EntityDescription) -> Bool {
-        lhs.storage === rhs.storage
-            || (lhs.name == rhs.name && lhs.idColumn == rhs.idColumn && lhs.fields == rhs.fields
-                && lhs.indexes == rhs.indexes && lhs.integerIDs == rhs.integerIDs)
+        lhs.storage === rhs.storage || lhs.storage.fields == rhs.storage.fields
     }
 
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(name)
-        hasher.combine(idColumn)
-        hasher.combine(fields)
-        hasher.combine(indexes)
-        hasher.combine(integerIDs)
+        hasher.combine(storage.fields)
     }
 
     public var description: String { name }

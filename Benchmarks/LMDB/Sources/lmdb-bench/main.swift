@@ -144,12 +144,15 @@ enum Raw {
         let (env, dbi) = open(path)
         defer { mdb_env_close(env) }
         var buffer: [UInt8] = []
-        return seconds {
-            var txn: OpaquePointer?
-            check(mdb_txn_begin(env, nil, 0, &txn), "begin")
-            for item in items { put(txn, dbi, item, &buffer, flags: CLMDB_APPEND) }
-            check(mdb_txn_commit(txn), "commit")
-        }
+        return seconds { bulkInsert(env, dbi, &buffer, flags: CLMDB_APPEND) }
+    }
+
+    /// Every item in one write transaction.
+    static func bulkInsert(_ env: OpaquePointer, _ dbi: MDB_dbi, _ buffer: inout [UInt8], flags: UInt32 = 0) {
+        var txn: OpaquePointer?
+        check(mdb_txn_begin(env, nil, 0, &txn), "begin")
+        for item in items { put(txn, dbi, item, &buffer, flags: flags) }
+        check(mdb_txn_commit(txn), "commit")
     }
 
     static func run() -> [String: Double] {
@@ -159,12 +162,7 @@ enum Raw {
         defer { mdb_env_close(env) }
         var results: [String: Double] = [:]
         var buffer: [UInt8] = []
-        results["bulk"] = seconds {
-            var txn: OpaquePointer?
-            check(mdb_txn_begin(env, nil, 0, &txn), "begin")
-            for item in items { put(txn, dbi, item, &buffer) }
-            check(mdb_txn_commit(txn), "commit")
-        }
+        results["bulk"] = seconds { bulkInsert(env, dbi, &buffer) }
         var sorted: [RawItem] = []
         results["fetchAll"] = seconds {
             var txn: OpaquePointer?
