@@ -6,13 +6,17 @@ import Reservoir
 ///
 /// | database | key | value |
 /// | --- | --- | --- |
-/// | `meta` | `format` | format version, 4 bytes big-endian (1) |
+/// | `meta` | `format` | format version, 4 bytes big-endian (2) |
 /// | `meta` | `entity/NAME` | the entity's description |
+/// | `meta` | `layout/` then 4 bytes big-endian | a column layout that rows name (``RowLayout``) |
 /// | `log` | sequence, 8 bytes big-endian | the change set's entries (the last key is the newest sequence) |
 /// | `rows/NAME` | encoded id | encoded row |
 /// | `index/NAME/COLUMN` | encoded value, then encoded id | empty |
 enum Catalog {
-    static let formatVersion: UInt32 = 1
+    /// The format this library writes. Format 2 rows name a stored column layout (``RowLayout``);
+    /// format 1 stores hold rows that spell their columns, and are upgraded when opened.
+    static let formatVersion: UInt32 = 2
+    static let readableFormats: ClosedRange<UInt32> = 1...2
     static let metaDatabase = "meta"
     static let logDatabase = "log"
     static let formatKey = Array("format".utf8)
@@ -101,16 +105,25 @@ enum Catalog {
         for changes in changeSet.entities {
             if !changes.inserted.isEmpty {
                 sink.group(kind: 0, entity: changes.entity, count: changes.inserted.count)
-                for change in changes.inserted { sink.id(change.id) }
+                ids(of: changes.inserted, &sink)
             }
             if !changes.updated.isEmpty {
                 sink.group(kind: 1, entity: changes.entity, count: changes.updated.count)
-                for change in changes.updated { sink.id(change.id) }
+                ids(of: changes.updated, &sink)
             }
             if !changes.deleted.isEmpty {
                 sink.group(kind: 2, entity: changes.entity, count: changes.deleted.count)
                 for id in changes.deleted { sink.id(id) }
             }
+        }
+    }
+
+    /// Passes each change's id to `sink`, reading it in place: a loop over the changes would
+    /// copy each one out, retaining and releasing its row for nothing.
+    @inline(__always)
+    private static func ids<Sink: LogRecordSink>(of changes: [RowChange], _ sink: inout Sink) {
+        changes.withUnsafeBufferPointer { changes in
+            for position in changes.indices { sink.id(changes[position].id) }
         }
     }
 

@@ -29,6 +29,8 @@ final class LMDBEnvironment: @unchecked Sendable {
     let env: OpaquePointer
     let maxKeySize: Int
     let pageSize: Int
+    /// The committed column layouts this process has met (see ``RowLayout``).
+    let layouts = LayoutRegistry()
     private let writerLockFD: Int32
 
     /// Serialises writers in this process.

@@ -158,16 +158,16 @@ extension LMDBTransaction {
         }
         expecting(window.count)
         var row = Row()
-        var names = ColumnNameCache()
-        swap(&names, &self.names)
-        defer { swap(&names, &self.names) }
+        var reader = RowReader()
+        swap(&reader, &self.reader)
+        defer { swap(&reader, &self.reader) }
         // A plain loop over the array, not a closure: `row` stays a local that `body` borrows,
         // where a variable captured by a closure would be copied (two retains and releases a row).
         for position in window.indices {
             // Rows in sort order lie scattered over the map: start loading one a few ahead.
             if position &+ 4 < window.count { clmdb_prefetch(window[position &+ 4].bytes.baseAddress) }
             let stored = window[position]
-            guard RowCodec.decode(stored.bytes, into: &row, names: &names) else {
+            guard try reader.decode(stored.bytes, into: &row, layouts: layout) else {
                 throw corruptRow(stored.bytes, entity: entity, key: stored.key)
             }
             try body(row)
@@ -201,21 +201,17 @@ extension LMDBTransaction {
     private func sortOrder(_ rows: [StoredRow], _ query: Query, inIDOrder: Bool) throws -> [Int] {
         let entity = query.entity.name
         return try RowSort.order(count: rows.count, by: query.sort, idColumn: query.entity.idColumn, inIDOrder: inIDOrder) { term in
-            // The column's name as rows store it, found by comparing bytes.
-            var name = ByteWriter()
-            name.string(query.sort[term].column)
-            return try name.bytes.withUnsafeBytes { name in
-                try rows.withUnsafeBufferPointer { rows in
-                    var fields: [StoredField] = []
-                    fields.reserveCapacity(rows.count)
-                    for row in rows {
-                        guard let field = RowCodec.field(ofColumn: name, in: row.bytes) else {
-                            throw corruptRow(row.bytes, entity: entity, key: row.key)
-                        }
-                        fields.append(field)
+            var reader = FieldReader(column: query.sort[term].column)
+            return try rows.withUnsafeBufferPointer { rows in
+                var fields: [StoredField] = []
+                fields.reserveCapacity(rows.count)
+                for row in rows {
+                    guard let field = try reader.field(in: row.bytes, layouts: layout) else {
+                        throw corruptRow(row.bytes, entity: entity, key: row.key)
                     }
-                    return fields
+                    fields.append(field)
                 }
+                return fields
             }
         }
     }
@@ -225,10 +221,10 @@ extension LMDBTransaction {
         let predicate: RowPredicate
         let entity: String
         var row = Row()
-        var names: ColumnNameCache
+        var reader: RowReader
 
         mutating func matches(_ key: UnsafeRawBufferPointer, _ bytes: UnsafeRawBufferPointer, in transaction: LMDBTransaction) throws -> Bool {
-            guard RowCodec.decode(bytes, into: &row, names: &names) else {
+            guard try reader.decode(bytes, into: &row, layouts: transaction.layout) else {
                 throw transaction.corruptRow(bytes, entity: entity, key: key)
             }
             return QueryEvaluator.matches(predicate, row)
@@ -236,12 +232,12 @@ extension LMDBTransaction {
     }
 
     /// Runs `body` with a filter for `predicate` (nil when there is none) that borrows the
-    /// transaction's column-name cache: a local copy, since the class property would be
-    /// checked for exclusive access per row.
+    /// transaction's row reader: a local copy, since the class property would be checked
+    /// for exclusive access per row.
     private func withFilter<R>(_ predicate: RowPredicate?, entity: String, _ body: (inout RowFilter?) throws -> R) rethrows -> R {
-        var filter = predicate.map { RowFilter(predicate: $0, entity: entity, names: ColumnNameCache()) }
-        if filter != nil { swap(&filter!.names, &names) }
-        defer { if filter != nil { swap(&filter!.names, &names) } }
+        var filter = predicate.map { RowFilter(predicate: $0, entity: entity, reader: RowReader()) }
+        if filter != nil { swap(&filter!.reader, &reader) }
+        defer { if filter != nil { swap(&filter!.reader, &reader) } }
         return try body(&filter)
     }
 

@@ -59,11 +59,22 @@ final class LMDBTransaction: WriteTransaction {
     @exclusivity(unchecked) private var logHandle: MDB_dbi?
     /// The sequence this write transaction logged, once it has.
     @exclusivity(unchecked) private var recordedSequence: UInt64?
-    @exclusivity(unchecked) var names = ColumnNameCache()
+    /// Decodes rows, keeping the last layout it met.
+    @exclusivity(unchecked) var reader = RowReader()
+    /// Layouts this write transaction stored; they join the environment's registry when it commits.
+    @exclusivity(unchecked) var addedLayouts: [RowLayout] = []
+    /// The columns of the last row put, and the number of the layout it was written in.
+    @exclusivity(unchecked) var lastWrittenColumns: [String] = []
+    @exclusivity(unchecked) var lastWrittenNumber: UInt32?
 
     // Write state.
     @exclusivity(unchecked) private var operations: [Operation] = []
     @exclusivity(unchecked) private var operationEntities: [EntityDescription] = []
+    /// The ``EntityDescription/identity`` of the last of ``operationEntities``.
+    @exclusivity(unchecked) private var lastOperationIdentity: ObjectIdentifier?
+    /// The entity the last put went to, as an index into ``operationEntities``, its row
+    /// database, and whether it has indexes (see ``putTarget(_:)``).
+    @exclusivity(unchecked) private var lastPutTarget: (entity: Int, rows: MDB_dbi, indexed: Bool)?
     @exclusivity(unchecked) private var startID = 0
     /// The id of the commit this transaction's snapshot shows.
     @exclusivity(unchecked) private var snapshotID = 0
@@ -166,6 +177,10 @@ final class LMDBTransaction: WriteTransaction {
         lastRows = nil
         appendTarget = nil
         lastEnsured = nil
+        addedLayouts = []
+        lastWrittenColumns = []
+        lastWrittenNumber = nil
+        lastPutTarget = nil
         indexHandles = [:]
         logHandle = nil
         if inGate {
@@ -185,9 +200,11 @@ final class LMDBTransaction: WriteTransaction {
             self.txn = nil  // freed by LMDB whatever the outcome
             let committed = opened
             let changed = written
+            let layouts = addedLayouts
             end()
             if rc == 0 {
                 if !committed.isEmpty { environment.addHandles(committed.mapValues { Optional($0) }) }
+                if !layouts.isEmpty { environment.layouts.add(layouts) }
                 environment.advanceDescriptions(from: snapshotID, to: startID, changed: changed, recorded: recordedSequence)
                 return
             }
@@ -392,8 +409,9 @@ final class LMDBTransaction: WriteTransaction {
     /// last one appended bounds the database's keys, and the order is checked here instead.
     /// Deletes only lower the true maximum, so the bound stays safe.
     func putRow(_ dbi: MDB_dbi, _ key: UnsafeRawBufferPointer, _ row: Row, onlyNew: Bool) throws -> Bool {
-        let size = RowCodec.encodedSize(row)
-        func encode(_ base: UnsafeMutablePointer<UInt8>) -> Int { RowCodec.write(row, to: base) }
+        let layout = try writeLayout(row.columns)
+        let size = RowCodec.encodedSize(row, layout: layout)
+        func encode(_ base: UnsafeMutablePointer<UInt8>) -> Int { RowCodec.write(row, layout: layout, to: base) }
         if appendTarget != dbi {
             appendTarget = dbi
             appendState = .untried
@@ -515,7 +533,7 @@ final class LMDBTransaction: WriteTransaction {
     // MARK: - Rows and descriptions
 
     func decodeRow(_ bytes: UnsafeRawBufferPointer, entity: String, key: UnsafeRawBufferPointer) throws -> Row {
-        if let row = RowCodec.decode(bytes, names: &names) { return row }
+        if let row = try reader.decode(bytes, layouts: layout) { return row }
         throw corruptRow(bytes, entity: entity, key: key)
     }
 
@@ -523,7 +541,7 @@ final class LMDBTransaction: WriteTransaction {
     func corruptRow(_ bytes: UnsafeRawBufferPointer, entity: String, key: UnsafeRawBufferPointer) -> ReservoirError {
         let id = KeyEncoding.decode(key).map(\.description) ?? "x'" + key.map { String(format: "%02x", $0) }.joined() + "'"
         let version = bytes.first.map { "version byte \($0)" } ?? "empty"
-        return ReservoirError(.corrupt, "lmdb:\(path): the row of \"\(entity)\" with id \(id) cannot be decoded (\(version), \(bytes.count) bytes); this library reads row format \(RowCodec.version)")
+        return ReservoirError(.corrupt, "lmdb:\(path): the row of \"\(entity)\" with id \(id) cannot be decoded (\(version), \(bytes.count) bytes); this library reads row formats \(RowCodec.namedVersion) and \(RowCodec.version)")
     }
 
     /// The entity's description as last written, or nil when it was never written.
@@ -591,7 +609,6 @@ final class LMDBTransaction: WriteTransaction {
             guard let rows = try rowsDatabase(entity) else { return nil }
             return try KeyEncoding.withEncoded(id) { key -> Row? in
                 guard key.count < environment.maxKeySize, let bytes = try get(rows, key) else { return nil }
-                if let row = RowCodec.decode(bytes, names: &names) { return row }
                 return try decodeRow(bytes, entity: entity, key: key)
             }
         }
@@ -689,9 +706,12 @@ final class LMDBTransaction: WriteTransaction {
     /// The position of `entity` in ``operationEntities``, adding it when it differs from the last.
     private func operationEntity(_ entity: EntityDescription) -> Int {
         let last = operationEntities.count - 1
-        // A bulk write passes copies of one description, which compare equal by identity.
+        // A bulk write passes copies of one description: the same box as the last one's,
+        // which ``operationEntities`` keeps alive. Comparing identities copies nothing.
+        if last >= 0, entity.identity == lastOperationIdentity { return last }
         if last >= 0, operationEntities.withUnsafeBufferPointer({ $0[last] == entity }) { return last }
         operationEntities.append(entity)
+        lastOperationIdentity = entity.identity
         return operationEntities.count - 1
     }
 
@@ -705,8 +725,7 @@ final class LMDBTransaction: WriteTransaction {
     /// Stores `row` under `id` and updates the entity's indexes. With `onlyNew` (an insert),
     /// returns false, writing nothing at all, when a row has that id.
     private func applyPut(_ entityIndex: Int, id: Value, row: Row, onlyNew: Bool) throws -> Bool {
-        let entity = operationEntities[entityIndex]
-        guard let rows = try rowsDatabase(entity.name, create: true) else { return false }
+        let (rows, indexed) = try putTarget(entityIndex)
         return try KeyEncoding.withEncoded(id) { key in
             var old: Row?
             if onlyNew {
@@ -716,11 +735,13 @@ final class LMDBTransaction: WriteTransaction {
                 try ensureEntity(entityIndex)
             } else {
                 try ensureEntity(entityIndex)
-                if !entity.indexes.isEmpty, let bytes = try get(rows, key) {
-                    old = try? decodeRow(bytes, entity: entity.name, key: key)
+                if indexed, let bytes = try get(rows, key) {
+                    old = try? decodeRow(bytes, entity: operationEntities[entityIndex].name, key: key)
                 }
                 _ = try putRow(rows, key, row, onlyNew: false)
             }
+            guard indexed else { return true }
+            let entity = operationEntities[entityIndex]
             for column in entity.indexes {
                 guard let index = try indexDatabase(entity.name, column, create: true) else { continue }
                 let value = row.value(column)
@@ -734,6 +755,20 @@ final class LMDBTransaction: WriteTransaction {
             }
             return true
         }
+    }
+
+    /// The row database of the entity at `entityIndex` in ``operationEntities`` (created when
+    /// missing) and whether it has indexes; kept for the next put, which in a bulk write goes
+    /// to the same entity, so that it neither copies the description nor looks its name up.
+    @inline(__always)
+    private func putTarget(_ entityIndex: Int) throws -> (rows: MDB_dbi, indexed: Bool) {
+        if let last = lastPutTarget, last.entity == entityIndex { return (last.rows, last.indexed) }
+        let entity = operationEntities[entityIndex]
+        guard let rows = try rowsDatabase(entity.name, create: true) else {
+            throw ReservoirError(.backend, "lmdb:\(path): the row database of \"\(entity.name)\" could not be created")
+        }
+        lastPutTarget = (entityIndex, rows, !entity.indexes.isEmpty)
+        return (rows, !entity.indexes.isEmpty)
     }
 
     private func applyDelete(_ entity: EntityDescription, id: Value) throws {
@@ -826,10 +861,15 @@ final class LMDBTransaction: WriteTransaction {
         if let meta = try database(Catalog.metaDatabase) {
             if let bytes = try get(meta, Catalog.formatKey) {
                 let version = bytes.count == 4 ? bytes.reduce(UInt32(0)) { $0 << 8 | UInt32($1) } : 0
-                guard version == Catalog.formatVersion else {
-                    throw ReservoirError(.cannotOpen, "lmdb:\(path): the store has format version \(version); this library reads format \(Catalog.formatVersion)")
+                guard Catalog.readableFormats.contains(version) else {
+                    throw ReservoirError(.cannotOpen, "lmdb:\(path): the store has format version \(version); this library reads formats \(Catalog.readableFormats.lowerBound) to \(Catalog.formatVersion)")
                 }
                 _ = try database(Catalog.logDatabase, create: true)
+                // Format 1 stores hold only version 1 rows, which this library reads; from now
+                // on it writes version 2 rows, which libraries reading format 1 alone cannot.
+                if version < Catalog.formatVersion {
+                    try put(meta, Catalog.formatKey, withUnsafeBytes(of: Catalog.formatVersion.bigEndian) { Array($0) })
+                }
                 return
             }
         }

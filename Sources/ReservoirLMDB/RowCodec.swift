@@ -3,15 +3,27 @@ import Reservoir
 
 /// The compact binary row format stored as LMDB values.
 ///
-///     version (1 byte, 1) · column count (varint) · per column:
-///         name length (varint) · name (UTF-8) · tag (1 byte) · payload
+///     version 2 (1 byte) · layout number (varint) · per column of the layout: tag (1 byte) · payload
 ///
-/// Tags: 0 null; 1 integer, zigzag varint; 2 real, 8 bytes little-endian bit pattern;
-/// 3 text, length varint + UTF-8; 4 blob, length varint + bytes. A row written before
-/// a field existed simply lacks that column, which readers treat as null. The same
-/// value encoding (tag + payload) stores ids in the change log, keeping their type.
+/// A row names its columns by the number of a ``RowLayout``, a column list stored once in
+/// `meta` (see ``Catalog``), instead of spelling them: rows are smaller, and reading one is
+/// a run of values with no names to compare. Tags: 0 null; 1 integer, zigzag varint; 2
+/// real, 8 bytes little-endian bit pattern; 3 text, length varint + UTF-8; 4 blob, length
+/// varint + bytes. The same value encoding (tag + payload) stores ids in the change log,
+/// keeping their type.
+///
+/// Version 1 rows, which earlier versions of this library wrote and which are still read,
+/// spell each column's name before its value:
+///
+///     version 1 (1 byte) · column count (varint) · per column: name length (varint) · name (UTF-8) · tag · payload
+///
+/// A row written before a field existed lacks that column (its layout does not list it),
+/// which readers treat as null.
 enum RowCodec {
-    static let version: UInt8 = 1
+    /// The version this library writes.
+    static let version: UInt8 = 2
+    /// Rows with names spelled out, still read.
+    static let namedVersion: UInt8 = 1
 
     enum Tag: UInt8 {
         case null = 0, integer, real, text, blob
@@ -19,25 +31,22 @@ enum RowCodec {
 
     // MARK: - Encoding
 
-    static func encode(_ row: Row) -> [UInt8] {
-        let size = encodedSize(row)
+    /// `row` encoded in `layout`, whose columns must be the row's.
+    static func encode(_ row: Row, layout: UInt32) -> [UInt8] {
+        let size = encodedSize(row, layout: layout)
         return [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
             initialized = 0
             guard let base = buffer.baseAddress else { return }
-            initialized = write(row, to: base)
+            initialized = write(row, layout: layout, to: base)
         }
     }
 
-    /// The exact number of bytes ``write(_:to:)`` writes for `row`.
-    static func encodedSize(_ row: Row) -> Int {
-        row.columns.withUnsafeBufferPointer { columns in
-            row.values.withUnsafeBufferPointer { values in
-                var size = 1 + varintLength(UInt64(columns.count))
-                for i in 0..<columns.count {
-                    size += lengthPrefixedSize(columns[i].utf8.count) + valueSize(values[i])
-                }
-                return size
-            }
+    /// The exact number of bytes ``write(_:layout:to:)`` writes for `row`.
+    static func encodedSize(_ row: Row, layout: UInt32) -> Int {
+        row.values.withUnsafeBufferPointer { values in
+            var size = 1 + varintLength(UInt64(layout))
+            for value in values { size += valueSize(value) }
+            return size
         }
     }
 
@@ -59,20 +68,15 @@ enum RowCodec {
         varintLength(UInt64(length)) + length
     }
 
-    /// Writes `row` at `base`, which holds ``encodedSize(_:)`` bytes (an LMDB page reserved
-    /// with `MDB_RESERVE`, or a new array); returns the number written.
-    static func write(_ row: Row, to base: UnsafeMutablePointer<UInt8>) -> Int {
-        row.columns.withUnsafeBufferPointer { columns in
-            row.values.withUnsafeBufferPointer { values in
-                var out = RawWriter(base: base)
-                out.byte(version)
-                out.varint(UInt64(columns.count))
-                for i in 0..<columns.count {
-                    out.string(columns[i])
-                    out.value(values[i])
-                }
-                return out.offset
-            }
+    /// Writes `row` in `layout` at `base`, which holds ``encodedSize(_:layout:)`` bytes (an
+    /// LMDB page reserved with `MDB_RESERVE`, or a new array); returns the number written.
+    static func write(_ row: Row, layout: UInt32, to base: UnsafeMutablePointer<UInt8>) -> Int {
+        row.values.withUnsafeBufferPointer { values in
+            var out = RawWriter(base: base)
+            out.byte(version)
+            out.varint(UInt64(layout))
+            for value in values { out.value(value) }
+            return out.offset
         }
     }
 
@@ -87,101 +91,59 @@ enum RowCodec {
 
     // MARK: - Decoding
 
-    /// Decodes a stored row; nil when the bytes are not a row this version can read.
-    static func decode(_ bytes: UnsafeRawBufferPointer, names: inout ColumnNameCache) -> Row? {
+    /// The layout number of a version 2 row and where its values start; nil for a version 1
+    /// row or bytes that are not a row.
+    @inline(__always)
+    static func header(_ bytes: UnsafeRawBufferPointer) -> (layout: UInt32, valuesAt: Int)? {
         var reader = ByteReader(bytes)
-        guard let version = reader.byte(), version == Self.version,
-              let storedCount = reader.varint(), storedCount <= UInt64(bytes.count)
-        else { return nil }
-        let count = Int(storedCount)
-        if count > 0, count == names.lastColumns.count {
-            var fast = reader
-            if let values = decodeValuesInLastLayout(&fast, count: count, names: names), fast.isAtEnd {
-                return Row(columns: names.lastColumns, values: values)
-            }
-        }
+        guard reader.byte() == version, let number = reader.varint(), number <= UInt64(UInt32.max) else { return nil }
+        return (UInt32(number), reader.offset)
+    }
+
+    /// The values of a version 2 row, from `offset`, one per column of its layout (`count`);
+    /// nil when the bytes are damaged or hold more.
+    @inline(__always)
+    static func values(_ bytes: UnsafeRawBufferPointer, at offset: Int, count: Int) -> [Value]? {
+        var reader = ByteReader(bytes)
+        reader.offset = offset
+        // reserveCapacity, not Array(unsafeUninitializedCapacity:): on Linux the latter
+        // looked up the array's generic metadata in the runtime's cache on every row.
         var values: [Value] = []
         values.reserveCapacity(count)
-        // Rows of one entity usually repeat the previous row's column list: share its array.
-        let previous = names.lastColumns
-        var columns: [String]? = previous.count == count ? nil : []
-        columns?.reserveCapacity(count)
-        for position in 0..<count {
-            guard let nameBytes = reader.lengthPrefixed(),
-                  let name = names.name(for: nameBytes, position: position),
-                  let value = readValue(&reader)
-            else { return nil }
-            if columns == nil, previous[position] != name {
-                columns = Array(previous[0..<position])
-                columns?.reserveCapacity(count)
-            }
-            columns?.append(name)
+        for _ in 0..<count {
+            guard let value = readValue(&reader) else { return nil }
             values.append(value)
         }
-        guard reader.isAtEnd else { return nil }
-        let finalColumns = columns ?? previous
-        if columns != nil { names.remember(finalColumns) }
-        return Row(columns: finalColumns, values: values)
+        return reader.isAtEnd ? values : nil
     }
 
-    /// Decodes a stored row into `row`, reusing its storage when it holds the previous row
-    /// decoded with `names` and the stored row has the same columns (the usual case in a
-    /// scan): values are overwritten in place and no row is allocated. False when the
-    /// bytes are not a row this version can read.
+    /// Overwrites `values` with those of a version 2 row, from `offset`; false when the bytes
+    /// are damaged or hold more, with `values` partly overwritten.
     @inline(__always)
-    static func decode(_ bytes: UnsafeRawBufferPointer, into row: inout Row, names: inout ColumnNameCache) -> Bool {
-        if row.count > 0, row.columns == names.lastColumns {
-            let refilled = names.withLastLayout { layout in
-                row.withUnsafeMutableValues { refill($0, from: bytes, layout: layout) }
-            }
-            if refilled { return true }
-        }
-        guard let decoded = decode(bytes, names: &names) else { return false }
-        row = decoded
-        return true
-    }
-
-    /// Overwrites `values` with the stored row's when its columns are exactly `layout`'s, in
-    /// its order, and `values` has a place for each; false when they are not (or the bytes
-    /// are damaged), with `values` partly overwritten.
-    @inline(__always)
-    static func refill(_ values: UnsafeMutableBufferPointer<Value>, from bytes: UnsafeRawBufferPointer, layout: ColumnLayout) -> Bool {
+    static func refill(_ values: UnsafeMutableBufferPointer<Value>, from bytes: UnsafeRawBufferPointer, at offset: Int) -> Bool {
         var reader = ByteReader(bytes)
-        guard let version = reader.byte(), version == Self.version, let count = reader.varint(),
-              count == UInt64(values.count), layout.ends.count == values.count
-        else { return false }
-        return forEachValue(&reader, in: layout) { values[$0] = $1 } && reader.isAtEnd
+        reader.offset = offset
+        for position in values.indices {
+            guard let value = readValue(&reader) else { return false }
+            values[position] = value
+        }
+        return reader.isAtEnd
     }
 
-    /// The values of a row whose columns are exactly `layout`'s, in its order (the usual
-    /// case in a scan), passed to `visit` with their positions: each name is checked by
-    /// comparing its encoded bytes, with no string built or looked up. False when a name
-    /// differs or the bytes are damaged.
-    @inline(__always)
-    private static func forEachValue(_ reader: inout ByteReader, in layout: ColumnLayout, _ visit: (Int, Value) -> Void) -> Bool {
-        var start = 0
-        for position in 0..<layout.ends.count {
-            let end = layout.ends[position]
-            guard reader.skip(matching: UnsafeRawBufferPointer(rebasing: layout.bytes[start..<end])),
-                  let value = readValue(&reader)
-            else { return false }
-            visit(position, value)
-            start = end
+    /// Decodes a version 1 row, whose columns are spelled out; nil when the bytes are not one.
+    static func decodeNamed(_ bytes: UnsafeRawBufferPointer) -> Row? {
+        var reader = ByteReader(bytes)
+        guard reader.byte() == namedVersion, let count = reader.varint(), count <= UInt64(bytes.count) else { return nil }
+        var columns: [String] = []
+        var values: [Value] = []
+        columns.reserveCapacity(Int(count))
+        values.reserveCapacity(Int(count))
+        for _ in 0..<count {
+            guard let name = reader.lengthPrefixed().flatMap(decodeUTF8), let value = readValue(&reader) else { return nil }
+            columns.append(name)
+            values.append(value)
         }
-        return true
-    }
-
-    /// The values of a row in the last row's layout (see ``forEachValue(_:in:_:)``).
-    @inline(__always)
-    private static func decodeValuesInLastLayout(_ reader: inout ByteReader, count: Int, names: ColumnNameCache) -> [Value]? {
-        names.withLastLayout { layout in
-            guard layout.ends.count == count else { return nil }
-            // reserveCapacity, not Array(unsafeUninitializedCapacity:): on Linux the latter
-            // looked up the array's generic metadata in the runtime's cache on every row.
-            var values: [Value] = []
-            values.reserveCapacity(count)
-            return forEachValue(&reader, in: layout) { values.append($1) } ? values : nil
-        }
+        return reader.isAtEnd ? Row(columns: columns, values: values) : nil
     }
 
     /// Reads one tagged value; nil when it is damaged, including text that is not UTF-8.
@@ -219,74 +181,45 @@ enum RowCodec {
     }
 }
 
-/// Interns column names while decoding, so a scan over many rows does not build the
-/// same strings again and again.
-struct ColumnNameCache {
-    /// The column list of the last row decoded.
-    private(set) var lastColumns: [String] = []
-    /// `lastColumns` as the row format stores them (length varint, UTF-8 each), and where
-    /// each one ends: a row with the same columns is recognised by comparing bytes.
-    private var layout: [UInt8] = []
-    private var layoutEnds: [Int] = []
-    private var entries: [(bytes: [UInt8], name: String)] = []
-    /// The entry the column at each position matched last: rows of one entity usually
-    /// list their columns in the same order, so the first comparison nearly always hits.
-    private var byPosition: [Int] = []
+/// Decodes stored rows of either version, remembering the layout of the last one: the
+/// rows of a scan nearly always share it, so it is looked up once.
+struct RowReader {
+    private(set) var last: RowLayout?
 
-    /// Runs `body` with the last column list as the row format spells it.
+    /// Decodes a stored row into `row`, overwriting its values in place when it holds the
+    /// last layout's columns (the usual case in a scan: no row is allocated); `layouts` finds
+    /// a layout by number. False when the bytes are not a row this library can read, or name
+    /// a layout `layouts` does not know.
     @inline(__always)
-    func withLastLayout<R>(_ body: (ColumnLayout) throws -> R) rethrows -> R {
-        try layout.withUnsafeBytes { bytes in
-            try layoutEnds.withUnsafeBufferPointer { ends in try body(ColumnLayout(bytes: bytes, ends: ends)) }
+    mutating func decode(_ bytes: UnsafeRawBufferPointer, into row: inout Row,
+                         layouts: (UInt32) throws -> RowLayout?) rethrows -> Bool {
+        guard let (number, offset) = RowCodec.header(bytes) else {
+            guard let named = RowCodec.decodeNamed(bytes) else { return false }
+            row = named
+            return true
         }
+        let layout: RowLayout
+        if let last, last.number == number {
+            layout = last
+        } else {
+            guard let found = try layouts(number) else { return false }
+            layout = found
+            last = found
+        }
+        // Identical column arrays compare without looking at their names.
+        if row.count == layout.columns.count, row.columns == layout.columns {
+            return row.withUnsafeMutableValues { RowCodec.refill($0, from: bytes, at: offset) }
+        }
+        guard let values = RowCodec.values(bytes, at: offset, count: layout.columns.count) else { return false }
+        row = Row(columns: layout.columns, values: values)
+        return true
     }
 
-    mutating func remember(_ columns: [String]) {
-        lastColumns = columns
-        var writer = ByteWriter()
-        layoutEnds.removeAll(keepingCapacity: true)
-        for column in columns {
-            writer.string(column)
-            layoutEnds.append(writer.bytes.count)
-        }
-        layout = writer.bytes
+    /// Decodes a stored row; nil as ``decode(_:into:layouts:)`` returns false.
+    mutating func decode(_ bytes: UnsafeRawBufferPointer, layouts: (UInt32) throws -> RowLayout?) rethrows -> Row? {
+        var row = Row()
+        return try decode(bytes, into: &row, layouts: layouts) ? row : nil
     }
-
-    mutating func name(for bytes: UnsafeRawBufferPointer, position: Int) -> String? {
-        if position < byPosition.count {
-            let entry = entries[byPosition[position]]
-            if entry.bytes.count == bytes.count, entry.bytes.withUnsafeBytes({ compareBytes($0, bytes) == 0 }) {
-                return entry.name
-            }
-        }
-        var found: Int?
-        for (index, entry) in entries.enumerated() where entry.bytes.count == bytes.count {
-            if entry.bytes.withUnsafeBytes({ compareBytes($0, bytes) == 0 }) {
-                found = index
-                break
-            }
-        }
-        if found == nil {
-                guard let name = decodeUTF8(bytes) else { return nil }
-            guard entries.count < 256 else { return name }
-            entries.append((Array(bytes), name))
-            found = entries.count - 1
-        }
-        guard let index = found else { return nil }
-        if position < byPosition.count {
-            byPosition[position] = index
-        } else if position == byPosition.count, position < 256 {
-            byPosition.append(index)
-        }
-        return entries[index].name
-    }
-}
-
-/// A column list as the row format spells it: each name's length varint and UTF-8, one
-/// after another, and where each one ends.
-struct ColumnLayout {
-    let bytes: UnsafeRawBufferPointer
-    let ends: UnsafeBufferPointer<Int>
 }
 
 // MARK: - Byte helpers

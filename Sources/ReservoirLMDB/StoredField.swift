@@ -27,25 +27,56 @@ enum StoredField {
     }
 }
 
-extension RowCodec {
-    /// The field of the column whose stored name is `name` (length varint and UTF-8, as
-    /// ``ColumnNameCache`` keeps it), read without decoding the other columns: null when
-    /// the row lacks the column, nil when the bytes are not a row this version can read.
-    static func field(ofColumn name: UnsafeRawBufferPointer, in bytes: UnsafeRawBufferPointer) -> StoredField? {
+/// Reads one column's field from stored rows of either version without decoding the
+/// rest, the way sorting reads its columns: for version 2 rows, the column's position in
+/// each layout is found once, and the values before it are stepped over.
+struct FieldReader {
+    let column: String
+    /// The column's name as version 1 rows spell it (length varint, then UTF-8).
+    private let spelled: [UInt8]
+    /// The last layout's number and the column's position in it (nil: the layout lacks it).
+    private var last: (layout: UInt32, position: Int?)?
+
+    init(column: String) {
+        self.column = column
+        var writer = ByteWriter()
+        writer.string(column)
+        spelled = writer.bytes
+    }
+
+    /// The column's field in a stored row: null when the row lacks the column, nil when the
+    /// bytes are not a row this library can read or name a layout `layouts` does not know.
+    mutating func field(in bytes: UnsafeRawBufferPointer, layouts: (UInt32) throws -> RowLayout?) rethrows -> StoredField? {
+        guard let (number, offset) = RowCodec.header(bytes) else {
+            return spelled.withUnsafeBytes { RowCodec.namedField($0, in: bytes) }
+        }
+        let position: Int?
+        if let last, last.layout == number {
+            position = last.position
+        } else {
+            guard let layout = try layouts(number) else { return nil }
+            position = layout.columns.firstIndex(of: column)
+            last = (number, position)
+        }
+        guard let position else { return .null }
         var reader = ByteReader(bytes)
-        guard let version = reader.byte(), version == Self.version, let count = reader.varint() else { return nil }
+        reader.offset = offset
+        for _ in 0..<position {
+            guard reader.skipValue() else { return nil }
+        }
+        return RowCodec.readField(&reader)
+    }
+}
+
+extension RowCodec {
+    /// The field of the column whose spelled name is `name` (length varint and UTF-8) in a
+    /// version 1 row: null when the row lacks the column, nil when the bytes are not such a row.
+    static func namedField(_ name: UnsafeRawBufferPointer, in bytes: UnsafeRawBufferPointer) -> StoredField? {
+        var reader = ByteReader(bytes)
+        guard reader.byte() == namedVersion, let count = reader.varint() else { return nil }
         for _ in 0..<count {
             if reader.skip(matching: name) { return readField(&reader) }
-            // Another column: step over its name and value (``ByteReader/skipValue()``, written
-            // out here because this runs once per column before the sort column in every row).
-            guard reader.skipLengthPrefixed(), let raw = reader.byte(), let tag = Tag(rawValue: raw) else { return nil }
-            let skipped = switch tag {
-            case .null: true
-            case .integer: reader.skipVarint()
-            case .real: reader.skip(8)
-            case .text, .blob: reader.skipLengthPrefixed()
-            }
-            guard skipped else { return nil }
+            guard reader.skipLengthPrefixed(), reader.skipValue() else { return nil }
         }
         return reader.isAtEnd ? .null : nil
     }

@@ -135,10 +135,14 @@ import Testing
 /// read back as ``StoredField``s the way a fetch reads its sort columns.
 struct StoredRows {
     let rows: [UnsafeMutableRawBufferPointer]
+    let layouts: TestLayouts
 
     init(_ rows: [Row]) {
+        var layouts = TestLayouts()
+        for row in rows { _ = layouts.number(row.columns) }
+        self.layouts = layouts
         self.rows = rows.map { row in
-            let bytes = RowCodec.encode(row)
+            let bytes = layouts.encode(row)
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: bytes.count, alignment: 1)
             bytes.withUnsafeBytes { buffer.copyMemory(from: $0) }
             return buffer
@@ -146,9 +150,8 @@ struct StoredRows {
     }
 
     func field(_ column: String, ofRow position: Int) -> StoredField {
-        var name = ByteWriter()
-        name.string(column)
-        let field = name.bytes.withUnsafeBytes { RowCodec.field(ofColumn: $0, in: UnsafeRawBufferPointer(rows[position])) }
+        var reader = FieldReader(column: column)
+        let field = reader.field(in: UnsafeRawBufferPointer(rows[position]), layouts: layouts.lookup)
         guard let field else {
             Issue.record("row \(position) does not decode")
             return .null

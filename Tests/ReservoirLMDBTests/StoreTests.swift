@@ -127,6 +127,84 @@ import Testing
         #expect(try store.read { try $0.entities() }.map(\.indexes) == [["rating"]])
     }
 
+    /// A layout a rolled-back transaction stored is forgotten with it: its number goes to the
+    /// next new layout, and rows of the first column list get a layout of their own again.
+    @Test func aRolledBackLayoutIsForgotten() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.cleanUp() }
+        let backend = try LMDBBackend(path: dir.path + "/env")
+        defer { backend.close() }
+        let first = EntityDescription(name: "first", idColumn: "id", fields: ["id", "a"])
+        let second = EntityDescription(name: "second", idColumn: "id", fields: ["id", "b", "c"])
+        let a = Row(columns: ["id", "a"], values: [.integer(1), .text("a")])
+        let bc = Row(columns: ["id", "b", "c"], values: [.integer(1), .text("b"), .real(2)])
+        struct Boom: Error {}
+        #expect(throws: Boom.self) {
+            try backend.write { tx in
+                try tx.put(first, id: .integer(1), row: a)
+                throw Boom()
+            }
+        }
+        try backend.write { tx in try tx.put(second, id: .integer(1), row: bc) }
+        try backend.write { tx in try tx.put(first, id: .integer(1), row: a) }
+        #expect(try backend.read { try $0.row("second", id: .integer(1)) } == bc)
+        #expect(try backend.read { try $0.row("first", id: .integer(1)) } == a)
+        let numbers = try backend.read { tx in
+            let t = try #require(tx as? LMDBTransaction)
+            return try ["first", "second"].map { entity in
+                let rows = try #require(try t.database(Catalog.rowsDatabase(entity)))
+                let bytes = try #require(try t.get(rows, KeyEncoding.encode(.integer(1))))
+                return try #require(RowCodec.header(bytes)).layout
+            }
+        }
+        #expect(numbers == [1, 0])
+    }
+
+    /// A format 1 store, whose rows spell their column names, opens and upgrades: its rows
+    /// read, sort, filter and get indexed as before, beside the layout rows written after.
+    @Test func aFormatOneStoreOpensAndItsRowsReadBesideNewOnes() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.cleanUp() }
+        let path = dir.path + "/env"
+        let entity = NoteV1.schema.entity
+        // Built as the previous format stores it: version 1 rows, format 1, no layouts.
+        do {
+            let backend = try LMDBBackend(path: path)
+            defer { backend.close() }
+            try backend.write { tx in
+                let t = try #require(tx as? LMDBTransaction)
+                let meta = try #require(try t.database(Catalog.metaDatabase))
+                let rows = try #require(try t.database(Catalog.rowsDatabase(entity.name), create: true))
+                for (id, title) in [("a", "old"), ("b", "older")] {
+                    let row = Row(columns: ["id", "title"], values: [.text(id), .text(title)])
+                    try t.put(rows, KeyEncoding.encode(.text(id)), namedRowBytes(row))
+                }
+                try t.put(meta, Catalog.entityKey(entity.name), Catalog.encode(entity))
+                try t.put(meta, Catalog.formatKey, [0, 0, 0, 1])
+            }
+        }
+        let store = try openStore("lmdb:\(path)")
+        defer { store.close() }
+        #expect(try store.fetch(FetchRequest<NoteV2>(sortBy: [.descending(\.title)])).map(\.id) == ["b", "a"])
+        try store.write { tx in try tx.insert(NoteV2(id: "c", title: "new", rating: 5)) }
+        #expect(try store.fetch(FetchRequest<NoteV2>(sortBy: [.ascending(\.title)])).map(\.id) == ["c", "a", "b"])
+        #expect(try store.fetch(FetchRequest<NoteV2>(where: \.rating == nil)).map(\.id) == ["a", "b"])
+        #expect(try store.fetch(FetchRequest<NoteV2>(where: \.rating >= 1)).map(\.id) == ["c"])
+        #expect(try store.fetch(FetchRequest<NoteV2>(where: \.title == "older")) == [NoteV2(id: "b", title: "older", rating: nil)])
+        #expect(try store.read { try $0.get(NoteV2.self, id: "a") } == NoteV2(id: "a", title: "old", rating: nil))
+        let backend = try #require(store.backend as? LMDBBackend)
+        let (format, versions) = try backend.read { tx in
+            let t = try #require(tx as? LMDBTransaction)
+            let meta = try #require(try t.database(Catalog.metaDatabase))
+            let rows = try #require(try t.database(Catalog.rowsDatabase(entity.name)))
+            let format = try #require(try t.get(meta, Catalog.formatKey)).map { $0 }
+            let versions = try ["a", "c"].map { id in try #require(try t.get(rows, KeyEncoding.encode(.text(id)))).first }
+            return (format, versions)
+        }
+        #expect(format == [0, 0, 0, 2])
+        #expect(versions == [RowCodec.namedVersion, RowCodec.version])
+    }
+
     @Test func corruptRowIsAnErrorNamingEntityAndID() throws {
         let dir = try TemporaryDirectory()
         defer { dir.cleanUp() }

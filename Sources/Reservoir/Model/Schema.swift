@@ -192,6 +192,11 @@ public struct EntityDescription: Sendable, Hashable, CustomStringConvertible {
         lhs.storage === rhs.storage || lhs.storage.fields == rhs.storage.fields
     }
 
+    /// The identity of the shared box this description's fields live in: copies of one
+    /// description share it, so equal identities mean equal descriptions (not the converse).
+    /// Only meaningful while a copy is kept alive: a freed box's address may be reused.
+    package var identity: ObjectIdentifier { ObjectIdentifier(storage) }
+
     public func hash(into hasher: inout Hasher) {
         hasher.combine(storage.fields)
     }

@@ -339,7 +339,7 @@ enum Ours {
     }
 }
 
-// MARK: - Profiling aid: PROFILE=fetch|point|commits|spicommits|bulk|mappedbulk|mappedfetch|rawbulk runs one operation in a loop, for perf.
+// MARK: - Profiling aid: PROFILE=fetch|point|commits|spicommits|bulk|mappedbulk|codablebulk|mappedfetch|codablefetch|rawbulk runs one operation in a loop, for perf.
 
 if ProcessInfo.processInfo.environment["PROFILE"] == "rawbulk" {
     // The raw side's bulk insert alone, to compare LMDB's own work per put with ours.
@@ -352,7 +352,7 @@ if let mode = ProcessInfo.processInfo.environment["PROFILE"] {
     let path = temporaryDirectory("profile")
     defer { try? FileManager.default.removeItem(atPath: path) }
     let store = try Store.open("lmdb:\(path)/env?durability=none&mapsize=1GiB", registry: BackendRegistry([.lmdb]))
-    if mode == "fetch" || mode == "point" {
+    if mode == "fetch" || mode == "point" || mode == "codablefetch" {
         try store.write { tx in for item in items { try tx.insert(item) } }
     }
     if mode == "mappedfetch" {
@@ -387,6 +387,12 @@ if let mode = ProcessInfo.processInfo.environment["PROFILE"] {
                 let fresh = try Store.open("lmdb:\(path)/mapped\(round)?durability=none&mapsize=1GiB", registry: BackendRegistry([.lmdb]))
                 defer { fresh.close() }
                 try fresh.write { tx in for item in mappedItems { try tx.insert(item) } }
+            } else if mode == "codablebulk" {
+                let fresh = try Store.open("lmdb:\(path)/codable\(round)?durability=none&mapsize=1GiB", registry: BackendRegistry([.lmdb]))
+                defer { fresh.close() }
+                try fresh.write { tx in for item in items { try tx.insert(item) } }
+            } else if mode == "codablefetch" {
+                _ = try store.fetch(FetchRequest<Item>(sortBy: [.ascending(\.score)]))
             } else if mode == "mappedfetch" {
                 _ = try store.fetch(FetchRequest<MappedItem>(sortBy: [.ascending(\.score)]))
             } else if mode == "bulk" {

@@ -1,0 +1,145 @@
+import Foundation
+import Reservoir
+
+/// A row's column list, stored once in `meta` under a number that version 2 rows name
+/// instead of spelling their columns (see ``RowCodec``).
+///
+/// Layouts are append-only: a number, once committed, names the same columns for the life
+/// of the environment, in every process. So a process caches every committed layout it
+/// learns (``LayoutRegistry``), and a write transaction adds a new one under the next free
+/// number, which other processes read from `meta` when they first meet it in a row. Rows of
+/// one record type share one layout (``RowEncoder`` writes every column, nil optionals as
+/// null); a field added later makes a second layout, and rows written before keep theirs.
+final class RowLayout: Sendable {
+    let number: UInt32
+    let columns: [String]
+
+    init(number: UInt32, columns: [String]) {
+        self.number = number
+        self.columns = columns
+    }
+}
+
+/// The committed layouts this process knows for one environment, shared by its transactions.
+/// Only committed layouts enter it: a layout a write transaction adds joins when it commits.
+final class LayoutRegistry: Sendable {
+    private struct Known {
+        var byNumber: [UInt32: RowLayout] = [:]
+        var byColumns: [[String]: RowLayout] = [:]
+    }
+
+    private let known = Locked(Known())
+
+    func layout(_ number: UInt32) -> RowLayout? {
+        known.withLock { $0.byNumber[number] }
+    }
+
+    func layout(columns: [String]) -> RowLayout? {
+        known.withLock { $0.byColumns[columns] }
+    }
+
+    func add(_ layouts: some Sequence<RowLayout>) {
+        known.withLock { known in
+            for layout in layouts {
+                known.byNumber[layout.number] = layout
+                // Two numbers may name the same columns (two processes added them at once);
+                // writers keep using the first one met.
+                if known.byColumns[layout.columns] == nil { known.byColumns[layout.columns] = layout }
+            }
+        }
+    }
+}
+
+extension Catalog {
+    static let layoutKeyPrefix = Array("layout/".utf8)
+
+    /// `layout/` then the number, 4 bytes big-endian: layouts sort by number.
+    static func layoutKey(_ number: UInt32) -> [UInt8] {
+        layoutKeyPrefix + withUnsafeBytes(of: number.bigEndian) { Array($0) }
+    }
+
+    /// The number a layout key names; nil when `key` is not one.
+    static func layoutNumber(_ key: UnsafeRawBufferPointer) -> UInt32? {
+        guard key.count == layoutKeyPrefix.count + 4, key.starts(with: layoutKeyPrefix) else { return nil }
+        return key[layoutKeyPrefix.count...].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+    }
+
+    /// Version 1: the column count, then each name (length varint, UTF-8).
+    static func encodeLayout(_ columns: [String]) -> [UInt8] {
+        var out = ByteWriter()
+        out.bytes.append(1)
+        out.varint(UInt64(columns.count))
+        for column in columns { out.string(column) }
+        return out.bytes
+    }
+
+    static func decodeLayout(_ bytes: UnsafeRawBufferPointer) -> [String]? {
+        var reader = ByteReader(bytes)
+        guard reader.byte() == 1, let columns = reader.strings(), reader.isAtEnd else { return nil }
+        return columns
+    }
+}
+
+extension LMDBTransaction {
+    /// The layout numbered `number` as this transaction sees it: nil when it stores none.
+    func layout(_ number: UInt32) throws -> RowLayout? {
+        if let known = environment.layouts.layout(number) { return known }
+        if let mine = addedLayouts.first(where: { $0.number == number }) { return mine }
+        return try LMDBErrors.convert(path: path) { try storedLayout(number) }
+    }
+
+    private func storedLayout(_ number: UInt32) throws -> RowLayout? {
+        guard let meta = try database(Catalog.metaDatabase), let bytes = try get(meta, Catalog.layoutKey(number)) else { return nil }
+        guard let columns = Catalog.decodeLayout(bytes) else {
+            throw ReservoirError(.corrupt, "lmdb:\(path): the stored column layout \(number) cannot be decoded")
+        }
+        let layout = RowLayout(number: number, columns: columns)
+        // Not one this transaction added, so committed.
+        environment.layouts.add([layout])
+        return layout
+    }
+
+    /// The layout to write a row with `columns` in: a stored one with exactly these columns,
+    /// or a new one this transaction stores under the next free number.
+    func writeLayout(_ columns: [String]) throws -> UInt32 {
+        // The columns of one record type's rows are usually one shared array, which compares
+        // equal without looking at the names.
+        if let number = lastWrittenNumber, columns == lastWrittenColumns { return number }
+        let layout = try environment.layouts.layout(columns: columns)
+            ?? addedLayouts.first { $0.columns == columns }
+            ?? storedLayout(columns)
+        lastWrittenColumns = columns
+        lastWrittenNumber = layout.number
+        return layout.number
+    }
+
+    /// Reads every stored layout (another process may have added some) into the registry and
+    /// returns the one with `columns`, or stores a new one after the greatest number.
+    private func storedLayout(_ columns: [String]) throws -> RowLayout {
+        guard let meta = try database(Catalog.metaDatabase, create: true) else {
+            throw ReservoirError(.backend, "lmdb:\(path): the metadata database is missing")
+        }
+        var committed: [RowLayout] = []
+        var next: UInt64 = 0
+        try scan(meta, from: Catalog.layoutKeyPrefix) { key, value in
+            guard key.starts(with: Catalog.layoutKeyPrefix) else { return false }
+            guard let number = Catalog.layoutNumber(key), let stored = Catalog.decodeLayout(value) else {
+                throw ReservoirError(.corrupt, "lmdb:\(path): a stored column layout cannot be decoded")
+            }
+            next = max(next, UInt64(number) + 1)
+            if !addedLayouts.contains(where: { $0.number == number }) {
+                committed.append(RowLayout(number: number, columns: stored))
+            }
+            return true
+        }
+        environment.layouts.add(committed)
+        if let found = committed.first(where: { $0.columns == columns }) { return found }
+        guard next <= UInt64(UInt32.max) else {
+            throw ReservoirError(.valueOutOfRange, "lmdb:\(path): every column layout number is taken")
+        }
+        let layout = RowLayout(number: UInt32(next), columns: columns)
+        try put(meta, Catalog.layoutKey(layout.number), Catalog.encodeLayout(columns))
+        addedLayouts.append(layout)
+        return layout
+    }
+}
