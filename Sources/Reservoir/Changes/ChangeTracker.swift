@@ -85,7 +85,9 @@ struct ChangeTracker {
 
     /// Records an insert the backend accepted because no row had `id`: either a record
     /// new to the transaction or one it deleted earlier.
-    mutating func noteInserted(_ entity: EntityDescription, id: Value, row: Row) {
+    /// Takes `id` and `row` over (the caller's last use of them), so keeping them costs no
+    /// retain.
+    mutating func noteInserted(_ entity: EntityDescription, id: consuming Value, row: consuming Row) {
         let slot = position(of: entity)
         if !entities[slot].tracking {
             // Only fresh inserts so far: none of them can have this id (the backend would
