@@ -26,6 +26,10 @@ final class LayoutRegistry: Sendable {
     private struct Known {
         var byNumber: [UInt32: RowLayout] = [:]
         var byColumns: [[String]: RowLayout] = [:]
+        /// The layout `layout(columns:)` found last: a transaction of single-record commits
+        /// asks again for the same columns, usually the very same array, which compares
+        /// equal without hashing the names.
+        var recent: RowLayout?
     }
 
     private let known = Locked(Known())
@@ -35,7 +39,12 @@ final class LayoutRegistry: Sendable {
     }
 
     func layout(columns: [String]) -> RowLayout? {
-        known.withLock { $0.byColumns[columns] }
+        known.withLock { known in
+            if let recent = known.recent, recent.columns == columns { return recent }
+            let found = known.byColumns[columns]
+            if found != nil { known.recent = found }
+            return found
+        }
     }
 
     func add(_ layouts: some Sequence<RowLayout>) {
