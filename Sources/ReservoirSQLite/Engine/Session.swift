@@ -42,6 +42,12 @@ final class Session {
         /// Whether the table's id column is the rowid, so only integer ids fit.
         let integerKey: Bool
 
+        /// Whether a write of `columns` into `entity` with `mode`, at catalog `revision`, can
+        /// reuse this one's statement. A method, so that it reads the fields in place.
+        func fits(_ entity: EntityDescription, columns: [String], mode: WriteMode, revision: Int) -> Bool {
+            self.revision == revision && key.mode == mode && key.columns == columns && description == entity
+        }
+
         init(key: WriteKey, statement: Statement, revision: Int, description: EntityDescription, integerKey: Bool) {
             self.key = key
             self.statement = statement

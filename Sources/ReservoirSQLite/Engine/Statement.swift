@@ -75,15 +75,22 @@ final class Statement {
     }
 
     private func bindText(_ text: String, at index: Int32) throws -> Int32 {
-        var text = text
-        return try text.withUTF8 { buffer -> Int32 in
-            guard let base = buffer.baseAddress, buffer.count > 0 else {
-                return reservoir_sqlite3_bind_text_transient(handle, index, "", 0)
-            }
-            let count = try Self.length(buffer.count, path: path)
-            return base.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
-                reservoir_sqlite3_bind_text_transient(handle, index, $0, count)
-            }
+        // Native strings lend their UTF-8 in place; only a bridged one is copied (withUTF8
+        // needs a variable, which costs every string a retain and a release).
+        if let result = try text.utf8.withContiguousStorageIfAvailable({ try bindText($0, at: index) }) {
+            return result
+        }
+        var copy = text
+        return try copy.withUTF8 { try bindText($0, at: index) }
+    }
+
+    private func bindText(_ buffer: UnsafeBufferPointer<UInt8>, at index: Int32) throws -> Int32 {
+        guard let base = buffer.baseAddress, buffer.count > 0 else {
+            return reservoir_sqlite3_bind_text_transient(handle, index, "", 0)
+        }
+        let count = try Self.length(buffer.count, path: path)
+        return base.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
+            reservoir_sqlite3_bind_text_transient(handle, index, $0, count)
         }
     }
 

@@ -50,8 +50,7 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
         }
         let catalog = try session.checkedCatalog()
         let last: Session.LastWrite
-        if let cached = session.lastWrite, cached.revision == catalog.revision, cached.key.mode == mode,
-           cached.key.columns == row.columns, cached.description == entity {
+        if let cached = session.lastWrite, cached.fits(entity, columns: row.columns, mode: mode, revision: catalog.revision) {
             // The same entity, row shape and mode as the previous write: the table is ready.
             last = cached
             last.statement.reset()
@@ -71,10 +70,15 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
         }
         let statement = last.statement
         try statement.bind(id, at: 1)
-        var index: Int32 = 2
-        for (position, value) in row.values.enumerated() where position != last.idPosition {
-            try statement.bind(value, at: index)
-            index += 1
+        let idPosition = last.idPosition
+        // Each value is lent to `bind` in place: a loop over the values would copy each one
+        // out, retaining and releasing its text or blob.
+        try row.values.withUnsafeBufferPointer { values in
+            var index: Int32 = 2
+            for position in values.indices where position != idPosition {
+                try statement.bind(values[position], at: index)
+                index += 1
+            }
         }
         return statement
     }
