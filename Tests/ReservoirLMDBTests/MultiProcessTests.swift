@@ -163,4 +163,37 @@ import Testing
         #expect(reported.isSubset(of: stored), "committed but missing: \(reported.subtracting(stored).sorted().prefix(10))")
         #expect(try await store.read { try $0.lastSequence() } == UInt64(stored.count))
     }
+
+    /// Column layouts added by two processes in turn get distinct numbers, are read by the
+    /// other process from `meta`, and a column list one process stored is reused, not
+    /// stored again, by the next.
+    @Test(.timeLimit(.minutes(1)))
+    func layoutsAddedByTwoProcessesStayDistinctAndShared() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.cleanUp() }
+        let configuration = "lmdb:\(dir.path)/env"
+        let store = try openStore(configuration)
+        defer { store.close() }
+        try await store.write { tx in try tx.insert(NoteV1(id: "a", title: "first")) }
+        let first = try Helper(["write", configuration, "1", "2", "0"])
+        #expect(await first.waitForExit() == 0)
+        // This process never wrote a Note: it reads their layout from meta, and its own new
+        // layout goes after the other process's.
+        try await store.write { tx in try tx.insert(NoteV2(id: "c", title: "third", rating: 3)) }
+        let second = try Helper(["write", configuration, "3", "2", "0"])
+        #expect(await second.waitForExit() == 0)
+        #expect(try store.fetch(Note.self).map(\.title) == Array(repeating: "from another process", count: 4))
+        #expect(try store.fetch(FetchRequest<NoteV2>(sortBy: [.ascending(\.title)]))
+            == [NoteV2(id: "a", title: "first", rating: nil), NoteV2(id: "c", title: "third", rating: 3)])
+        let backend = try #require(store.backend as? LMDBBackend)
+        let numbers = try backend.read { tx in
+            let t = try #require(tx as? LMDBTransaction)
+            return try [("evolving", Value.text("a")), ("notes", .integer(1)), ("evolving", .text("c")), ("notes", .integer(3))].map { entity, id in
+                let rows = try #require(try t.database(Catalog.rowsDatabase(entity)))
+                let bytes = try #require(try t.get(rows, KeyEncoding.encode(id)))
+                return try #require(RowCodec.header(bytes)).layout
+            }
+        }
+        #expect(numbers == [0, 1, 2, 1])
+    }
 }
