@@ -51,8 +51,8 @@ final class LayoutRegistry: Sendable {
         known.withLock { known in
             for layout in layouts {
                 known.byNumber[layout.number] = layout
-                // Two numbers may name the same columns (two processes added them at once);
-                // writers keep using the first one met.
+                // Writers read every stored layout before adding one, so no two numbers
+                // should name the same columns; should they, writers keep the first met.
                 if known.byColumns[layout.columns] == nil { known.byColumns[layout.columns] = layout }
             }
         }
