@@ -103,7 +103,7 @@ public final class Store: Sendable {
     public func write<R>(_ body: (Transaction) throws -> R) throws -> R {
         // The closures return `R` alone and hand the rest out through variables: a tuple with
         // a generic element, such as `(R, ChangeSet?)`, has its type metadata built at run
-        // time on every call (four lookups, about 1,300 instructions, a commit).
+        // time on every call (four lookups, about 1,300 instructions a commit).
         var committed: ChangeSet?
         var published: UInt64?
         let result = try writeLock.withWriter { () -> R in
