@@ -81,6 +81,46 @@ import Testing
         #expect(error.message.contains(dir.path) && error.message.contains("not a Reservoir store"), "\(error)")
     }
 
+    /// A store written by a newer version of the library (a format this one does not read)
+    /// is refused, naming the path and both formats, and is left as it was.
+    @Test func aNewerFormatIsRefusedAndLeftAlone() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.cleanUp() }
+        let path = dir.path + "/env"
+        do {
+            let store = try openStore("lmdb:\(path)")
+            defer { store.close() }
+            try store.write { tx in try tx.insert(Note(id: 1, title: "kept")) }
+            let backend = try #require(store.backend as? LMDBBackend)
+            try backend.write { tx in
+                let t = try #require(tx as? LMDBTransaction)
+                try t.put(try #require(try t.database(Catalog.metaDatabase)), Catalog.formatKey, [0, 0, 0, 3])
+            }
+        }
+        let error = try openError("lmdb:\(path)")
+        #expect(error.code == .cannotOpen)
+        #expect(error.message.contains(path) && error.message.contains("format version 3") && error.message.contains("1 to 2"), "\(error)")
+        // Nothing was written over: the format is still the newer one.
+        var env: OpaquePointer?
+        #expect(mdb_env_create(&env) == 0)
+        #expect(mdb_env_set_maxdbs(env, 8) == 0)
+        #expect(mdb_env_open(env, path, CLMDB_RDONLY, 0o644) == 0)
+        var txn: OpaquePointer?
+        #expect(mdb_txn_begin(env, nil, CLMDB_RDONLY, &txn) == 0)
+        var meta = MDB_dbi()
+        #expect(mdb_dbi_open(txn, Catalog.metaDatabase, 0, &meta) == 0)
+        var key = Catalog.formatKey
+        var stored = MDB_val()
+        let rc = key.withUnsafeMutableBytes { k in
+            var mk = clmdb_val(k.baseAddress, k.count)
+            return mdb_get(txn, meta, &mk, &stored)
+        }
+        #expect(rc == 0)
+        #expect(Array(UnsafeRawBufferPointer(start: stored.mv_data, count: stored.mv_size)) == [0, 0, 0, 3])
+        mdb_txn_abort(txn)
+        mdb_env_close(env)
+    }
+
     @Test(arguments: [
         ("durability=fast", "durability"), ("mapsize=lots", "mapsize"), ("maxreaders=0", "maxreaders"),
         ("mapsize=2GiB&maxmapsize=1GiB", "mapsize"), ("logretention=0", "logretention"), ("turbo=1", "turbo"),
