@@ -48,10 +48,8 @@ enum Catalog {
         out.bytes.append(flags == 0 ? 1 : 2)
         out.string(entity.name)
         out.string(entity.idColumn)
-        out.varint(UInt64(entity.fields.count))
-        for field in entity.fields { out.string(field) }
-        out.varint(UInt64(entity.indexes.count))
-        for index in entity.indexes { out.string(index) }
+        out.strings(entity.fields)
+        out.strings(entity.indexes)
         if flags != 0 { out.bytes.append(flags) }
         return out.bytes
     }
@@ -196,6 +194,14 @@ private struct LogRecordWriter: LogRecordSink {
     }
     mutating func id(_ id: Value) {
         out.value(id)
+    }
+}
+
+extension ByteWriter {
+    /// A count, then each string: what ``ByteReader/strings()`` reads.
+    mutating func strings(_ texts: [String]) {
+        varint(UInt64(texts.count))
+        for text in texts { string(text) }
     }
 }
 

@@ -77,8 +77,7 @@ extension Catalog {
     static func encodeLayout(_ columns: [String]) -> [UInt8] {
         var out = ByteWriter()
         out.bytes.append(1)
-        out.varint(UInt64(columns.count))
-        for column in columns { out.string(column) }
+        out.strings(columns)
         return out.bytes
     }
 
