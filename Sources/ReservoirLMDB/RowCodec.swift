@@ -31,16 +31,6 @@ enum RowCodec {
 
     // MARK: - Encoding
 
-    /// `row` encoded in `layout`, whose columns must be the row's.
-    static func encode(_ row: Row, layout: UInt32) -> [UInt8] {
-        let size = encodedSize(row, layout: layout)
-        return [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
-            initialized = 0
-            guard let base = buffer.baseAddress else { return }
-            initialized = write(row, layout: layout, to: base)
-        }
-    }
-
     /// The exact number of bytes ``write(_:layout:to:)`` writes for `row`.
     static func encodedSize(_ row: Row, layout: UInt32) -> Int {
         row.values.withUnsafeBufferPointer { values in
@@ -184,7 +174,7 @@ enum RowCodec {
 /// Decodes stored rows of either version, remembering the layout of the last one: the
 /// rows of a scan nearly always share it, so it is looked up once.
 struct RowReader {
-    private(set) var last: RowLayout?
+    private var last: RowLayout?
 
     /// Decodes a stored row into `row`, overwriting its values in place when it holds the
     /// last layout's columns (the usual case in a scan: no row is allocated); `layouts` finds
@@ -252,7 +242,7 @@ func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
     return high & 0x8080_8080_8080_8080 == 0
 }
 
-/// Writes into memory sized beforehand by ``RowCodec/encode(_:)``.
+/// Writes into memory sized beforehand (``RowCodec/encodedSize(_:layout:)``, ``Catalog/logRecordSize(_:)``).
 struct RawWriter {
     let base: UnsafeMutablePointer<UInt8>
     var offset = 0

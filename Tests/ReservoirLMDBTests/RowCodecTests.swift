@@ -3,6 +3,18 @@ import Reservoir
 import Testing
 @testable import ReservoirLMDB
 
+extension RowCodec {
+    /// `row` encoded in `layout`, as the backend writes it into LMDB's reserved page.
+    static func encode(_ row: Row, layout: UInt32) -> [UInt8] {
+        let size = encodedSize(row, layout: layout)
+        return [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+            initialized = 0
+            guard let base = buffer.baseAddress else { return }
+            initialized = write(row, layout: layout, to: base)
+        }
+    }
+}
+
 /// The layouts a test's rows are written in, looked up by number as a transaction would.
 struct TestLayouts {
     var layouts: [RowLayout] = []
