@@ -1,4 +1,5 @@
 // swift-tools-version:6.0
+import CompilerPluginSupport
 import PackageDescription
 
 let package = Package(
@@ -9,6 +10,7 @@ let package = Package(
         .library(name: "ReservoirConformance", targets: ["ReservoirConformance"]),
         .library(name: "ReservoirSQLite", targets: ["ReservoirSQLite"]),
         .library(name: "ReservoirLMDB", targets: ["ReservoirLMDB"]),
+        .library(name: "ReservoirMacros", targets: ["ReservoirMacros"]),
         .executable(name: "reservoir", targets: ["ReservoirCLI"]),
     ],
     dependencies: [
@@ -16,6 +18,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/swiftlang/swift-syntax.git", "600.0.0"..<"604.0.0"),
     ],
     targets: [
         .target(
@@ -29,6 +32,15 @@ let package = Package(
             name: "ReservoirConformance",
             dependencies: ["Reservoir", .product(name: "OpenCombineShim", package: "OpenCombine")]
         ),
+        // `@RowMapped`, a separate product so that only apps using it build swift-syntax.
+        .macro(
+            name: "ReservoirMacroPlugin",
+            dependencies: [
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
+            ]
+        ),
+        .target(name: "ReservoirMacros", dependencies: ["Reservoir", "ReservoirMacroPlugin"]),
         .systemLibrary(
             name: "CSQLite",
             pkgConfig: "sqlite3",
@@ -66,6 +78,16 @@ let package = Package(
             dependencies: [
                 "ReservoirSQLite", "ReservoirConformance", "Reservoir", "CSQLite",
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
+            ]
+        ),
+        .testTarget(
+            name: "ReservoirMacrosTests",
+            dependencies: [
+                "ReservoirMacros",
+                "ReservoirMacroPlugin",
+                "Reservoir",
+                .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
+                .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
         .testTarget(name: "ReservoirCLITests", dependencies: ["ReservoirCLI", "CSQLite"]),

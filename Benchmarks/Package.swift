@@ -23,6 +23,7 @@ let package = Package(
             dependencies: [
                 "CSQLiteRaw",
                 .product(name: "Reservoir", package: "Reservoir"),
+                .product(name: "ReservoirMacros", package: "Reservoir"),
                 .product(name: "ReservoirSQLite", package: "Reservoir"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]

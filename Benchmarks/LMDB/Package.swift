@@ -11,6 +11,7 @@ let package = Package(
             name: "lmdb-bench",
             dependencies: [
                 .product(name: "Reservoir", package: "Reservoir"),
+                .product(name: "ReservoirMacros", package: "Reservoir"),
                 .product(name: "ReservoirLMDB", package: "Reservoir"),
             ]
         ),

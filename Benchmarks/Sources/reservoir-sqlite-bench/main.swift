@@ -7,7 +7,7 @@
 // database each time), raw and Reservoir alternating so load from other processes falls on
 // both alike. Both sides use WAL mode with synchronous=NORMAL. A third column times the
 // backend alone through the StorageBackend SPI with pre-encoded rows; a fourth, Store with the
-// records mapped by hand (Storable.makeRow / init(row:)) instead of Codable; a fifth, GRDB
+// records mapped by `@RowMapped` (generated makeRow / init(row:)) instead of Codable; a fifth, GRDB
 // 7.10.0 with Codable records, for comparison (a benchmark dependency only).
 // BENCH_PROFILE=bulk|fetch|reads|commits|spi|spibulk|spicommits|rawcommits|mappedbulk|codec runs
 // one part alone, for a profiler (BENCH_NOLOG=1 with spicommits leaves the change log out).
@@ -15,6 +15,7 @@ import CSQLiteRaw
 import Foundation
 import GRDB
 import Reservoir
+import ReservoirMacros
 import ReservoirSQLite
 
 /// GRDB has a Row too; this file means Reservoir's.
@@ -30,7 +31,8 @@ struct Item: Storable {
     static let schema = Schema<Item>("items", fields: [.field(\.name), .field(\.score), .field(\.count), .field(\.tag)])
 }
 
-/// The same records mapped by hand (Storable.makeRow / init(row:)), without Codable.
+/// The same records mapped by `@RowMapped` (its generated makeRow / init(row:)), without Codable.
+@RowMapped
 struct MappedItem: Storable {
     var id: Int
     var name: String
@@ -39,22 +41,9 @@ struct MappedItem: Storable {
     var tag: String?
 
     static let schema = Schema<MappedItem>("items", fields: [.field(\.name), .field(\.score), .field(\.count), .field(\.tag)])
-    static let columns = ["id", "name", "score", "count", "tag"]
 
     init(_ item: Item) {
         (id, name, score, count, tag) = (item.id, item.name, item.score, item.count, item.tag)
-    }
-
-    func makeRow() throws -> Row {
-        Row(columns: Self.columns, values: [.integer(Int64(id)), .text(name), .real(score), .integer(Int64(count)), tag.map { .text($0) } ?? .null])
-    }
-
-    init(row: borrowing Row) throws {
-        id = try row.decode("id")
-        name = try row.decode("name")
-        score = try row.decode("score")
-        count = try row.decode("count")
-        tag = try row.decode("tag")
     }
 }
 
@@ -357,7 +346,7 @@ nonisolated(unsafe) var checksum = 0
     let sortedQuery = try sorted.query()
     let mappedSorted = FetchRequest<MappedItem>(sortBy: [.ascending(\.name)])
     guard try store.fetch(mappedSorted).map(\.id) == database.fetchAllSorted().map(\.id) else {
-        fatalError("hand-mapped records disagree with raw SQLite")
+        fatalError("@RowMapped records disagree with raw SQLite")
     }
     guard try store.fetch(sorted) == database.fetchAllSorted() else {
         fatalError("Reservoir and raw SQLite disagree on the sorted records")
@@ -454,7 +443,7 @@ func ratio(_ a: Duration, _ b: Duration) -> String {
 }
 
 if ProcessInfo.processInfo.environment["BENCH_PROFILE"] == "mappedbulk" {
-    // Store.insert of hand-mapped records, repeated on fresh databases, for a profiler.
+    // Store.insert of @RowMapped records, repeated on fresh databases, for a profiler.
     for _ in 0..<repetitions {
         let directory = scratchDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -606,8 +595,8 @@ for (name, rawTime, storeTime, mappedTime, spiTime, grdbTime, count, target) in 
         + pad(format(spiTime, per: count), 11) + pad(ratio(spiTime, rawTime), 8)
         + pad(format(grdbTime, per: count), 11) + ratio(grdbTime, rawTime))
 }
-say("Store: through Store with Codable records (what apps see). mapped: through Store with the same")
-say("records mapped by hand (Storable.makeRow and init(row:)). SPI rows: the SQLite backend alone,")
+say("Store: through Store with Codable records. mapped: through Store with the same records")
+say("declared @RowMapped (generated makeRow and init(row:)). SPI rows: the SQLite backend alone,")
 say("through the StorageBackend SPI with pre-encoded rows (fetch yields Rows, not decoded records).")
 say("GRDB: GRDB 7.10.0 with Codable records (DatabasePool, WAL, synchronous=NORMAL), for comparison.")
 say("(checksum \(checksum))")

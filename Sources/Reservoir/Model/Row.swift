@@ -111,6 +111,24 @@ public struct Row: Sendable {
             throw error.inColumn(column)
         }
     }
+
+    /// The value of `column` read as any `Decodable` type, as ``RowDecoder`` reads a field:
+    /// a type with a single-value encoding reads that value, anything else (structs, arrays,
+    /// dictionaries) its JSON text. `@RowMapped` records read fields of such types with this.
+    public func decode<T: Decodable>(_ column: String, as type: T.Type = T.self) throws -> T {
+        try RowDecoder.decodeNested(T.self, from: value(column), column: column)
+    }
+
+    /// The value of `column` read as `T`: the same as the ``ValueConvertible`` overload, which
+    /// this one exists to choose when `T` is also `Decodable`.
+    @inlinable
+    public func decode<T: ValueConvertible & Decodable>(_ column: String, as type: T.Type = T.self) throws -> T {
+        do {
+            return try T.fromValue(value(column))
+        } catch let error as ReservoirError {
+            throw error.inColumn(column)
+        }
+    }
 }
 
 extension Row: Equatable {

@@ -53,6 +53,31 @@ public struct RowEncoder: Sendable {
     }
 }
 
+extension Value {
+    /// The value ``RowEncoder`` stores for a record's field `field` in `column`: a
+    /// ``ValueConvertible`` type's own mapping. For `@RowMapped` records and `makeRow()`
+    /// written by hand.
+    @inlinable
+    public static func encoding<T: Encodable & ValueConvertible>(_ field: T, column: String) throws -> Value {
+        do {
+            return try field.toValue()
+        } catch let error as ReservoirError {
+            throw error.inColumn(column)
+        }
+    }
+
+    /// The value ``RowEncoder`` stores for a record's field `field` in `column`: a type
+    /// with a single-value encoding stores that value, anything else (structs, arrays,
+    /// dictionaries) JSON text with sorted keys.
+    public static func encoding<T: Encodable>(_ field: T, column: String) throws -> Value {
+        do {
+            return try RowEncoder.encodeNested(field, column: column)
+        } catch let error as ReservoirError {
+            throw error.inColumn(column)
+        }
+    }
+}
+
 /// Thrown inside single-value probing when a type needs a keyed or unkeyed container.
 struct NeedsJSON: Error {}
 

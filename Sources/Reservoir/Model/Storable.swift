@@ -12,11 +12,13 @@
 /// type maps onto a stored ``Value``. Nested `Codable` values (structs, arrays,
 /// dictionaries) are stored as one opaque JSON text value and are not queryable.
 ///
-/// ## Mapping rows by hand
+/// ## Mapping rows without `Codable`
 /// `Codable` costs about half a microsecond a record each way, more than the rest of the
-/// store's work on a fast backend. Where that matters (bulk imports, large fetches),
-/// implement ``makeRow()`` and ``init(row:)``; the store uses them instead of `Codable`
-/// and checks them against the schema like the default:
+/// store's work on a fast backend. Where that matters (bulk imports, large fetches), add
+/// `@RowMapped` (the `ReservoirMacros` product), which writes ``makeRow()`` and
+/// ``init(row:)`` from the stored properties and gives the same rows `Codable` gives; or
+/// implement them by hand. The store uses them instead of `Codable` and checks them
+/// against the schema like the default:
 ///
 ///     extension Todo {
 ///         static let columns = ["id", "title", "done"]

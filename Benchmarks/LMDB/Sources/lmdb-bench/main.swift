@@ -2,6 +2,7 @@ import CLMDB
 import Foundation
 import Reservoir
 import ReservoirLMDB
+import ReservoirMacros
 
 // Compares the LMDB backend with the raw LMDB C API on the same 100,000 records, in one run.
 // Both sides decode into Swift values. Durability: MDB_NOSYNC on both (durability=none).
@@ -22,29 +23,18 @@ struct IndexedItem: Storable {
     static let schema = Schema<IndexedItem>("indexed_items", fields: [.field(\.id), .field(\.name), .field(\.score), .field(\.rank, indexed: true)])
 }
 
-/// The same records mapped by hand (Storable.makeRow / init(row:)) instead of Codable,
-/// stored as their own entity.
+/// The same records declared `@RowMapped` (generated makeRow / init(row:)) instead of
+/// mapped through Codable, stored as their own entity.
+@RowMapped
 struct MappedItem: Storable {
     var id: Int
     var name: String
     var score: Double
     var rank: Int
     static let schema = Schema<MappedItem>("mapped_items", fields: [.field(\.id), .field(\.name), .field(\.score), .field(\.rank)])
-    static let columns = ["id", "name", "score", "rank"]
 
     init(_ item: Item) {
         (id, name, score, rank) = (item.id, item.name, item.score, item.rank)
-    }
-
-    func makeRow() throws -> Row {
-        Row(columns: Self.columns, values: [.integer(Int64(id)), .text(name), .real(score), .integer(Int64(rank))])
-    }
-
-    init(row: borrowing Row) throws {
-        id = try row.decode("id")
-        name = try row.decode("name")
-        score = try row.decode("score")
-        rank = try row.decode("rank")
     }
 }
 
@@ -425,7 +415,7 @@ if let mode = ProcessInfo.processInfo.environment["PROFILE"] {
                 try store.backend.read { reader in for id in lookups { _ = try reader.row("items", id: .integer(Int64(id))) } }
             }
         }
-        print(mode, t)
+        print(mode, t, kept.isEmpty ? "" : "(\(kept.count) records kept)")
         kept = []
     }
     exit(0)
@@ -459,22 +449,22 @@ print("| --- | ---: | ---: | ---: | ---: |")
     print("| \(name) | \(rs) | \(os) | \(String(format: "%.2fx", ratio)) \(ratio <= target ? "ok" : "MISS") | ≤ \(String(format: "%.0f", target))x |")
 }
 line("bulk insert, one transaction (Store.insert, Codable)", "bulk", "bulk", target: 2)
-line("bulk insert, one transaction (Store.insert, mapped by hand)", "bulk", "bulkMapped", target: 2)
+line("bulk insert, one transaction (Store.insert, @RowMapped)", "bulk", "bulkMapped", target: 2)
 line("bulk insert, one transaction (backend SPI put of rows)", "bulk", "bulkSPI", target: 2)
 line("fetch-all sorted by score (scan, decode, sort)", "fetchAll", "fetchAll", target: 3)
-line("fetch-all sorted by score (Store.fetch, mapped by hand)", "fetchAll", "fetchAllMapped", target: 3)
+line("fetch-all sorted by score (Store.fetch, @RowMapped)", "fetchAll", "fetchAllMapped", target: 3)
 line("fetch-all sorted by score (backend SPI rows)", "fetchAll", "fetchAllSPI", target: 3)
 line("100,000 point reads (Snapshot.get, decode)", "point", "point", per: count, target: 3)
-line("100,000 point reads (Snapshot.get, mapped by hand)", "point", "pointMapped", per: count, target: 3)
+line("100,000 point reads (Snapshot.get, @RowMapped)", "point", "pointMapped", per: count, target: 3)
 line("100,000 point reads (backend SPI row)", "point", "pointSPI", per: count, target: 3)
 line("1,000 single-record commits, no sync", "commits", "commits", per: commits, target: 3)
-line("1,000 single-record commits, no sync (mapped by hand)", "commits", "commitsMapped", per: commits, target: 3)
+line("1,000 single-record commits, no sync (@RowMapped)", "commits", "commitsMapped", per: commits, target: 3)
 line("1,000 single-record commits, no sync (backend SPI insert and log record)", "commits", "commitsSPI", per: commits, target: 3)
 if let named = raw["namedCommits"], let o = ours["commits"] {
     print("raw C API, 1,000 commits of a record plus a log record into two named databases: \(ms(named)) (\(us(named, per: commits))); Reservoir is \(String(format: "%.2fx", o / named)) that")
 }
 if let appended = raw["bulkAppend"], let mapped = ours["bulkMapped"], let spi = ours["bulkSPI"] {
-    print("raw C API bulk insert with MDB_APPEND: \(ms(appended)); Reservoir is \(String(format: "%.2fx", mapped / appended)) that mapped by hand, \(String(format: "%.2fx", spi / appended)) through the SPI")
+    print("raw C API bulk insert with MDB_APPEND: \(ms(appended)); Reservoir is \(String(format: "%.2fx", mapped / appended)) that with @RowMapped records, \(String(format: "%.2fx", spi / appended)) through the SPI")
 }
 if let indexed = ours["bulkIndexed"], let plain = ours["bulk"] {
     print("bulk insert with one indexed field: \(ms(indexed)) (\(String(format: "%.2fx", indexed / plain)) the unindexed insert)")

@@ -1,0 +1,7 @@
+import SwiftCompilerPlugin
+import SwiftSyntaxMacros
+
+@main
+struct ReservoirMacroPlugin: CompilerPlugin {
+    let providingMacros: [any Macro.Type] = [RowMappedMacro.self]
+}
