@@ -17,6 +17,7 @@ public protocol ValueConvertible: Sendable {
 }
 
 extension ValueConvertible {
+    @usableFromInline
     static func mismatch(_ value: Value, expected: String) -> ReservoirError {
         ReservoirError(.typeMismatch, "cannot read \(value.kindName) value \(value) as \(Self.self); expected \(expected)")
     }
@@ -25,14 +26,14 @@ extension ValueConvertible {
 // MARK: - Integers
 
 extension ValueConvertible where Self: FixedWidthInteger {
-    public func toValue() throws -> Value {
+    @inlinable public func toValue() throws -> Value {
         guard let i = Int64(exactly: self) else {
             throw ReservoirError(.valueOutOfRange, "\(Self.self) value \(self) does not fit a 64-bit signed integer, the largest integer every backend stores")
         }
         return .integer(i)
     }
 
-    public static func fromValue(_ value: Value) throws -> Self {
+    @inlinable public static func fromValue(_ value: Value) throws -> Self {
         switch value {
         case let .integer(i):
             if let v = Self(exactly: i) { return v }
@@ -61,9 +62,9 @@ extension UInt64: ValueConvertible {}
 
 extension Double: ValueConvertible {
     /// NaN is stored as null, as SQLite stores it; null reads back as NaN.
-    public func toValue() throws -> Value { isNaN ? .null : .real(self) }
+    @inlinable public func toValue() throws -> Value { isNaN ? .null : .real(self) }
 
-    public static func fromValue(_ value: Value) throws -> Double {
+    @inlinable public static func fromValue(_ value: Value) throws -> Double {
         switch value {
         case let .real(d): return d
         case let .integer(i): return Double(i)
@@ -74,17 +75,17 @@ extension Double: ValueConvertible {
 }
 
 extension Float: ValueConvertible {
-    public func toValue() throws -> Value { try Double(self).toValue() }
-    public static func fromValue(_ value: Value) throws -> Float { Float(try Double.fromValue(value)) }
+    @inlinable public func toValue() throws -> Value { try Double(self).toValue() }
+    @inlinable public static func fromValue(_ value: Value) throws -> Float { Float(try Double.fromValue(value)) }
 }
 
 // MARK: - Bool, String, Data
 
 extension Bool: ValueConvertible {
     /// Stored as integer 0 or 1; any non-zero number reads as true.
-    public func toValue() throws -> Value { .integer(self ? 1 : 0) }
+    @inlinable public func toValue() throws -> Value { .integer(self ? 1 : 0) }
 
-    public static func fromValue(_ value: Value) throws -> Bool {
+    @inlinable public static func fromValue(_ value: Value) throws -> Bool {
         switch value {
         case let .integer(i): return i != 0
         case let .real(d): return d != 0
@@ -94,18 +95,18 @@ extension Bool: ValueConvertible {
 }
 
 extension String: ValueConvertible {
-    public func toValue() throws -> Value { .text(self) }
+    @inlinable public func toValue() throws -> Value { .text(self) }
 
-    public static func fromValue(_ value: Value) throws -> String {
+    @inlinable public static func fromValue(_ value: Value) throws -> String {
         guard case let .text(s) = value else { throw mismatch(value, expected: "text") }
         return s
     }
 }
 
 extension Data: ValueConvertible {
-    public func toValue() throws -> Value { .blob(self) }
+    @inlinable public func toValue() throws -> Value { .blob(self) }
 
-    public static func fromValue(_ value: Value) throws -> Data {
+    @inlinable public static func fromValue(_ value: Value) throws -> Data {
         switch value {
         case let .blob(d): return d
         default: throw mismatch(value, expected: "a blob")
@@ -119,9 +120,9 @@ extension Date: ValueConvertible {
     /// Stored as real seconds since 2001-01-01 00:00:00 UTC (`timeIntervalSinceReferenceDate`,
     /// as Core Data does), so every `Date` round-trips exactly. In SQL:
     /// `datetime(due + 978307200, 'unixepoch')`.
-    public func toValue() throws -> Value { .real(timeIntervalSinceReferenceDate) }
+    @inlinable public func toValue() throws -> Value { .real(timeIntervalSinceReferenceDate) }
 
-    public static func fromValue(_ value: Value) throws -> Date {
+    @inlinable public static func fromValue(_ value: Value) throws -> Date {
         switch value {
         case let .real(d) where !d.isNaN: return Date(timeIntervalSinceReferenceDate: d)
         case let .integer(i): return Date(timeIntervalSinceReferenceDate: Double(i))
@@ -133,9 +134,9 @@ extension Date: ValueConvertible {
 extension UUID: ValueConvertible {
     /// Stored as text in `uuidString` form (upper case, 36 characters); reads
     /// accept either case, and a 16-byte blob.
-    public func toValue() throws -> Value { .text(uuidString) }
+    @inlinable public func toValue() throws -> Value { .text(uuidString) }
 
-    public static func fromValue(_ value: Value) throws -> UUID {
+    @inlinable public static func fromValue(_ value: Value) throws -> UUID {
         switch value {
         case let .text(s):
             if let uuid = UUID(uuidString: s) { return uuid }
@@ -152,40 +153,40 @@ extension UUID: ValueConvertible {
 
 extension URL: ValueConvertible {
     /// Stored as text (`absoluteString`).
-    public func toValue() throws -> Value { .text(absoluteString) }
+    @inlinable public func toValue() throws -> Value { .text(absoluteString) }
 
-    public static func fromValue(_ value: Value) throws -> URL {
+    @inlinable public static func fromValue(_ value: Value) throws -> URL {
         if case let .text(s) = value, let url = URL(string: s) { return url }
         throw mismatch(value, expected: "URL text")
     }
 }
 
 extension Value: ValueConvertible {
-    public func toValue() throws -> Value { self }
-    public static func fromValue(_ value: Value) throws -> Value { value }
+    @inlinable public func toValue() throws -> Value { self }
+    @inlinable public static func fromValue(_ value: Value) throws -> Value { value }
 }
 
 // MARK: - Optionals and raw-value enums
 
 extension Optional: ValueConvertible where Wrapped: ValueConvertible {
     /// `nil` is stored as null.
-    public func toValue() throws -> Value {
+    @inlinable public func toValue() throws -> Value {
         switch self {
         case .none: .null
         case let .some(wrapped): try wrapped.toValue()
         }
     }
 
-    public static func fromValue(_ value: Value) throws -> Wrapped? {
+    @inlinable public static func fromValue(_ value: Value) throws -> Wrapped? {
         value.isNull ? nil : try Wrapped.fromValue(value)
     }
 }
 
 extension ValueConvertible where Self: RawRepresentable, RawValue: ValueConvertible {
     /// Stored as the raw value.
-    public func toValue() throws -> Value { try rawValue.toValue() }
+    @inlinable public func toValue() throws -> Value { try rawValue.toValue() }
 
-    public static func fromValue(_ value: Value) throws -> Self {
+    @inlinable public static func fromValue(_ value: Value) throws -> Self {
         let raw = try RawValue.fromValue(value)
         guard let v = Self(rawValue: raw) else {
             throw ReservoirError(.typeMismatch, "\(value) is not a raw value of \(Self.self)")
