@@ -42,8 +42,9 @@ public struct RowMappedMacro: ExtensionMacro {
         let values = fields.encoded.map { field in
             "try Reservoir.Value.encoding(self.\(field.name), column: \(field.columnLiteral))"
         }
+        // The position is where makeRow() puts the column, a hint that spares a search.
         let assignments = fields.decoded.map { field in
-            "self.\(field.name) = try row.decode(\(field.columnLiteral))"
+            "self.\(field.name) = try row.decode(\(field.columnLiteral), at: \(field.position))"
         }
         let staticColumns = generic ? "" : "\(access)static let rowMappedColumns: [String] = \(columnsLiteral)\n"
         let valueList = values.isEmpty ? "" : "\n" + values.map { "    \($0)," }.joined(separator: "\n") + "\n"
@@ -68,6 +69,8 @@ struct MappedField {
     /// The property's name as written in source (backticks kept).
     var name: String
     var column: String
+    /// Its place among the columns `makeRow()` writes.
+    var position: Int
 
     /// The column name as Swift source, escaped.
     var columnLiteral: String { StringLiteralExprSyntax(content: column).description }
@@ -117,13 +120,13 @@ struct StoredFields {
         if let codingKeys {
             for key in codingKeys {
                 guard let property = properties.first(where: { $0.key == key.name }) else { continue }
-                let field = MappedField(name: property.name, column: key.column)
+                let field = MappedField(name: property.name, column: key.column, position: encoded.count)
                 encoded.append(field)
                 if property.decodes { decoded.append(field) }
             }
         } else {
             for property in properties {
-                let field = MappedField(name: property.name, column: property.key)
+                let field = MappedField(name: property.name, column: property.key, position: encoded.count)
                 encoded.append(field)
                 if property.decodes { decoded.append(field) }
             }

@@ -48,8 +48,8 @@ struct RowMappedExpansionTests {
                     return Reservoir.Row(columns: Self.rowMappedColumns, values: values)
                 }
                 public init(row: borrowing Reservoir.Row) throws {
-                    self.id = try row.decode("id")
-                    self.title = try row.decode("title")
+                    self.id = try row.decode("id", at: 0)
+                    self.title = try row.decode("title", at: 1)
                 }
             }
             """
@@ -90,8 +90,8 @@ struct RowMappedExpansionTests {
                     return Reservoir.Row(columns: Self.rowMappedColumns, values: values)
                 }
                 init(row: borrowing Reservoir.Row) throws {
-                    self.title = try row.decode(#"heading "quoted""#)
-                    self.id = try row.decode("id")
+                    self.title = try row.decode(#"heading "quoted""#, at: 0)
+                    self.id = try row.decode("id", at: 1)
                 }
             }
             """
@@ -123,8 +123,8 @@ struct RowMappedExpansionTests {
                     return Reservoir.Row(columns: ["id", "content"], values: values)
                 }
                 init(row: borrowing Reservoir.Row) throws {
-                    self.id = try row.decode("id")
-                    self.content = try row.decode("content")
+                    self.id = try row.decode("id", at: 0)
+                    self.content = try row.decode("content", at: 1)
                 }
             }
             """

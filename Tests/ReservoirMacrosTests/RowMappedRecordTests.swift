@@ -85,6 +85,18 @@ struct RowMappedRecordTests {
         #expect(mapped.columns.contains("default"), "an escaped name is stored without its backticks")
     }
 
+    @Test("a row whose columns are in another order, or missing one, still decodes")
+    func otherColumnOrder() throws {
+        let record = sample()
+        let row = try record.makeRow()
+        let reversed = Row(columns: row.columns.reversed(), values: row.values.reversed())
+        #expect(try Sample(row: reversed) == record)
+        var shorter = Row(Array(zip(row.columns, row.values)).filter { $0.0 != "score" })
+        #expect(try Sample(row: shorter) == record, "score was nil, and a missing column reads as null")
+        shorter["name"] = nil
+        #expect(throws: ReservoirError.self) { try Sample(row: shorter) }
+    }
+
     @Test("CodingKeys rename and order the columns, and leave out the properties they omit")
     func codingKeys() throws {
         let record = Renamed(id: "r", title: "T", rank: 2, note: "kept in memory only")

@@ -48,6 +48,18 @@ struct RowCodingTests {
         #expect(row["big"]?.isIdentical(to: .integer(42)) == true)
     }
 
+    @Test("a position hint finds its column there, and any column anywhere else")
+    func positionHint() throws {
+        let row = Row(columns: ["a", "b", "c"], values: [1, 2, 3])
+        #expect(row.value("b", at: 1).isIdentical(to: 2))
+        for position in [-1, 0, 2, 3, 99, nil] {
+            #expect(row.value("b", at: position).isIdentical(to: 2), "hint \(String(describing: position))")
+            #expect(row.value("z", at: position).isNull)
+        }
+        #expect(try row.decode("c", as: Int.self, at: 0) == 3)
+        #expect(try row.decode("a", at: 0) as Int64 == 1)
+    }
+
     @Test("encode then decode gives the record back")
     func roundTrip() throws {
         let original = sample()

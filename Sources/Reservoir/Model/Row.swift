@@ -100,13 +100,25 @@ public struct Row: Sendable {
         return storedValues[position]
     }
 
+    /// The value of `column`, looked for first at `position`: rows of one type usually keep
+    /// their columns where `makeRow()` put them, so a mapping that knows its own order can
+    /// skip the search. Any other position still finds the column.
+    @inlinable @inline(__always)
+    public func value(_ column: String, at position: Int?) -> Value {
+        if let position, position >= 0, position < columns.count, columns[position] == column {
+            return storedValues[position]
+        }
+        return value(column)
+    }
+
     /// The value of `column` read as `T`, for ``Storable/init(row:)`` written by hand. A
     /// missing column reads as null, so an optional field added later reads as nil. Throws
-    /// `.typeMismatch` naming the column when the stored value cannot be a `T`.
+    /// `.typeMismatch` naming the column when the stored value cannot be a `T`. `position`,
+    /// where the column usually is, is only a hint (see ``value(_:at:)``).
     @inlinable
-    public func decode<T: ValueConvertible>(_ column: String, as type: T.Type = T.self) throws -> T {
+    public func decode<T: ValueConvertible>(_ column: String, as type: T.Type = T.self, at position: Int? = nil) throws -> T {
         do {
-            return try T.fromValue(value(column))
+            return try T.fromValue(value(column, at: position))
         } catch let error as ReservoirError {
             throw error.inColumn(column)
         }
@@ -115,16 +127,16 @@ public struct Row: Sendable {
     /// The value of `column` read as any `Decodable` type, as ``RowDecoder`` reads a field:
     /// a type with a single-value encoding reads that value, anything else (structs, arrays,
     /// dictionaries) its JSON text. `@RowMapped` records read fields of such types with this.
-    public func decode<T: Decodable>(_ column: String, as type: T.Type = T.self) throws -> T {
-        try RowDecoder.decodeNested(T.self, from: value(column), column: column)
+    public func decode<T: Decodable>(_ column: String, as type: T.Type = T.self, at position: Int? = nil) throws -> T {
+        try RowDecoder.decodeNested(T.self, from: value(column, at: position), column: column)
     }
 
     /// The value of `column` read as `T`: the same as the ``ValueConvertible`` overload, which
     /// this one exists to choose when `T` is also `Decodable`.
-    @inlinable
-    public func decode<T: ValueConvertible & Decodable>(_ column: String, as type: T.Type = T.self) throws -> T {
+    @inlinable @inline(__always)
+    public func decode<T: ValueConvertible & Decodable>(_ column: String, as type: T.Type = T.self, at position: Int? = nil) throws -> T {
         do {
-            return try T.fromValue(value(column))
+            return try T.fromValue(value(column, at: position))
         } catch let error as ReservoirError {
             throw error.inColumn(column)
         }
