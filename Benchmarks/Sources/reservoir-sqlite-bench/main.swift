@@ -9,7 +9,7 @@
 // backend alone through the StorageBackend SPI with pre-encoded rows; a fourth, Store with the
 // records mapped by `@RowMapped` (generated makeRow / init(row:)) instead of Codable; a fifth, GRDB
 // 7.10.0 with Codable records, for comparison (a benchmark dependency only).
-// BENCH_PROFILE=bulk|fetch|reads|commits|spi|spibulk|spicommits|rawcommits|mappedbulk|codec runs
+// BENCH_PROFILE=bulk|fetch|reads|commits|spi|spibulk|spicommits|rawbulk|rawcommits|mappedbulk|codec runs
 // one part alone, for a profiler (BENCH_NOLOG=1 with spicommits leaves the change log out).
 import CSQLiteRaw
 import Foundation
@@ -465,6 +465,17 @@ if ProcessInfo.processInfo.environment["BENCH_PROFILE"] == "codec" {
         let decode = try measure { for row in rows { decoded.append(try RowDecoder().decode(Item.self, from: row)) } }
         checksum &+= decoded.count
         say("encode \(format(encode, per: items.count)) decode \(format(decode, per: rows.count))")
+    }
+    exit(0)
+}
+if ProcessInfo.processInfo.environment["BENCH_PROFILE"] == "rawbulk" {
+    // The raw C API's bulk insert, repeated on fresh databases, for a profiler.
+    for _ in 0..<repetitions {
+        let directory = scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = RawDatabase(path: directory.appendingPathComponent("raw.sqlite").path)
+        let time = measure { database.insert(items) }
+        say("raw bulk \(format(time))")
     }
     exit(0)
 }
