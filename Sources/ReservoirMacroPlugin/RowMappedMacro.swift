@@ -30,7 +30,7 @@ public struct RowMappedMacro: ExtensionMacro {
                 Diagnostic(node: node, message: RowMappedDiagnostic.notAStruct(kind: declaration.kindName)),
             ])
         }
-        let fields = try StoredFields(of: record, attribute: node)
+        let fields = try StoredFields(of: record)
         let access = record.modifiers.accessPrefix
         // Generic types, and types nested in one, cannot have static stored properties; a
         // nested type's context is not always visible here (an extension of a generic
@@ -59,7 +59,11 @@ public struct RowMappedMacro: ExtensionMacro {
         }
         }
         """
-        guard let extensionDecl = body.as(ExtensionDeclSyntax.self) else { return [] }
+        guard let extensionDecl = body.as(ExtensionDeclSyntax.self) else {
+            throw DiagnosticsError(diagnostics: [
+                Diagnostic(node: node, message: RowMappedDiagnostic.unparsable(type.trimmedDescription)),
+            ])
+        }
         return [extensionDecl]
     }
 }
@@ -82,7 +86,7 @@ struct StoredFields {
     var encoded: [MappedField] = []
     var decoded: [MappedField] = []
 
-    init(of record: StructDeclSyntax, attribute: AttributeSyntax) throws {
+    init(of record: StructDeclSyntax) throws {
         var problems: [Diagnostic] = []
         var properties: [(name: String, key: String, decodes: Bool)] = []
         var codingKeys: [(name: String, column: String)]?
@@ -140,6 +144,7 @@ enum RowMappedDiagnostic: DiagnosticMessage {
     case propertyWrapper(String)
     case lazy(String)
     case tuplePattern
+    case unparsable(String)
 
     var message: String {
         switch self {
@@ -153,6 +158,8 @@ enum RowMappedDiagnostic: DiagnosticMessage {
             "@RowMapped cannot map the lazy property '\(name)'; make it a computed or a plain stored property"
         case .tuplePattern:
             "@RowMapped needs one name per stored property; declare each on its own instead of through a tuple pattern"
+        case let .unparsable(type):
+            "@RowMapped could not build an extension of '\(type)'; write makeRow() and init(row:) by hand"
         }
     }
 
@@ -163,6 +170,7 @@ enum RowMappedDiagnostic: DiagnosticMessage {
         case .propertyWrapper: "propertyWrapper"
         case .lazy: "lazy"
         case .tuplePattern: "tuplePattern"
+        case .unparsable: "unparsable"
         }
         return MessageID(domain: "Reservoir.RowMapped", id: id)
     }
