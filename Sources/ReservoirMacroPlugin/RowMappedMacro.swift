@@ -121,19 +121,15 @@ struct StoredFields {
         }
         if !problems.isEmpty { throw DiagnosticsError(diagnostics: problems) }
 
-        if let codingKeys {
-            for key in codingKeys {
-                guard let property = properties.first(where: { $0.key == key.name }) else { continue }
-                let field = MappedField(name: property.name, column: key.column, position: encoded.count)
-                encoded.append(field)
-                if property.decodes { decoded.append(field) }
-            }
-        } else {
-            for property in properties {
-                let field = MappedField(name: property.name, column: property.key, position: encoded.count)
-                encoded.append(field)
-                if property.decodes { decoded.append(field) }
-            }
+        // CodingKeys choose, order and name the columns; without them every property is
+        // one, under its own name.
+        let columns = codingKeys.map { keys in
+            keys.compactMap { key in properties.first { $0.key == key.name }.map { ($0, key.column) } }
+        } ?? properties.map { ($0, $0.key) }
+        for (property, column) in columns {
+            let field = MappedField(name: property.name, column: column, position: encoded.count)
+            encoded.append(field)
+            if property.decodes { decoded.append(field) }
         }
     }
 }
