@@ -117,11 +117,7 @@ public struct Row: Sendable {
     /// where the column usually is, is only a hint (see ``value(_:at:)``).
     @inlinable
     public func decode<T: ValueConvertible>(_ column: String, as type: T.Type = T.self, at position: Int? = nil) throws -> T {
-        do {
-            return try T.fromValue(value(column, at: position))
-        } catch let error as ReservoirError {
-            throw error.inColumn(column)
-        }
+        try converted(column, at: position)
     }
 
     /// The value of `column` read as any `Decodable` type, as ``RowDecoder`` reads a field:
@@ -135,6 +131,12 @@ public struct Row: Sendable {
     /// this one exists to choose when `T` is also `Decodable`.
     @inlinable @inline(__always)
     public func decode<T: ValueConvertible & Decodable>(_ column: String, as type: T.Type = T.self, at position: Int? = nil) throws -> T {
+        try converted(column, at: position)
+    }
+
+    /// The body of both `ValueConvertible` overloads, inlined into the one the caller reaches.
+    @inlinable @inline(__always)
+    func converted<T: ValueConvertible>(_ column: String, at position: Int?) throws -> T {
         do {
             return try T.fromValue(value(column, at: position))
         } catch let error as ReservoirError {
