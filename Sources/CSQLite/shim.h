@@ -14,6 +14,16 @@ static inline int reservoir_sqlite3_bind_blob_transient(sqlite3_stmt *stmt, int 
     return sqlite3_bind_blob(stmt, index, bytes, byteCount, SQLITE_TRANSIENT);
 }
 
+// SQLITE_STATIC: SQLite reads the bytes in place, so they must stay unchanged until the
+// parameter is bound again or the statement is finalized.
+static inline int reservoir_sqlite3_bind_text_static(sqlite3_stmt *stmt, int index, const void *text, int byteCount) {
+    return sqlite3_bind_text(stmt, index, (const char *)text, byteCount, SQLITE_STATIC);
+}
+
+static inline int reservoir_sqlite3_bind_blob_static(sqlite3_stmt *stmt, int index, const void *bytes, int byteCount) {
+    return sqlite3_bind_blob(stmt, index, bytes, byteCount, SQLITE_STATIC);
+}
+
 // sqlite3_db_config is variadic, which Swift cannot call. Sets whether triggers in the
 // main schema fire on this connection; returns the setting afterwards (0 or 1), or -1
 // when SQLite refused the call.

@@ -105,6 +105,54 @@ import Testing
         #expect(try store.write { try $0.upsert(TodoV2(id: 1, title: "old", tag: nil)) } == nil)
     }
 
+    /// The writer lends a row's texts and blobs to SQLite from a buffer reused row after row
+    /// and grown as rows grow: every value must land whole, in its own parameter, whatever
+    /// the sizes before and after it (empty, small strings, growing, past the buffer's limit).
+    @Test func textsAndBlobsOfEverySizeLandWholeRowAfterRow() throws {
+        struct Attachment: Storable, Equatable {
+            var id: String
+            var name: String
+            var body: Data
+            var caption: String?
+            static let schema = Schema<Attachment>("attachments", fields: [.field(\.name), .field(\.body), .field(\.caption)])
+        }
+        var state: UInt64 = 7
+        func next(_ bound: Int) -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((state >> 33) % UInt64(bound))
+        }
+        let sizes = [0, 1, 15, 16, 300, 40, 5_000, 3, 70_000, 0, 200_000, 9, 1_000, 64 * 1024, 2]
+        func attachment(_ index: Int, size: Int) -> Attachment {
+            let letters = Array("aé€𝄞z\0".unicodeScalars)
+            var name = "n\(index)-"
+            for _ in 0..<size { name.unicodeScalars.append(letters[next(letters.count)]) }
+            let body = Data((0..<(sizes[(index + 3) % sizes.count])).map { _ in UInt8(next(256)) })
+            return Attachment(id: "id-\(index)-" + String(repeating: "k", count: next(40)), name: name, body: body,
+                              caption: index % 4 == 0 ? nil : String(repeating: "c", count: sizes[(index + 7) % sizes.count]))
+        }
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanup() }
+        let store = try openStore(directory.databasePath)
+        defer { store.close() }
+        var expected = sizes.indices.map { attachment($0, size: sizes[$0]) } + (15..<60).map { attachment($0, size: next(3_000)) }
+        try store.write { tx in for item in expected { try tx.insert(item) } }
+        #expect(try store.fetch(FetchRequest<Attachment>(sortBy: [.ascending(\.id)])) == expected.sorted { $0.id < $1.id })
+        // Replacing through the upsert statement, sizes shuffled, in one transaction and one each.
+        for index in expected.indices where index % 2 == 0 {
+            expected[index] = Attachment(id: expected[index].id, name: attachment(index, size: sizes[(index + 5) % sizes.count]).name,
+                                         body: attachment(index + 1, size: 1).body, caption: "updated \(index)")
+        }
+        try store.write { tx in for (index, item) in expected.enumerated() where index % 2 == 0 { try tx.upsert(item) } }
+        for item in expected.suffix(5) { try store.write { try $0.upsert(item) } }
+        #expect(try store.fetch(FetchRequest<Attachment>(sortBy: [.ascending(\.id)])) == expected.sorted { $0.id < $1.id })
+        // Stored as SQLite text and blob, byte for byte, as another client reads them.
+        let raw = try RawConnection(directory.databasePath)
+        let stored = try raw.query("SELECT id, typeof(name), length(CAST(name AS BLOB)), typeof(body), length(body) FROM attachments ORDER BY id")
+        #expect(stored == expected.sorted { $0.id < $1.id }.map { item in
+            [item.id, "text", String(item.name.utf8.count), "blob", String(item.body.count)]
+        })
+    }
+
     @Test func aThrowingWriteLeavesNothingBehind() throws {
         struct Boom: Error {}
         struct Fresh: Storable {

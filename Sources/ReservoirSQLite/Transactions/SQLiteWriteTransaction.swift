@@ -68,19 +68,8 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
             // SQLite would convert text "1" to 1 and refuse anything else with SQLITE_MISMATCH.
             throw ReservoirError(.invalidSchema, "SQLite store \"\(session.path)\": cannot store a row of entity \"\(entity.name)\" with id \(id) (\(id.kindName)): the entity stores integer ids (its table's id column \"\(entity.idColumn)\" is INTEGER PRIMARY KEY)")
         }
-        let statement = last.statement
-        try statement.bind(id, at: 1)
-        let idPosition = last.idPosition
-        // Each value is lent to `bind` in place: a loop over the values would copy each one
-        // out, retaining and releasing its text or blob.
-        try row.values.withUnsafeBufferPointer { values in
-            var index: Int32 = 2
-            for position in values.indices where position != idPosition {
-                try statement.bind(values[position], at: index)
-                index += 1
-            }
-        }
-        return statement
+        try last.statement.bindRow(id: id, row, skipping: last.idPosition)
+        return last.statement
     }
 
     func delete(_ entity: EntityDescription, id: Value) throws {
