@@ -103,35 +103,40 @@ final class Statement {
         }
     }
 
+    /// Binds one value of ``bindRow(id:_:skipping:)``: one switch, SQLite called directly.
     @inline(__always)
     private func bindLending(_ value: Value, at index: Int32, used: inout Int, wanted: inout Int) throws {
+        let result: Int32
         switch value {
+        case .null:
+            result = sqlite3_bind_null(handle, index)
+        case let .integer(integer):
+            result = sqlite3_bind_int64(handle, index, integer)
+        case let .real(real):
+            result = sqlite3_bind_double(handle, index, real)
         case let .text(text):
-            let result = try text.utf8.withContiguousStorageIfAvailable { buffer in
-                try lend(UnsafeRawBufferPointer(buffer), at: index, isText: true, used: &used, wanted: &wanted)
-            }
-            if let result {
-                try check(result, "bind parameter \(index)")
-            } else {
-                try bind(value, at: index)
-            }
+            // Nil when not lent (a bridged string, empty, or too long): SQLite copies it.
+            guard let lent = text.utf8.withContiguousStorageIfAvailable({
+                lend(UnsafeRawBufferPointer($0), at: index, isText: true, used: &used, wanted: &wanted)
+            }) ?? nil else { return try bind(value, at: index) }
+            result = lent
         case let .blob(data):
-            let result = try data.withUnsafeBytes { try lend($0, at: index, isText: false, used: &used, wanted: &wanted) }
-            try check(result, "bind parameter \(index)")
-        default:
-            try bind(value, at: index)
+            guard let lent = data.withUnsafeBytes({ lend($0, at: index, isText: false, used: &used, wanted: &wanted) }) else {
+                return try bind(value, at: index)
+            }
+            result = lent
         }
+        try check(result, "bind parameter \(index)")
     }
 
-    /// Copies `bytes` into ``lending`` and binds them in place, or has SQLite copy them when
-    /// they do not fit (or are empty).
+    /// Copies `bytes` into ``lending`` and binds them in place; nil, binding nothing, when
+    /// they do not fit or are empty (SQLite copies those).
     @inline(__always)
-    private func lend(_ bytes: UnsafeRawBufferPointer, at index: Int32, isText: Bool, used: inout Int, wanted: inout Int) throws -> Int32 {
+    private func lend(_ bytes: UnsafeRawBufferPointer, at index: Int32, isText: Bool, used: inout Int, wanted: inout Int) -> Int32? {
         let count = bytes.count
         wanted += count
         guard count > 0, count <= lending.count - used, let source = bytes.baseAddress, let base = lending.baseAddress else {
-            return isText ? try bindText(bytes.assumingMemoryBound(to: UInt8.self), at: index)
-                : try bindBlob(bytes, at: index)
+            return nil
         }
         let target = base + used
         target.copyMemory(from: source, byteCount: count)
