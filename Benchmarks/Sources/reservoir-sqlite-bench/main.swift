@@ -9,7 +9,7 @@
 // backend alone through the StorageBackend SPI with pre-encoded rows; a fourth, Store with the
 // records mapped by `@RowMapped` (generated makeRow / init(row:)) instead of Codable; a fifth, GRDB
 // 7.10.0 with Codable records, for comparison (a benchmark dependency only).
-// BENCH_PROFILE=bulk|fetch|reads|commits|spi|spibulk|spicommits|rawbulk|rawcommits|mappedbulk|codec runs
+// BENCH_PROFILE=bulk|fetch|reads|commits|spi|spibulk|spicommits|rawbulk|rawstaticbulk|rawcommits|mappedbulk|codec runs
 // one part alone, for a profiler (BENCH_NOLOG=1 with spicommits leaves the change log out).
 import CSQLiteRaw
 import Foundation
@@ -144,6 +144,41 @@ final class RawDatabase {
             if let tag = item.tag { bind(tag, insert, 5) } else { sqlite3_bind_null(insert, 5) }
             guard sqlite3_step(insert) == SQLITE_DONE else { fatalError("raw insert failed") }
             sqlite3_reset(insert)
+        }
+        exec("COMMIT")
+    }
+
+    /// The bulk insert with texts bound in place (SQLITE_STATIC), the statement stepped
+    /// while they are lent: SQLite copies nothing. Not the baseline (C programs commonly bind
+    /// SQLITE_TRANSIENT, as the insert above does); `BENCH_PROFILE=rawstaticbulk` times it.
+    func insertLendingTexts(_ items: [Item]) {
+        exec("BEGIN")
+        let insert = statement("INSERT INTO items(id, name, score, count, tag) VALUES(?, ?, ?, ?, ?)")
+        func lend(_ text: String, at index: Int32, _ body: () -> Void) {
+            var text = text
+            text.withUTF8 { buffer in
+                buffer.withMemoryRebound(to: CChar.self) {
+                    _ = bench_sqlite3_bind_text_static(insert, index, $0.baseAddress, Int32($0.count))
+                    body()
+                }
+            }
+        }
+        for item in items {
+            sqlite3_bind_int64(insert, 1, Int64(item.id))
+            sqlite3_bind_double(insert, 3, item.score)
+            sqlite3_bind_int64(insert, 4, Int64(item.count))
+            lend(item.name, at: 2) {
+                let step = {
+                    guard sqlite3_step(insert) == SQLITE_DONE else { fatalError("raw insert failed") }
+                    sqlite3_reset(insert)
+                }
+                if let tag = item.tag {
+                    lend(tag, at: 5, step)
+                } else {
+                    sqlite3_bind_null(insert, 5)
+                    step()
+                }
+            }
         }
         exec("COMMIT")
     }
@@ -476,6 +511,19 @@ if ProcessInfo.processInfo.environment["BENCH_PROFILE"] == "rawbulk" {
         let database = RawDatabase(path: directory.appendingPathComponent("raw.sqlite").path)
         let time = measure { database.insert(items) }
         say("raw bulk \(format(time))")
+    }
+    exit(0)
+}
+if ProcessInfo.processInfo.environment["BENCH_PROFILE"] == "rawstaticbulk" {
+    // The raw bulk insert with and without SQLite's copy of each text, alternating.
+    for _ in 0..<repetitions {
+        for lending in [false, true] {
+            let directory = scratchDirectory()
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let database = RawDatabase(path: directory.appendingPathComponent("raw.sqlite").path)
+            let time = measure { lending ? database.insertLendingTexts(items) : database.insert(items) }
+            say("raw bulk \(lending ? "SQLITE_STATIC" : "SQLITE_TRANSIENT") \(format(time))")
+        }
     }
     exit(0)
 }
