@@ -181,12 +181,10 @@ final class Statement {
     }
 
     private func bindBlob(_ data: Data, at index: Int32) throws -> Int32 {
-        try data.withUnsafeBytes { try bindBlob($0, at: index) }
-    }
-
-    private func bindBlob(_ buffer: UnsafeRawBufferPointer, at index: Int32) throws -> Int32 {
-        guard let base = buffer.baseAddress, buffer.count > 0 else { return sqlite3_bind_zeroblob(handle, index, 0) }
-        return reservoir_sqlite3_bind_blob_transient(handle, index, base, try Self.length(buffer.count, path: path))
+        try data.withUnsafeBytes { buffer -> Int32 in
+            guard let base = buffer.baseAddress, buffer.count > 0 else { return sqlite3_bind_zeroblob(handle, index, 0) }
+            return reservoir_sqlite3_bind_blob_transient(handle, index, base, try Self.length(buffer.count, path: path))
+        }
     }
 
     @inline(__always)
