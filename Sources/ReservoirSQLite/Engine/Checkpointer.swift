@@ -16,8 +16,8 @@ import Reservoir
 ///
 /// Passive checkpoints cannot reset the WAL while writes keep arriving (the WAL restarts
 /// only when a writer begins after every frame was copied), so past ``inlineFrames`` the
-/// writer checkpoints in its own commit as SQLite would, which bounds the WAL file at
-/// about that many pages. Errors of background checkpoints are not lost data: the frames
+/// writer checkpoints in its own commit as SQLite would, first waiting for a background
+/// checkpoint still running, which bounds the WAL file at about that many pages. Errors of background checkpoints are not lost data: the frames
 /// stay in the WAL, readable, and the next checkpoint tries again.
 final class Checkpointer: @unchecked Sendable {
     // @unchecked: `requested`, `isClosed` and `connection` are guarded by `lock`;
@@ -51,7 +51,14 @@ final class Checkpointer: @unchecked Sendable {
             if frames >= Checkpointer.inlineFrames {
                 // What SQLite's automatic checkpoint does, past a higher threshold; a failure
                 // leaves the frames in the WAL, so it does not fail the commit either.
-                _ = sqlite3_wal_checkpoint_v2(database, schema, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+                if sqlite3_wal_checkpoint_v2(database, schema, SQLITE_CHECKPOINT_PASSIVE, nil, nil) == SQLITE_BUSY {
+                    // A background checkpoint holds the checkpoint lock. Left to finish on its
+                    // own it never catches up with a steady stream of commits, and the WAL
+                    // grows past this bound for as long as it runs: wait for it, as SQLite's
+                    // own checkpoint makes its commit wait, then copy what it left.
+                    checkpointer.waitForBackground()
+                    _ = sqlite3_wal_checkpoint_v2(database, schema, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+                }
             } else if frames >= Checkpointer.backgroundFrames {
                 checkpointer.request()
             }
@@ -96,6 +103,11 @@ final class Checkpointer: @unchecked Sendable {
         // The checkpoint syncs the WAL and the database file as this setting says; never OFF.
         try connection.execute("PRAGMA synchronous = \(synchronous)")
         return connection
+    }
+
+    /// Returns once the background checkpoints asked for so far have run.
+    func waitForBackground() {
+        queue.sync {}
     }
 
     /// Waits for a running checkpoint, then closes the connection. Later requests are ignored.
