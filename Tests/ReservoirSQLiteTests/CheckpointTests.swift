@@ -49,16 +49,16 @@ import Testing
         defer { store.close() }
         // 5,000 back-to-back commits write about 10,000 frames. Background checkpoints alone
         // cannot restart the WAL while commits keep coming; the writer's own checkpoint past
-        // 4,000 frames lets the next write restart it, so the file stays at that size plus
-        // a commit's frames. Should a background checkpoint still be running then, the writer
-        // waits for it: without that wait, under load, the WAL reached 4,060 to 5,070 frames.
+        // 4,000 frames lets the next write restart it. While a background checkpoint still
+        // runs the writer's is refused and retried; past 6,000 frames the writer waits for it.
+        // Under load (one core kept busy) the WAL reached 4,060 to 5,070 frames.
         for id in 1...5000 {
             try store.write { try $0.insert(Todo(id: id, title: "t\(id)", done: id % 2 == 0, priority: id % 5)) }
         }
         let frame = 4096 + 24
         let wal = size(path + "-wal")
         #expect(wal > 0)
-        #expect(wal <= 4050 * frame, "the WAL grew to \(wal) bytes (\(wal / frame) frames)")
+        #expect(wal <= 6050 * frame, "the WAL grew to \(wal) bytes (\(wal / frame) frames)")
         #expect(try store.count(FetchRequest<Todo>()) == 5000)
     }
 }

@@ -16,8 +16,11 @@ import Reservoir
 ///
 /// Passive checkpoints cannot reset the WAL while writes keep arriving (the WAL restarts
 /// only when a writer begins after every frame was copied), so past ``inlineFrames`` the
-/// writer checkpoints in its own commit as SQLite would, first waiting for a background
-/// checkpoint still running, which bounds the WAL file at about that many pages. Errors of background checkpoints are not lost data: the frames
+/// writer checkpoints in its own commit as SQLite would. While a background checkpoint is
+/// still running the writer's gets SQLITE_BUSY and the next commit tries again; past
+/// ``waitingFrames`` the writer waits for the running one first. That bounds the WAL file
+/// at about ``inlineFrames`` pages, and at ``waitingFrames`` under load. Errors of
+/// background checkpoints are not lost data: the frames
 /// stay in the WAL, readable, and the next checkpoint tries again.
 final class Checkpointer: @unchecked Sendable {
     // @unchecked: `requested`, `isClosed` and `connection` are guarded by `lock`;
@@ -26,8 +29,13 @@ final class Checkpointer: @unchecked Sendable {
     /// WAL size, in frames, past which a commit asks for a background checkpoint
     /// (SQLite's own automatic checkpoint threshold).
     static let backgroundFrames: Int32 = 1000
-    /// WAL size, in frames, past which the committing writer checkpoints itself.
+    /// WAL size, in frames, past which the committing writer checkpoints itself, unless a
+    /// background checkpoint is running (then the next commit tries again).
     static let inlineFrames: Int32 = 4000
+    /// WAL size, in frames, past which the writer waits for a running background checkpoint
+    /// so that its own can run: a stall of a checkpoint's syncs, paid only when background
+    /// checkpoints fall this far behind.
+    static let waitingFrames: Int32 = 6000
 
     private let path: String
     private let synchronous: String
@@ -51,10 +59,11 @@ final class Checkpointer: @unchecked Sendable {
             if frames >= Checkpointer.inlineFrames {
                 // What SQLite's automatic checkpoint does, past a higher threshold; a failure
                 // leaves the frames in the WAL, so it does not fail the commit either.
-                if sqlite3_wal_checkpoint_v2(database, schema, SQLITE_CHECKPOINT_PASSIVE, nil, nil) == SQLITE_BUSY {
-                    // A background checkpoint holds the checkpoint lock. Left to finish on its
-                    // own it never catches up with a steady stream of commits, and the WAL
-                    // grows past this bound for as long as it runs: wait for it, as SQLite's
+                if sqlite3_wal_checkpoint_v2(database, schema, SQLITE_CHECKPOINT_PASSIVE, nil, nil) == SQLITE_BUSY,
+                   frames >= Checkpointer.waitingFrames {
+                    // A background checkpoint holds the checkpoint lock, and every commit since
+                    // the inline threshold found it so: the WAL grows for as long as it runs
+                    // (slow syncs under load). Past this second bound, wait for it, as SQLite's
                     // own checkpoint makes its commit wait, then copy what it left.
                     checkpointer.waitForBackground()
                     _ = sqlite3_wal_checkpoint_v2(database, schema, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
