@@ -54,22 +54,19 @@ final class Statement {
         sqlite3_reset(handle)
     }
 
-    /// Binds `value` to the 1-based parameter `index`.
+    /// Binds `value` to the 1-based parameter `index`; SQLite copies a text or blob.
     func bind(_ value: Value, at index: Int32) throws {
-        let result: Int32
-        switch value {
-        case .null:
-            result = sqlite3_bind_null(handle, index)
-        case let .integer(integer):
-            result = sqlite3_bind_int64(handle, index, integer)
-        case let .real(real):
-            result = sqlite3_bind_double(handle, index, real)
-        case let .text(text):
-            result = try bindText(text, at: index)
-        case let .blob(data):
-            result = try bindBlob(data, at: index)
-        }
-        try check(result, "bind parameter \(index)")
+        var copying = LendingCursor(isLending: false)
+        try bind(value, at: index, cursor: &copying)
+    }
+
+    /// How much of ``lending`` the row being bound by ``bindRow(id:_:skipping:)`` has used.
+    private struct LendingCursor {
+        /// False outside `bindRow`: texts and blobs are copied by SQLite.
+        let isLending: Bool
+        var used = 0
+        /// The row's text and blob bytes so far, lent or not.
+        var wanted = 0
     }
 
     /// Binds a row to a statement whose parameters are the id (1) and then the row's
@@ -83,29 +80,29 @@ final class Statement {
             lending.deallocate()
             lending = .allocate(byteCount: lendingWanted, alignment: 16)
         }
-        var used = 0
-        var wanted = 0
-        try bindLending(id, at: 1, used: &used, wanted: &wanted)
+        var cursor = LendingCursor(isLending: true)
+        try bind(id, at: 1, cursor: &cursor)
         // Each value is lent to `bind` in place: a loop over the values would copy each one
         // out, retaining and releasing its text or blob.
         try row.values.withUnsafeBufferPointer { values in
             var index: Int32 = 2
             for position in values.indices where position != idPosition {
-                try bindLending(values[position], at: index, used: &used, wanted: &wanted)
+                try bind(values[position], at: index, cursor: &cursor)
                 index += 1
             }
             assert(index - 1 == sqlite3_bind_parameter_count(handle), "bindRow must bind every parameter")
         }
-        if wanted > lendingWanted {
+        if cursor.wanted > lendingWanted {
             // Rounded up, so rows that grow a little at a time do not reallocate each time.
-            let rounded = 1 << (Int.bitWidth - (wanted - 1).leadingZeroBitCount)
+            let rounded = 1 << (Int.bitWidth - (cursor.wanted - 1).leadingZeroBitCount)
             lendingWanted = min(Self.lendingLimit, max(256, rounded))
         }
     }
 
-    /// Binds one value of ``bindRow(id:_:skipping:)``: one switch, SQLite called directly.
+    /// The one switch over a value's kinds, SQLite called directly: a text or blob is lent
+    /// when `cursor` is lending and it fits, else copied by SQLite.
     @inline(__always)
-    private func bindLending(_ value: Value, at index: Int32, used: inout Int, wanted: inout Int) throws {
+    private func bind(_ value: Value, at index: Int32, cursor: inout LendingCursor) throws {
         let result: Int32
         switch value {
         case .null:
@@ -115,16 +112,20 @@ final class Statement {
         case let .real(real):
             result = sqlite3_bind_double(handle, index, real)
         case let .text(text):
-            // Nil when not lent (a bridged string, empty, or too long): SQLite copies it.
-            guard let lent = text.utf8.withContiguousStorageIfAvailable({
-                lend(UnsafeRawBufferPointer($0), at: index, isText: true, used: &used, wanted: &wanted)
-            }) ?? nil else { return try bind(value, at: index) }
-            result = lent
-        case let .blob(data):
-            guard let lent = data.withUnsafeBytes({ lend($0, at: index, isText: false, used: &used, wanted: &wanted) }) else {
-                return try bind(value, at: index)
+            // Nil when not lent (a bridged string, empty, or too long).
+            if cursor.isLending, let lent = text.utf8.withContiguousStorageIfAvailable({
+                lend(UnsafeRawBufferPointer($0), at: index, isText: true, cursor: &cursor)
+            }) ?? nil {
+                result = lent
+            } else {
+                result = try bindText(text, at: index)
             }
-            result = lent
+        case let .blob(data):
+            if cursor.isLending, let lent = data.withUnsafeBytes({ lend($0, at: index, isText: false, cursor: &cursor) }) {
+                result = lent
+            } else {
+                result = try bindBlob(data, at: index)
+            }
         }
         try check(result, "bind parameter \(index)")
     }
@@ -132,15 +133,15 @@ final class Statement {
     /// Copies `bytes` into ``lending`` and binds them in place; nil, binding nothing, when
     /// they do not fit or are empty (SQLite copies those).
     @inline(__always)
-    private func lend(_ bytes: UnsafeRawBufferPointer, at index: Int32, isText: Bool, used: inout Int, wanted: inout Int) -> Int32? {
+    private func lend(_ bytes: UnsafeRawBufferPointer, at index: Int32, isText: Bool, cursor: inout LendingCursor) -> Int32? {
         let count = bytes.count
-        wanted += count
-        guard count > 0, count <= lending.count - used, let source = bytes.baseAddress, let base = lending.baseAddress else {
+        cursor.wanted += count
+        guard count > 0, count <= lending.count - cursor.used, let source = bytes.baseAddress, let base = lending.baseAddress else {
             return nil
         }
-        let target = base + used
+        let target = base + cursor.used
         target.copyMemory(from: source, byteCount: count)
-        used += count
+        cursor.used += count
         // `count` fits: the buffer is at most `lendingLimit` bytes.
         return isText ? reservoir_sqlite3_bind_text_static(handle, index, target, Int32(count))
             : reservoir_sqlite3_bind_blob_static(handle, index, target, Int32(count))
