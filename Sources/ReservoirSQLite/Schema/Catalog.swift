@@ -44,24 +44,35 @@ final class Catalog {
     private var version: Int64 = -1
     /// Whether the current transaction has checked the version already.
     private var checkedInTransaction = false
+    /// Whether `tables` was known to match the disk when this connection's last transaction
+    /// ended: that transaction checked the schema version (or was entitled to skip the
+    /// check), recorded its own DDL, and nothing invalidated the catalog since. Only then
+    /// may the next transaction skip its check. A transaction that never looked at the
+    /// catalog (an empty write) proves nothing about it: trusting a catalog on the strength
+    /// of such a write once let a rolled-back write's emptied catalog, a never-loaded one
+    /// after reopening, or one older than another store's commit pass for current.
+    private var currentAtLastTransactionEnd = false
 
     /// Forgets everything, for after a rollback of this connection's own DDL.
     func invalidate() {
         version = -1
         checkedInTransaction = false
+        currentAtLastTransactionEnd = false
         tables = [:]
         revision += 1
     }
 
     /// Call when a transaction ends, so the next one checks the schema version again.
     func endTransaction() {
+        currentAtLastTransactionEnd = checkedInTransaction
         checkedInTransaction = false
     }
 
     /// Skips this transaction's schema-version check: for a connection that knows nothing
-    /// has committed since its own last transaction, whose DDL it recorded with ``update(_:)``.
+    /// has committed since its own last transaction, whose DDL it recorded with ``update(_:)``,
+    /// when that transaction left the catalog current.
     func trustForThisTransaction() {
-        checkedInTransaction = true
+        checkedInTransaction = currentAtLastTransactionEnd
     }
 
     /// Reloads when the schema version moved; checks at most once per transaction.
