@@ -83,12 +83,15 @@ final class ChangeHub: @unchecked Sendable {
     func deliver(through sequence: UInt64) {
         condition.lock()
         defer { condition.unlock() }
-        while delivered < sequence && !pending.isEmpty {
+        while delivered < sequence {
             if let drainer {
                 if pthread_equal(drainer, pthread_self()) != 0 { return }  // re-entrant: the outer drain delivers it
+                // Wait even when `pending` is empty: the drainer may be delivering the last
+                // change set it took, which may be ours.
                 condition.wait()
                 continue
             }
+            guard !pending.isEmpty else { return }  // a sequence skipped, or never enqueued here
             drainer = pthread_self()
             while !pending.isEmpty {
                 let next = pending.removeFirst()

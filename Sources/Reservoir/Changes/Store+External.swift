@@ -31,15 +31,16 @@ extension Store {
         timer.resume()
     }
 
-    /// Reads and announces commits this store has not announced yet.
+    /// Reads and announces commits this store has not announced yet, and returns once
+    /// every change set it knows of has reached every observer (also one the poller found
+    /// first and is still delivering).
     public func pollExternalChanges() {
-        let published = try? writeLock.withLock { () -> UInt64? in
+        let published = try? writeLock.withLock { () -> UInt64 in
             let latest = try backend.read { try $0.lastSequence() }
-            guard latest > hub.lastEnqueued else { return nil }
-            try enqueueExternalChanges(through: latest)
+            if latest > hub.lastEnqueued { try enqueueExternalChanges(through: latest) }
             return hub.lastEnqueued
         }
-        if let published { hub.deliver(through: published) }
+        hub.deliver(through: published ?? hub.lastEnqueued)
     }
 
     /// Enqueues change sets from the log with sequences after the last enqueued, up to `sequence`.
