@@ -91,6 +91,11 @@ let package = Package(
             ]
         ),
         .testTarget(name: "ReservoirCLITests", dependencies: ["ReservoirCLI", "CSQLite"]),
+        // The stateful differential test and the query fuzzer, on every built-in backend at once.
+        .testTarget(
+            name: "ReservoirDifferentialTests",
+            dependencies: ["Reservoir", "ReservoirConformance", "ReservoirSQLite", "ReservoirLMDB", "CSQLite"]
+        ),
         // The second process of ReservoirLMDBTests' multi-process tests.
         .executableTarget(
             name: "ReservoirLMDBTestHelper",

@@ -1,0 +1,158 @@
+import Foundation
+import Reservoir
+
+/// One backend's side of a differential run: its store, a second store on the same
+/// location when the backend allows one, and its observers.
+final class DifferentialReplica {
+    let backend: DifferentialBackend
+    let configuration: String
+    private(set) var store: Store
+    private var elsewhere: Store?
+    private(set) var observers: DifferentialObservers
+
+    init(_ backend: DifferentialBackend) throws {
+        self.backend = backend
+        configuration = try backend.harness.freshConfiguration()
+        do {
+            store = try Store.open(configuration, registry: backend.harness.registry)
+        } catch {
+            backend.harness.cleanup(configuration)
+            throw error
+        }
+        observers = DifferentialObservers(store: store)
+    }
+
+    func finish() {
+        observers.cancelAll()
+        elsewhere?.close()
+        store.close()
+        backend.harness.cleanup(configuration)
+    }
+
+    var name: String { backend.name }
+
+    // MARK: - Steps
+
+    /// Runs one step; returns the lines that say what the step's operations did.
+    func run(_ step: DifferentialStep, foreign: (put: [DifferentialNote], delete: [Int])) throws -> [String] {
+        switch step {
+        case let .write(operations, failing):
+            return Self.write(operations, failing: failing, on: store)
+        case let .writeElsewhere(operations):
+            observers.setExternalStep(true)
+            defer { observers.setExternalStep(false) }
+            guard store.capabilities.contains(.multiProcess) else { return Self.write(operations, failing: false, on: store) }
+            let lines = Self.write(operations, failing: false, on: try secondStore())
+            store.pollExternalChanges()
+            return lines
+        case .foreign:
+            observers.setExternalStep(true)
+            defer { observers.setExternalStep(false) }
+            if let writer = backend.foreignWriter {
+                try prepareForForeignWrites()
+                let parsed = try StoreConfiguration(configuration)
+                try writer(parsed, DifferentialNote.schema.name, foreign.put.map(DifferentialModel.row), foreign.delete.map { .integer(Int64($0)) })
+                // A plain SQL client's commit is numbered when the backend is next probed.
+                _ = try store.backend.commitToken()
+                store.pollExternalChanges()
+            } else {
+                let target = store.capabilities.contains(.multiProcess) ? try secondStore() : store
+                try target.write { tx in
+                    for note in foreign.put { try tx.upsert(note) }
+                    for id in foreign.delete { try tx.delete(DifferentialNote.self, id: id) }
+                }
+                if target !== store { store.pollExternalChanges() }
+            }
+            return []
+        case .reopen:
+            observers.cancelAll()
+            if store.capabilities.contains(.persistent) {
+                store.close()
+                store = try Store.open(configuration, registry: backend.harness.registry)
+            }
+            observers = DifferentialObservers(store: store)
+            return []
+        case let .request(n):
+            observers.request(n)
+            return []
+        case .resubscribe:
+            observers.resubscribe()
+            return []
+        }
+    }
+
+    private var preparedForForeignWrites = false
+
+    /// A foreign client writes to tables that exist: the first time, a write that inserts
+    /// and deletes one record makes the entity's storage and nets to no change set.
+    private func prepareForForeignWrites() throws {
+        guard !preparedForForeignWrites else { return }
+        try store.write { tx in
+            let placeholder = DifferentialNote(id: -1, title: "")
+            _ = try tx.upsert(placeholder)
+            try tx.delete(placeholder)
+        }
+        preparedForForeignWrites = true
+    }
+
+    private func secondStore() throws -> Store {
+        if let elsewhere { return elsewhere }
+        let opened = try Store.open(configuration, registry: backend.harness.registry)
+        elsewhere = opened
+        return opened
+    }
+
+    private struct Abort: Error {}
+
+    private static func write(_ operations: [DifferentialOperation], failing: Bool, on store: Store) -> [String] {
+        var lines: [String] = []
+        do {
+            try store.write { tx in
+                for operation in operations { lines.append(apply(operation, tx)) }
+                if failing { throw Abort() }
+            }
+            if failing { lines.append("the failing write returned instead of rethrowing") }
+        } catch is Abort {
+        } catch {
+            lines.append("the write threw \(describe(error))")
+        }
+        return lines
+    }
+
+    private static func apply(_ operation: DifferentialOperation, _ tx: Transaction) -> String {
+        let requests = DifferentialNote.requests
+        do {
+            switch operation {
+            case let .insert(note):
+                try tx.insert(note)
+                return "inserted"
+            case let .update(note):
+                try tx.update(note)
+                return "updated"
+            case let .upsert(note):
+                switch try tx.upsert(note) {
+                case .inserted: return "inserted"
+                case .updated: return "updated"
+                case .deleted: return "deleted?"
+                case nil: return "unchanged"
+                }
+            case let .delete(id):
+                return "deleted \(try tx.delete(DifferentialNote.self, id: id))"
+            case let .deleteMatching(request):
+                return "deleted \(try tx.delete(requests[request]))"
+            case let .get(id):
+                return "get \(try tx.get(DifferentialNote.self, id: id)?.description ?? "nil")"
+            case let .fetch(request):
+                return "fetch " + DifferentialRender.list(try tx.fetch(requests[request]))
+            case let .count(request):
+                return "count \(try tx.count(requests[request]))"
+            }
+        } catch {
+            return "error \(describe(error))"
+        }
+    }
+
+    static func describe(_ error: any Error) -> String {
+        (error as? ReservoirError)?.code.description ?? "\(type(of: error)): \(error)"
+    }
+}

@@ -1,0 +1,102 @@
+import CSQLite
+import Foundation
+import Reservoir
+import ReservoirConformance
+import ReservoirLMDB
+import ReservoirSQLite
+import Testing
+
+/// A fresh temporary directory per store, removed after the run.
+private func fileHarness(_ scheme: String, factory: BackendFactory, file: String) -> ConformanceHarness {
+    ConformanceHarness(
+        registry: BackendRegistry([factory]),
+        freshConfiguration: {
+            let directory = FileManager.default.temporaryDirectory.path + "/reservoir-differential-" + UUID().uuidString
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            return "\(scheme):\(directory)/\(file)"
+        },
+        cleanup: { configuration in
+            guard let parsed = try? StoreConfiguration(configuration) else { return }
+            try? FileManager.default.removeItem(atPath: (parsed.location as NSString).deletingLastPathComponent)
+        }
+    )
+}
+
+/// Every built-in backend. A new backend joins by adding one line here.
+let backends = [
+    DifferentialBackend("memory:", harness: ConformanceHarness(registry: BackendRegistry()) { "memory:" }),
+    DifferentialBackend("sqlite:", harness: fileHarness("sqlite", factory: .sqlite, file: "db.sqlite"), foreignWriter: PlainSQL.write),
+    DifferentialBackend("lmdb:", harness: fileHarness("lmdb", factory: .lmdb, file: "env")),
+]
+
+@Suite("Differential: every backend against the model")
+struct DifferentialTests {
+    static let budget = DifferentialTest.budget(defaultSequences: 8, steps: 150)
+
+    @Test(arguments: budget.map(\.seed))
+    func randomSequences(seed: UInt64) throws {
+        let steps = Self.budget.first { $0.seed == seed }?.steps ?? 150
+        do {
+            try DifferentialTest(backends: backends).run(seed: seed, steps: steps)
+        } catch let failure as DifferentialFailure {
+            Issue.record(Comment(rawValue: failure.description))
+        }
+    }
+}
+
+/// Writes rows the way another program would: plain SQL on a connection of its own, an
+/// upsert per row (so an existing row is updated, not deleted and inserted), then deletes.
+enum PlainSQL {
+    @Sendable static func write(_ configuration: StoreConfiguration, entity: String, put: [Row], delete: [Value]) throws {
+        var handle: OpaquePointer?
+        guard sqlite3_open_v2(configuration.location, &handle, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK, let db = handle else {
+            sqlite3_close(handle)
+            throw PlainSQLError(message: "cannot open \(configuration.location)")
+        }
+        defer { sqlite3_close(db) }
+        sqlite3_busy_timeout(db, 5000)
+        try run(db, "BEGIN IMMEDIATE", [])
+        do {
+            for row in put {
+                let columns = row.columns.map { "\"\($0)\"" }
+                let updates = row.columns.filter { $0 != "id" }.map { "\"\($0)\" = excluded.\"\($0)\"" }
+                let sql = "INSERT INTO \"\(entity)\"(\(columns.joined(separator: ", "))) VALUES(\(row.columns.indices.map { "?\($0 + 1)" }.joined(separator: ", "))) ON CONFLICT(\"id\") DO UPDATE SET \(updates.joined(separator: ", "))"
+                try run(db, sql, Array(row.values))
+            }
+            for id in delete {
+                try run(db, "DELETE FROM \"\(entity)\" WHERE \"id\" = ?1", [id])
+            }
+            try run(db, "COMMIT", [])
+        } catch {
+            sqlite3_exec(db, "ROLLBACK", nil, nil, nil)
+            throw error
+        }
+    }
+
+    private static func run(_ db: OpaquePointer, _ sql: String, _ values: [Value]) throws {
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+            throw PlainSQLError(message: "\(sql): \(String(cString: sqlite3_errmsg(db)))")
+        }
+        defer { sqlite3_finalize(statement) }
+        let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+        for (index, value) in values.enumerated() {
+            let position = Int32(index + 1)
+            switch value {
+            case .null: sqlite3_bind_null(statement, position)
+            case let .integer(number): sqlite3_bind_int64(statement, position, number)
+            case let .real(number): sqlite3_bind_double(statement, position, number)
+            case let .text(text): sqlite3_bind_text(statement, position, text, Int32(text.utf8.count), transient)
+            case let .blob(bytes): _ = bytes.withUnsafeBytes { sqlite3_bind_blob(statement, position, $0.baseAddress, Int32($0.count), transient) }
+            }
+        }
+        guard sqlite3_step(statement) == SQLITE_DONE else {
+            throw PlainSQLError(message: "\(sql): \(String(cString: sqlite3_errmsg(db)))")
+        }
+    }
+}
+
+struct PlainSQLError: Error, CustomStringConvertible {
+    let message: String
+    var description: String { "plain SQL: " + message }
+}
