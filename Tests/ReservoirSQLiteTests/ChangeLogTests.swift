@@ -87,6 +87,31 @@ import Testing
         #expect(try fixture.store.fetch(Todo.self).map(\.title) == ["ONE", "TWO", "THREE"])
     }
 
+    /// Found by the differential test: plain SQL that inserted a row and deleted it again
+    /// took a sequence with no entries, which the store reported as history lost to retention.
+    @Test func plainSQLThatChangesNothingTakesNoSequence() async throws {
+        let fixture = try Fixture()
+        defer { fixture.finish() }
+        try await fixture.store.write { try $0.insert(Todo(id: 1, title: "one", done: false, priority: 1)) }
+        let raw = try RawConnection(fixture.directory.databasePath)
+        try raw.execute("""
+            BEGIN;
+            INSERT INTO todos(id, title, done, priority) VALUES(2, 'brief', 0, 5);
+            DELETE FROM todos WHERE id = 2;
+            COMMIT;
+            """)
+        _ = try fixture.store.backend.commitToken()
+        fixture.store.pollExternalChanges()
+        #expect(fixture.changes.values.map(\.sequence) == [1])
+        #expect(try await fixture.store.read { try $0.lastSequence() } == 1)
+        try raw.execute("INSERT INTO todos(id, title, done, priority) VALUES(3, 'kept', 0, 5)")
+        try await fixture.store.write { try $0.insert(Todo(id: 4, title: "own", done: false, priority: 1)) }
+        let seen = await fixture.wait(for: 3)
+        #expect(seen.map(\.sequence) == [1, 2, 3])
+        #expect(seen.map(\.isComplete) == [true, true, true])
+        #expect(seen[1].changes(to: "todos")?.inserted.map(\.id) == [3])
+    }
+
     @Test func ownCommitsAreAnnouncedOnceAndPlainSQLBeforeThemComesFirst() async throws {
         let fixture = try Fixture()
         defer { fixture.finish() }

@@ -71,6 +71,13 @@ enum ChangeLog {
         let head = try head(connection)
         let last = try lastChange(connection)
         guard last > head.lastChange else { return head }
+        if try pendingNetToNothing(after: head.lastChange, connection) {
+            // Plain SQL that changed nothing in the end (a row inserted and deleted again)
+            // is no change set: numbering it would leave a sequence with no entries, which
+            // readers cannot tell from history lost to retention.
+            try connection.run("DELETE FROM _reservoir_changes WHERE change > ?1", [.integer(head.lastChange)])
+            return head
+        }
         let sequence = head.sequence + 1
         try connection.run("UPDATE _reservoir_changes SET sequence = ?1 WHERE change = ?2", [.integer(Int64(clamping: sequence)), .integer(last)])
         return Head(sequence: sequence, lastChange: last)
@@ -162,17 +169,7 @@ enum ChangeLog {
         var netting = Netting()
         var closed = 0
         while closed < limit, try rows.step() {
-            if case let .text(entity) = rows.value(at: 1), case let .text(kind) = rows.value(at: 3),
-               let event = Netting.Event(rawValue: kind) {
-                if case let .blob(packed) = rows.value(at: 5) {
-                    guard let ids = IDPacking.unpack(packed) else {
-                        throw ReservoirError(.corrupt, "SQLite store \"\(connection.path)\": change-log row \(rows.int64(at: 0)) has an ids value that is not a packed id list")
-                    }
-                    for id in ids { netting.add(entity: entity, id: id, event) }
-                } else {
-                    netting.add(entity: entity, id: rows.value(at: 2), event)
-                }
-            }
+            try add(rows, to: &netting, connection)
             if !rows.isNull(at: 4) {
                 netting.flush(sequence: UInt64(clamping: rows.int64(at: 4)), into: &result)
                 closed += 1
@@ -180,6 +177,34 @@ enum ChangeLog {
         }
         // Rows after the last closed change set are pending: not part of the log yet.
         return result
+    }
+
+    /// Whether the rows after `change` net to no change of any record.
+    private static func pendingNetToNothing(after change: Int64, _ connection: Connection) throws -> Bool {
+        let rows = try connection.cached(
+            "SELECT change, entity, id, kind, sequence, ids FROM _reservoir_changes WHERE change > ?1 ORDER BY change")
+        defer { rows.reset() }
+        try rows.bind(change, at: 1)
+        var netting = Netting()
+        while try rows.step() { try add(rows, to: &netting, connection) }
+        var entries: [ChangeLogEntry] = []
+        netting.flush(sequence: 0, into: &entries)
+        return entries.isEmpty
+    }
+
+    /// Adds the events of the change-log row `rows` is on (columns change, entity, id,
+    /// kind, sequence, ids) to `netting`.
+    private static func add(_ rows: Statement, to netting: inout Netting, _ connection: Connection) throws {
+        guard case let .text(entity) = rows.value(at: 1), case let .text(kind) = rows.value(at: 3),
+              let event = Netting.Event(rawValue: kind) else { return }
+        if case let .blob(packed) = rows.value(at: 5) {
+            guard let ids = IDPacking.unpack(packed) else {
+                throw ReservoirError(.corrupt, "SQLite store \"\(connection.path)\": change-log row \(rows.int64(at: 0)) has an ids value that is not a packed id list")
+            }
+            for id in ids { netting.add(entity: entity, id: id, event) }
+        } else {
+            netting.add(entity: entity, id: rows.value(at: 2), event)
+        }
     }
 }
 
