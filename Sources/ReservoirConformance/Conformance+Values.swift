@@ -55,6 +55,22 @@ extension ConformanceSuite {
             try expectEqual(try context.store.count(FetchRequest<AllTypes>(where: \.double == .nan)), 1, "rows matching == NaN (null)")
         },
 
+        ConformanceCase("values", "a NaN operand or raw value means null, everywhere") { context in
+            // One meaning for NaN (Backends.md § Values): stored as null, and a NaN operand
+            // is the null operand, so a query finds the records a NaN was stored in.
+            try context.store.insertItems([Item(id: 1, name: "nan", score: .nan), Item(id: 2, name: "nil"), Item(id: 3, name: "one", score: 1)])
+            try expectEqual(try context.store.ids(FetchRequest<Item>(where: \.score == .nan)), [1, 2], "== NaN")
+            try expectEqual(try context.store.ids(FetchRequest<Item>(where: \.score == nil)), [1, 2], "== nil")
+            try expectEqual(try context.store.ids(FetchRequest<Item>(where: \.score != .nan)), [3], "!= NaN")
+            try expectEqual(try context.store.ids(FetchRequest<Item>(where: \.score < .nan || \.score >= .nan)), [], "ordering against NaN")
+            try expectEqual(try context.store.ids(FetchRequest<Item>(where: .isIn(\.score, [.nan, 1]))), [1, 2, 3], "in [NaN, 1]")
+            try expectEqual(try context.store.ids(FetchRequest<Item>(sortBy: [.descending(\.score)])), [3, 1, 2], "NaN sorts as null")
+            try context.store.putRows([Row([("id", .integer(4)), ("a", .real(.nan)), ("b", .integer(1))])], in: rawEntity)
+            try expect(try context.store.read { try $0.rows(Query(entity: rawEntity)) }.first?.value("a").isNull ?? false, "a raw NaN reads back as null")
+            try expectEqual(try context.store.rawIDs(.compare(column: "a", .equal, .real(.nan))), [.integer(4)], "a raw NaN operand matches null")
+            try expectEqual(try context.store.rawIDs(.compare(column: "a", .equal, .null)), [.integer(4)], "== null")
+        },
+
         ConformanceCase("values", "raw rows keep each value's storage class") { context in
             let values: [Value] = [.null, .integer(0), .integer(-42), .real(1.0), .real(-2.5), .text(""), .text("1"), .blob(Data()), .blob(Data([0, 255])), .integer(Int64.max), .real(1e-300)]
             let rows = values.enumerated().map { i, value in Row(columns: ["id", "a", "b"], values: [.integer(Int64(i)), value, .text("row \(i)")]) }

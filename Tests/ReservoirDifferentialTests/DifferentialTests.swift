@@ -100,3 +100,15 @@ struct PlainSQLError: Error, CustomStringConvertible {
     let message: String
     var description: String { "plain SQL: " + message }
 }
+
+@Suite("Query fuzzer: every backend against the reference evaluator")
+struct QueryFuzzTests {
+    static let budget = QueryFuzzer.budget(defaultSeeds: 4, queries: 400)
+
+    @Test(arguments: backends.map(\.name), budget.map(\.seed))
+    func randomQueries(backend name: String, seed: UInt64) throws {
+        let backend = try #require(backends.first { $0.name == name })
+        let queries = Self.budget.first { $0.seed == seed }?.queries ?? 400
+        try QueryFuzzer(harness: backend.harness).run(seed: seed, queries: queries)
+    }
+}

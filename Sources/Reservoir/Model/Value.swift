@@ -57,6 +57,14 @@ extension Value {
         return false
     }
 
+    /// The value as every backend stores it: a NaN real becomes null (SQLite stores NaN as
+    /// NULL, and the others follow so that all agree). Query operands go through the same
+    /// rule, so a NaN operand means null: `\.score == .nan` finds what `\.score == nil` finds.
+    @inlinable public var stored: Value {
+        if case let .real(real) = self, real.isNaN { return .null }
+        return self
+    }
+
     /// The name of the case, for error messages ("integer", "text", …).
     public var kindName: String {
         switch self {

@@ -36,8 +36,10 @@ public struct FetchRequest<Root: Storable>: Sendable {
 /// A backend-neutral query: what a backend's read transaction answers.
 public struct Query: Sendable, Hashable, CustomStringConvertible {
     public var entity: EntityDescription
-    /// nil matches every row.
-    public var predicate: RowPredicate?
+    /// nil matches every row. NaN operands are stored as null, as stored values are (see ``Value/stored``).
+    public var predicate: RowPredicate? {
+        didSet { predicate = predicate?.storedOperands }
+    }
     /// The complete sort: always ends with the id, so the order is total.
     public private(set) var sort: [SortTerm]
     public var limit: Int?
@@ -53,7 +55,7 @@ public struct Query: Sendable, Hashable, CustomStringConvertible {
             throw ReservoirError(.invalidQuery, "offset \(offset) is negative; expected 0 or more")
         }
         self.entity = entity
-        self.predicate = predicate
+        self.predicate = predicate?.storedOperands
         self.limit = limit
         self.offset = offset
         var terms: [SortTerm] = []

@@ -29,6 +29,20 @@ public indirect enum RowPredicate: Sendable, Hashable {
     }
 }
 
+extension RowPredicate {
+    /// The predicate with every operand as it would be stored (NaN as null, see ``Value/stored``).
+    var storedOperands: RowPredicate {
+        switch self {
+        case .constant, .hasPrefix, .contains: self
+        case let .compare(column, op, value): .compare(column: column, op, value.stored)
+        case let .isIn(column, values): .isIn(column: column, values.map(\.stored))
+        case let .and(parts): .and(parts.map(\.storedOperands))
+        case let .or(parts): .or(parts.map(\.storedOperands))
+        case let .not(inner): .not(inner.storedOperands)
+        }
+    }
+}
+
 /// The comparison operators of ``RowPredicate/compare(column:_:_:)``.
 public enum ComparisonOperator: String, Sendable, Hashable, CaseIterable {
     case equal = "=="

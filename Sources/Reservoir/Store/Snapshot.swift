@@ -165,15 +165,30 @@ public final class Transaction: Snapshot {
     }
 
     /// Stores a raw row (insert or replace): for tools that copy stores without Swift types.
-    /// The row must hold the entity's id column.
+    /// The row must hold the entity's id column. A NaN real is stored as null, as a record's is.
     @discardableResult
     public func putRow(_ row: Row, in entity: EntityDescription) throws -> ChangeType? {
         try checkOpen()
+        var row = row
+        if row.values.contains(where: { !$0.stored.isIdentical(to: $0) }) {
+            row = Row(columns: row.columns, values: row.values.map(\.stored))
+        }
         guard let id = row[entity.idColumn], !id.isNull else {
             throw ReservoirError(.invalidSchema, "row for \"\(entity.name)\" has no value in its id column \"\(entity.idColumn)\": \(row)")
         }
         let previous = try writer.row(entity.name, id: id)
         return try store(entity, id: id, row: row, previous: previous)
+    }
+
+    /// Deletes the raw row stored under `id`: the counterpart of ``putRow(_:in:)`` for tools
+    /// without Swift types. Returns whether one existed.
+    @discardableResult
+    public func deleteRow(id: Value, in entity: EntityDescription) throws -> Bool {
+        try checkOpen()
+        guard let previous = try writer.row(entity.name, id: id) else { return false }
+        try writer.delete(entity, id: id)
+        tracker.note(entity, id: id, before: previous, after: nil)
+        return true
     }
 
     // MARK: - Internals

@@ -122,7 +122,7 @@ struct SQLCompiler {
             guard let column = column(name) else {
                 return values.contains(where: \.isNull) ? "1" : "0"
             }
-            let nonNull = values.filter { !$0.isNull && !$0.isNaN }
+            let nonNull = values.filter { !$0.isNull }
             var parts: [String] = []
             if !nonNull.isEmpty {
                 let column = nonNull.contains(where: \.isText) ? withoutAffinity(name, column) : column
@@ -170,16 +170,6 @@ struct SQLCompiler {
     }
 
     private mutating func comparison(_ column: String, _ op: ComparisonOperator, _ operand: Value) -> String {
-        if operand.isNaN {
-            // SQLite binds NaN as NULL; the contract orders NaN below every number and
-            // equal only to NaN, which no stored value is (NaN is stored as null).
-            switch op {
-            case .equal: return "0"
-            case .notEqual: return "1"
-            case .less, .lessOrEqual: return "0"
-            case .greater, .greaterOrEqual: return "(\(column) IS NOT NULL)"
-            }
-        }
         switch op {
         case .equal:
             return operand.isNull ? "(\(column) IS NULL)" : "(\(column) IS \(placeholder(operand)))"
@@ -189,12 +179,5 @@ struct SQLCompiler {
             guard !operand.isNull else { return "0" }
             return "(\(column) IS NOT NULL AND \(column) \(op.rawValue) \(placeholder(operand)))"
         }
-    }
-}
-
-extension Value {
-    var isNaN: Bool {
-        if case let .real(real) = self { return real.isNaN }
-        return false
     }
 }
