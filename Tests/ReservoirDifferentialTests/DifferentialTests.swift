@@ -7,13 +7,13 @@ import ReservoirSQLite
 import Testing
 
 /// A fresh temporary directory per store, removed after the run.
-private func fileHarness(_ scheme: String, factory: BackendFactory, file: String) -> ConformanceHarness {
+private func fileHarness(_ scheme: String, factory: BackendFactory, file: String, options: String = "") -> ConformanceHarness {
     ConformanceHarness(
         registry: BackendRegistry([factory]),
         freshConfiguration: {
             let directory = FileManager.default.temporaryDirectory.path + "/reservoir-differential-" + UUID().uuidString
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            return "\(scheme):\(directory)/\(file)"
+            return "\(scheme):\(directory)/\(file)\(options)"
         },
         cleanup: { configuration in
             guard let parsed = try? StoreConfiguration(configuration) else { return }
@@ -27,6 +27,8 @@ let backends = [
     DifferentialBackend("memory:", harness: ConformanceHarness(registry: BackendRegistry()) { "memory:" }),
     DifferentialBackend("sqlite:", harness: fileHarness("sqlite", factory: .sqlite, file: "db.sqlite"), foreignWriter: PlainSQL.write),
     DifferentialBackend("lmdb:", harness: fileHarness("lmdb", factory: .lmdb, file: "env")),
+    // The smallest map LMDB allows, so runs grow it (and replay the growing write) often.
+    DifferentialBackend("lmdb: small map", harness: fileHarness("lmdb", factory: .lmdb, file: "env", options: "?mapsize=64KiB")),
 ]
 
 @Suite("Differential: every backend against the model")
