@@ -142,7 +142,9 @@ final class LMDBEnvironment: @unchecked Sendable {
         let page = Int(sysconf(Int32(_SC_PAGESIZE)))
         pageSize = page > 0 ? page : 4096
         let minimum = 16 * pageSize
-        let initial = max(minimum, (options.mapSize + pageSize - 1) / pageSize * pageSize)
+        // Options set in code skip the parser's bound: clamp before rounding up to a page.
+        let requested = min(options.mapSize, LMDBOptions.largestMapSize)
+        let initial = max(minimum, (requested + pageSize - 1) / pageSize * pageSize)
         var flags = CLMDB_NOTLS
         switch options.durability {
         case .none: flags |= CLMDB_NOSYNC
@@ -162,6 +164,12 @@ final class LMDBEnvironment: @unchecked Sendable {
                 message += "; data.mdb or lock.mdb is not an LMDB file of this version (delete lock.mdb if no process uses the environment)"
             }
             throw LMDBErrors.error(code: rc, message)
+        }
+        // A data.mdb shorter than its own pages (truncated by a copy, a full disk, a hand)
+        // would make the first read of a missing page a SIGBUS: refuse it now instead.
+        if let damage = Self.truncation(env: env, path: path) {
+            mdb_env_close(env)
+            throw damage
         }
         // Clear reader slots left by processes that died with a read transaction open.
         var dead: Int32 = 0
@@ -348,6 +356,29 @@ final class LMDBEnvironment: @unchecked Sendable {
         var info = MDB_envinfo()
         mdb_env_info(env, &info)
         return info.me_mapsize
+    }
+
+    /// Throws `.corrupt` when data.mdb no longer holds every page its newest meta page
+    /// counts: reading a page past the end of a mapped file raises SIGBUS, which no error
+    /// handling survives. Called when a transaction begins; a file truncated while a
+    /// transaction is open is not caught (Backends.md § LMDB, "Damaged files").
+    func checkNotTruncated() throws {
+        if let damage = Self.truncation(env: env, path: path) { throw damage }
+    }
+
+    private static func truncation(env: OpaquePointer, path: String) -> ReservoirError? {
+        var fd: Int32 = -1
+        var status = stat()
+        var info = MDB_envinfo()
+        var pages = MDB_stat()
+        guard mdb_env_get_fd(env, &fd) == 0, fstat(fd, &status) == 0,
+              mdb_env_info(env, &info) == 0, mdb_env_stat(env, &pages) == 0 else { return nil }
+        let needed = (Int(info.me_last_pgno) + 1).multipliedReportingOverflow(by: Int(pages.ms_psize))
+        guard needed.overflow || Int(status.st_size) < needed.partialValue else { return nil }
+        return ReservoirError(
+            .corrupt,
+            "lmdb:\(path): data.mdb is damaged: it is \(status.st_size) bytes, but its pages reach \(needed.overflow ? "beyond Int.max" : "\(needed.partialValue)") bytes (the file was truncated); restore it from a copy",
+            nativeCode: CLMDB_CORRUPTED, nativeMessage: LMDBErrors.message(CLMDB_CORRUPTED))
     }
 
     /// How often this process grew the map, and how often it followed another process's growth.

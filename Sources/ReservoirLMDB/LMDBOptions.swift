@@ -34,6 +34,10 @@ public struct LMDBOptions: Sendable, Hashable {
 
     public init() {}
 
+    /// The largest map size accepted: 64 TiB, half of what x86-64 and arm64 Linux give a
+    /// process's address space. Sizes near `Int.max` would overflow rounding to a page.
+    public static let largestMapSize = 1 << 46
+
     /// The option names `lmdb:` accepts.
     public static let names = ["durability", "mapsize", "maxmapsize", "maxreaders", "maxdbs", "logretention"]
 
@@ -49,11 +53,15 @@ public struct LMDBOptions: Sendable, Hashable {
             durability = value
         }
         if let text = options["mapsize"] {
-            guard let value = Self.parseSize(text), value > 0 else { throw bad("mapsize", "a size in bytes such as 65536, 64KiB, 256MiB or 2GiB") }
+            guard let value = Self.parseSize(text), value > 0, value <= Self.largestMapSize else {
+                throw bad("mapsize", "a size in bytes from 1 to 64TiB, such as 65536, 64KiB, 256MiB or 2GiB")
+            }
             mapSize = value
         }
         if let text = options["maxmapsize"] {
-            guard let value = Self.parseSize(text), value > 0 else { throw bad("maxmapsize", "a size in bytes such as 64MiB or 1TiB") }
+            guard let value = Self.parseSize(text), value > 0, value <= Self.largestMapSize else {
+                throw bad("maxmapsize", "a size in bytes from 1 to 64TiB, such as 64MiB or 1TiB")
+            }
             maxMapSize = value
         }
         if let text = options["maxreaders"] {

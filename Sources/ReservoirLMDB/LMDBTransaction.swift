@@ -110,6 +110,13 @@ final class LMDBTransaction: WriteTransaction {
                 environment.exit()
                 throw LMDBErrors.error(code: rc, "lmdb:\(environment.path): cannot begin a read transaction")
             }
+            do {
+                try environment.checkNotTruncated()
+            } catch {
+                mdb_txn_abort(txn)
+                environment.exit()
+                throw error
+            }
             var stat = MDB_stat()
             let statRC = mdb_stat(txn, CLMDB_MAIN_DBI, &stat)
             if statRC == 0 && stat.ms_entries <= known.count {
@@ -158,6 +165,7 @@ final class LMDBTransaction: WriteTransaction {
             }
             self.txn = txn
             inGate = true
+            try environment.checkNotTruncated()  // end() aborts the transaction
             return
         }
     }

@@ -124,6 +124,9 @@ import Testing
     @Test(arguments: [
         ("durability=fast", "durability"), ("mapsize=lots", "mapsize"), ("maxreaders=0", "maxreaders"),
         ("mapsize=2GiB&maxmapsize=1GiB", "mapsize"), ("logretention=0", "logretention"), ("turbo=1", "turbo"),
+        // Near Int64.max these once trapped with an overflow while rounding to a page.
+        ("mapsize=9223372036854775807", "mapsize"), ("mapsize=9223372036854771712", "mapsize"),
+        ("maxmapsize=9223372036854775807", "maxmapsize"), ("mapsize=65TiB", "mapsize"),
     ])
     func badOptionsAreNamed(option: String, name: String) throws {
         let dir = try TemporaryDirectory()
