@@ -133,6 +133,31 @@ import Testing
         #expect(try store.read { try $0.rows(Query(entity: EntityDescription(name: "people"))) }.count == 1)
     }
 
+    /// Another application's table named like a record type's once read as empty while
+    /// inserts failed with "table already exists"; both are now a clear error, and the
+    /// other table is left alone.
+    @Test func anotherApplicationsTableIsNotTakenForAnEntity() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanup() }
+        let store = try openStore(directory.databasePath)
+        defer { store.close() }
+        // The other application creates its table while the store is open.
+        let raw = try RawConnection(directory.databasePath)
+        try raw.execute("CREATE TABLE Todos(id INTEGER PRIMARY KEY, body TEXT); INSERT INTO Todos VALUES(1, 'theirs')")
+        for attempt in ["fetch", "insert", "delete"] {
+            let error = try #require(throws: ReservoirError.self, "\(attempt)") {
+                switch attempt {
+                case "fetch": _ = try store.fetch(Todo.self)
+                case "insert": try store.write { try $0.insert(Todo(id: 2, title: "mine", done: false, priority: 1)) }
+                default: try store.write { _ = try $0.delete(Todo.self, id: 1) }
+                }
+            }
+            #expect(error.code == .invalidSchema, "\(attempt): \(error)")
+            #expect(error.message.contains("\"Todos\"") && error.message.contains("another application") && error.message.contains(directory.databasePath), "\(attempt): \(error)")
+        }
+        #expect(try raw.query("SELECT id, body FROM Todos") == [["1", "theirs"]])
+    }
+
     @Test func fullDurabilityIsAccepted() throws {
         let directory = try TemporaryDirectory()
         defer { directory.cleanup() }

@@ -35,6 +35,9 @@ final class Catalog {
     }
 
     private(set) var tables: [String: Table] = [:]
+    /// Tables another application made, by case-folded name: an entity may not take one's
+    /// name (reading it would show nothing, creating it would fail).
+    private(set) var foreignTables: [String: String] = [:]
     /// Counts reloads from disk, so statement caches built on older tables can be dropped.
     private(set) var generation = 0
     /// Counts every change to `tables` (reloads, own DDL, invalidation): a write statement
@@ -56,6 +59,7 @@ final class Catalog {
     /// Forgets everything, for after a rollback of this connection's own DDL.
     func invalidate() {
         version = -1
+        foreignTables = [:]
         checkedInTransaction = false
         currentAtLastTransactionEnd = false
         tables = [:]
@@ -103,6 +107,7 @@ final class Catalog {
             loaded[entity.name] = Table(entity: entity, columns: columns, integerKey: integerKey)
         }
         tables = loaded
+        foreignTables = try Metadata.foreignTables(connection, entities: entities)
         generation += 1
         revision += 1
     }

@@ -92,6 +92,21 @@ enum Metadata {
         return result
     }
 
+    /// Every table in the database not made by this library (neither an entity's table nor
+    /// one of its own `_reservoir_` tables), by SQLite's case-folded name.
+    static func foreignTables(_ connection: Connection, entities: [EntityDescription]) throws -> [String: String] {
+        let statement = try connection.cached("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")
+        defer { statement.reset() }
+        let ours = Set(entities.map { SQL.fold($0.name) })
+        var result: [String: String] = [:]
+        while try statement.step() {
+            guard case let .text(name) = statement.value(at: 0), !name.hasPrefix("_reservoir_") else { continue }
+            let folded = SQL.fold(name)
+            if !ours.contains(folded) { result[folded] = name }
+        }
+        return result
+    }
+
     /// The columns of table `name` in table order; empty when there is no such table.
     static func columns(of table: String, _ connection: Connection) throws -> [String] {
         let statement = try connection.cached("SELECT name FROM pragma_table_info(?1) ORDER BY cid")

@@ -10,8 +10,15 @@ class SQLiteReadTransaction: ReadTransaction {
 
     var connection: Connection { session.connection }
 
+    /// The entity's table; nil when the entity was never written. Throws `.invalidSchema`
+    /// when another application's table has the entity's name.
     func table(_ entity: String) throws -> Catalog.Table? {
-        try session.checkedCatalog().tables[entity]
+        let catalog = try session.checkedCatalog()
+        if let table = catalog.tables[entity] { return table }
+        if let foreign = catalog.foreignTables[SQL.fold(entity)] {
+            throw ReservoirError(.invalidSchema, "SQLite store \"\(session.path)\": entity \"\(entity)\" cannot use table \"\(foreign)\", which another application made (Reservoir has no record of it); give the record type another name in its Schema, or rename that table")
+        }
+        return nil
     }
 
     func row(_ entity: String, id: Value) throws -> Row? {
