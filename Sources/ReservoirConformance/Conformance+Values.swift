@@ -110,6 +110,7 @@ extension ConformanceSuite {
             }
             try expect(error.message.contains("rank") && error.message.contains("2") && error.message.contains("conformance_items"),
                        "message names entity, column and id: \(error.message)")
+            try expect(error.message.contains(context.store.backend.location), "message names the store: \(error.message)")
             try expectEqual(try context.store.get(Item.self, id: 1)?.name, "fine", "the good record still reads")
         },
     ]

@@ -105,3 +105,23 @@ struct StoreTests {
         #expect(error?.code == .closed)
     }
 }
+
+/// Error messages stay on one line whatever the input held, and a location that invalid
+/// UTF-8 was decoded into is refused rather than opened as another file.
+@Suite struct ErrorMessageTests {
+    @Test(arguments: ["nope:/tmp/a\nb", "sqlite:/tmp/x\u{1B}[2J.sqlite?durability=\r", "memory:?x=\u{2028}\u{0}"])
+    func controlCharactersAreEscaped(configuration: String) throws {
+        let error = try #require(throws: ReservoirError.self) { try Store.open(configuration, registry: BackendRegistry()) }
+        #expect(!error.message.unicodeScalars.contains { $0.properties.generalCategory == .control || $0 == "\u{2028}" }, "\(error.message)")
+        #expect(error.message.contains("\\u{"), "\(error.message)")
+        var changed = error
+        changed.message = "set later\nstill one line"
+        #expect(changed.message == "set later\\u{a}still one line")
+    }
+
+    @Test func aLocationWithAReplacementCharacterIsRefused() throws {
+        let error = try #require(throws: ReservoirError.self) { try StoreConfiguration("sqlite:/tmp/caf\u{FFFD}.sqlite") }
+        #expect(error.code == .invalidConfiguration)
+        #expect(error.message.contains("U+FFFD"), "\(error.message)")
+    }
+}

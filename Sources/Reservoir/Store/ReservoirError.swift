@@ -46,8 +46,12 @@ public struct ReservoirError: Error, Sendable, Equatable, CustomStringConvertibl
     }
 
     public var code: Code
-    /// A sentence naming what was given and what was expected.
-    public var message: String
+    /// A sentence naming what was given and what was expected, on one line: control
+    /// characters (from a path or configuration string, say) are shown as `\u{…}` escapes,
+    /// so a message never spans lines or moves a terminal's cursor.
+    public var message: String {
+        didSet { if Self.needsEscaping(message) { message = Self.escapingControls(message) } }
+    }
     /// The storage engine's own result code, when it reported one.
     public var nativeCode: Int32?
     /// The storage engine's own message, when it reported one.
@@ -55,7 +59,7 @@ public struct ReservoirError: Error, Sendable, Equatable, CustomStringConvertibl
 
     public init(_ code: Code, _ message: String, nativeCode: Int32? = nil, nativeMessage: String? = nil) {
         self.code = code
-        self.message = message
+        self.message = Self.needsEscaping(message) ? Self.escapingControls(message) : message
         self.nativeCode = nativeCode
         self.nativeMessage = nativeMessage
     }
@@ -70,6 +74,42 @@ public struct ReservoirError: Error, Sendable, Equatable, CustomStringConvertibl
             text += " (\(nativeMessage))"
         }
         return text
+    }
+}
+
+extension ReservoirError {
+    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.properties.generalCategory {
+        case .control, .lineSeparator, .paragraphSeparator: true
+        default: false
+        }
+    }
+
+    static func needsEscaping(_ text: String) -> Bool {
+        text.unicodeScalars.contains(where: isControl)
+    }
+
+    static func escapingControls(_ text: String) -> String {
+        var out = ""
+        out.unicodeScalars.reserveCapacity(text.unicodeScalars.count)
+        for scalar in text.unicodeScalars {
+            if isControl(scalar) {
+                out += "\\u{\(String(scalar.value, radix: 16))}"
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    /// This error with `store` (its configuration string) named at the front of its
+    /// message, unless the message names the store's `location` already: every error says
+    /// which store it is about, decode errors included.
+    public func naming(store: String, location: String) -> ReservoirError {
+        guard !store.isEmpty, !message.contains(store), location.isEmpty || !message.contains(location) else { return self }
+        var named = self
+        named.message = "store \"\(store)\": " + message
+        return named
     }
 }
 

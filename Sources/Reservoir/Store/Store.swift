@@ -65,11 +65,20 @@ public final class Store: Sendable {
 
     /// Runs `body` against a consistent snapshot.
     public func read<R>(_ body: (Snapshot) throws -> R) throws -> R {
-        try backend.read { reader in
-            let snapshot = Snapshot(reader: reader)
-            defer { snapshot.invalidate() }
-            return try body(snapshot)
+        do {
+            return try backend.read { reader in
+                let snapshot = Snapshot(reader: reader)
+                defer { snapshot.invalidate() }
+                return try body(snapshot)
+            }
+        } catch let error as ReservoirError {
+            throw named(error)
         }
+    }
+
+    /// `error`, naming this store if it does not yet.
+    func named(_ error: ReservoirError) -> ReservoirError {
+        error.naming(store: configuration?.string ?? "\(backend.location)", location: backend.location)
     }
 
     /// The records `request` selects, in its order.
@@ -106,25 +115,30 @@ public final class Store: Sendable {
         // time on every call (four lookups, about 1,300 instructions a commit).
         var committed: ChangeSet?
         var published: UInt64?
-        let result = try writeLock.withWriter { () -> R in
-            let result = try backend.write { writer -> R in
-                let transaction = Transaction(writer: writer)
-                defer { transaction.invalidate() }
-                let result = try body(transaction)
-                if let changeSet = try transaction.makeChangeSet(sequence: writer.lastSequence() + 1) {
-                    try writer.record(changeSet)
-                    committed = changeSet
+        let result: R
+        do {
+            result = try writeLock.withWriter { () -> R in
+                let result = try backend.write { writer -> R in
+                    let transaction = Transaction(writer: writer)
+                    defer { transaction.invalidate() }
+                    let result = try body(transaction)
+                    if let changeSet = try transaction.makeChangeSet(sequence: writer.lastSequence() + 1) {
+                        try writer.record(changeSet)
+                        committed = changeSet
+                    }
+                    return result
                 }
+                guard let changeSet = committed else { return result }
+                if changeSet.sequence > hub.lastEnqueued + 1 {
+                    // Another process committed in between: announce its change sets first.
+                    try? enqueueExternalChanges(through: changeSet.sequence - 1)
+                }
+                hub.enqueue(changeSet)
+                published = changeSet.sequence
                 return result
             }
-            guard let changeSet = committed else { return result }
-            if changeSet.sequence > hub.lastEnqueued + 1 {
-                // Another process committed in between: announce its change sets first.
-                try? enqueueExternalChanges(through: changeSet.sequence - 1)
-            }
-            hub.enqueue(changeSet)
-            published = changeSet.sequence
-            return result
+        } catch let error as ReservoirError {
+            throw named(error)
         }
         if let published { hub.deliver(through: published) }
         return result

@@ -46,6 +46,11 @@ public struct StoreConfiguration: Sendable, Hashable, CustomStringConvertible {
             }
             rest = rest[..<question]
         }
+        if rest.unicodeScalars.contains("\u{FFFD}") {
+            // What invalid UTF-8 in a path (a command-line argument, an environment
+            // variable) decodes to: opening it would create a different file.
+            throw ReservoirError(.invalidConfiguration, "store configuration \"\(string)\": the location contains U+FFFD, the replacement character that invalid UTF-8 becomes; a location must be valid UTF-8 (rename the file, or pass its path in UTF-8)")
+        }
         self.location = String(rest)
         self.options = options
     }
