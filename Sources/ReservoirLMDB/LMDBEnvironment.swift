@@ -32,6 +32,11 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// The committed column layouts this process has met (see ``RowLayout``).
     let layouts = LayoutRegistry()
     private let writerLockFD: Int32
+    /// data.mdb, lock.mdb and reservoir-writer.lock as opened. A process that finds one
+    /// deleted makes a new one: a new lock.mdb or writer lock no longer serialises its
+    /// writers with ours, and a new data.mdb holds other data. Checked when the store is
+    /// probed and when a write begins (`.gone`).
+    private let files: [FileIdentity]
 
     /// Serialises writers in this process.
     private let writerMutex = NSLock()
@@ -189,6 +194,13 @@ final class LMDBEnvironment: @unchecked Sendable {
         }
         writerLockFD = fd
         do {
+            files = try ["data.mdb", "lock.mdb", "reservoir-writer.lock"].map { try FileIdentity(path: path + "/" + $0, store: "lmdb:\(path)") }
+        } catch {
+            mdb_env_close(env)
+            close(fd)
+            throw error
+        }
+        do {
             try initializeMetadata()
         } catch {
             mdb_env_close(env)
@@ -248,6 +260,7 @@ final class LMDBEnvironment: @unchecked Sendable {
             }
         }
         defer { _ = clmdb_flock_unlock(writerLockFD) }
+        try checkFiles()
         try lockOpener("a write was started while this thread is already writing to the environment")
         defer { unlockOpener() }
         return try body()
@@ -395,8 +408,14 @@ final class LMDBEnvironment: @unchecked Sendable {
         return currentMapSize
     }
 
+    /// Throws `.gone` when a file this environment opened was deleted or replaced.
+    func checkFiles() throws {
+        for file in files { try file.check(store: "lmdb:\(path)") }
+    }
+
     /// The id of the last committed transaction, whichever process committed it.
     func lastTransactionID() throws -> UInt64 {
+        try checkFiles()
         try enter()
         defer { exit() }
         var info = MDB_envinfo()

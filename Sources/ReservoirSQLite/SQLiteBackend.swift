@@ -31,6 +31,9 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
     private var pendingToNumber = true
     private let stateLock = NSLock()
     private var isClosed = false
+    /// The database file this backend opened; checked when the store is probed and when a
+    /// write begins, so a deleted or replaced file stops the store (`.gone`).
+    private let identity: FileIdentity
 
     /// Opens (creating if needed) the database at `path`.
     ///
@@ -57,6 +60,7 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
         try probe.execute("PRAGMA query_only = 1")
         self.probe = probe
         self.lastDataVersion = try probe.scalar("PRAGMA data_version").integerValue
+        self.identity = try FileIdentity(path: path, store: "SQLite store \"\(path)\"")
     }
 
     deinit {
@@ -158,6 +162,7 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
         writerLock.lock()
         defer { writerLock.unlock() }
         guard let session = writer else { throw closedError() }
+        try identity.check(store: "SQLite store \"\(location)\"")
         let connection = session.connection
         try Self.beginWrite(connection)
         let transaction: SQLiteWriteTransaction
@@ -198,6 +203,7 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
         probeLock.lock()
         defer { probeLock.unlock() }
         guard let probe else { throw closedError() }
+        try identity.check(store: "SQLite store \"\(location)\"")
         let version = try probe.scalar("PRAGMA data_version").integerValue
         if version != lastDataVersion || pendingToNumber {
             lastDataVersion = version

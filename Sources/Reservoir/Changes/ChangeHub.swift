@@ -26,6 +26,7 @@ final class ChangeHub: @unchecked Sendable {
     @exclusivity(unchecked) private var drainer: pthread_t?
     @exclusivity(unchecked) private var delivered: UInt64
     @exclusivity(unchecked) private var enqueued: UInt64
+    @exclusivity(unchecked) private var failedWith: ReservoirError?
 
     /// A hub whose next change set is expected to be `sequence + 1`.
     init(after sequence: UInt64) {
@@ -70,6 +71,25 @@ final class ChangeHub: @unchecked Sendable {
         return true
     }
 
+    /// The error the store stopped with, if it did (see ``fail(_:)``).
+    var failure: ReservoirError? {
+        condition.lock()
+        defer { condition.unlock() }
+        return failedWith
+    }
+
+    /// Tells every observer, once, that the store can no longer deliver changes (its files
+    /// are gone): live subscriptions complete with `error`. Observers added later are
+    /// expected to check ``failure``.
+    func fail(_ error: ReservoirError) {
+        condition.lock()
+        guard failedWith == nil else { return condition.unlock() }
+        failedWith = error
+        let targets = observers
+        condition.unlock()
+        for target in targets { target.observer?.storeDidFail(error) }
+    }
+
     /// Marks `sequence` as seen without announcing anything: for a commit that netted to
     /// no change (another SQL client wrote a row back as it was).
     func skip(through sequence: UInt64) {
@@ -112,4 +132,7 @@ final class ChangeHub: @unchecked Sendable {
 protocol ChangeObserver: AnyObject, Sendable {
     /// Called on the delivering thread, outside the hub's lock, once per change set, in order.
     func storeDidCommit(_ changeSet: ChangeSet)
+
+    /// Called once when the store stops delivering changes for good (``ChangeHub/fail(_:)``).
+    func storeDidFail(_ error: ReservoirError)
 }

@@ -20,7 +20,15 @@ extension Store {
         let lastToken = Locked<UInt64?>(nil)
         timer.setEventHandler { [weak self] in
             guard let self else { return }
-            guard let token = try? self.backend.commitToken() else { return }
+            let token: UInt64
+            do {
+                token = try self.backend.commitToken()
+            } catch let error as ReservoirError where error.code == .gone {
+                self.stop(error)
+                return
+            } catch {
+                return  // busy or transient: the next probe tries again
+            }
             let moved = lastToken.withLock { last -> Bool in
                 defer { last = token }
                 return last != token
@@ -29,6 +37,16 @@ extension Store {
         }
         poller.withLock { $0 = timer }
         timer.resume()
+    }
+
+    /// The store's files are gone (``ReservoirError/Code/gone``): stop probing and end every
+    /// live subscription with the error, instead of watching a file nobody writes any more.
+    func stop(_ error: ReservoirError) {
+        poller.withLock {
+            $0?.cancel()
+            $0 = nil
+        }
+        hub.fail(named(error))
     }
 
     /// Reads and announces commits this store has not announced yet, and returns once

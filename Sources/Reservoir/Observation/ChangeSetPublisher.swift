@@ -18,75 +18,118 @@ public struct ChangeSetPublisher: Publisher {
     let store: Store
 
     public func receive<S: Subscriber>(subscriber: S) where S.Input == ChangeSet, S.Failure == Never {
-        let inner = Inner(downstream: subscriber, hub: store.hub)
-        inner.attach()
-        subscriber.receive(subscription: inner)
+        // A stream that cannot fail ends with `.finished` when the store stops (its files gone).
+        ChangeSetSubscription.attach(subscriber, to: store) { downstream, _ in downstream.receive(completion: .finished) }
+    }
+}
+
+/// ``Store/changes`` as a publisher that fails with the store's error when the store stops
+/// (its files gone), for the publishers built on it whose failure type is `any Error`.
+struct FailingChangeSetPublisher: Publisher {
+    typealias Output = ChangeSet
+    typealias Failure = any Error
+
+    let store: Store
+
+    func receive<S: Subscriber>(subscriber: S) where S.Input == ChangeSet, S.Failure == any Error {
+        ChangeSetSubscription.attach(subscriber, to: store) { $0.receive(completion: .failure($1)) }
+    }
+}
+
+/// The subscription behind ``ChangeSetPublisher`` and ``FailingChangeSetPublisher``.
+/// Change sets are buffered while there is no demand (none is dropped). When the store
+/// stops, what is buffered is still sent as demand allows, then `end` completes the stream.
+private final class ChangeSetSubscription<Downstream: Subscriber>: Subscription, ChangeObserver, @unchecked Sendable
+where Downstream.Input == ChangeSet {
+    // @unchecked: mutable state is guarded by `lock`; downstream is only called outside it.
+    private let lock = NSLock()
+    private var downstream: Downstream?
+    private var demand: Subscribers.Demand = .none
+    private var buffer: [ChangeSet] = []
+    private var isSending = false
+    private var stoppedWith: ReservoirError?
+    private let hub: ChangeHub
+    private var token: UInt64 = 0
+    private let end: (Downstream, ReservoirError) -> Void
+
+    private init(downstream: Downstream, hub: ChangeHub, end: @escaping (Downstream, ReservoirError) -> Void) {
+        self.downstream = downstream
+        self.hub = hub
+        self.end = end
     }
 
-    private final class Inner<Downstream: Subscriber>: Subscription, ChangeObserver, @unchecked Sendable
-    where Downstream.Input == ChangeSet, Downstream.Failure == Never {
-        // @unchecked: mutable state is guarded by `lock`; downstream is only called outside it.
-        private let lock = NSLock()
-        private var downstream: Downstream?
-        private var demand: Subscribers.Demand = .none
-        private var buffer: [ChangeSet] = []
-        private var isSending = false
-        private let hub: ChangeHub
-        private var token: UInt64 = 0
+    /// Observes the store's hub, then hands the subscriber its subscription; a store that
+    /// stopped already ends the stream at once.
+    static func attach(_ downstream: Downstream, to store: Store, end: @escaping (Downstream, ReservoirError) -> Void) {
+        let subscription = ChangeSetSubscription(downstream: downstream, hub: store.hub, end: end)
+        let token = store.hub.addObserver(subscription)
+        subscription.lock.lock()
+        subscription.token = token
+        subscription.lock.unlock()
+        downstream.receive(subscription: subscription)
+        if let failure = store.hub.failure { subscription.storeDidFail(failure) }
+    }
 
-        init(downstream: Downstream, hub: ChangeHub) {
-            self.downstream = downstream
-            self.hub = hub
-        }
+    func request(_ demand: Subscribers.Demand) {
+        lock.lock()
+        guard downstream != nil else { return lock.unlock() }
+        self.demand += demand
+        sendLocked()
+    }
 
-        /// Starts observing; called once, before the subscriber gets the subscription.
-        func attach() {
-            let token = hub.addObserver(self)
-            lock.lock()
-            self.token = token
-            lock.unlock()
-        }
+    func cancel() {
+        lock.lock()
+        let token = finishLocked()
+        lock.unlock()
+        if let token { hub.removeObserver(token) }
+    }
 
-        func request(_ demand: Subscribers.Demand) {
-            lock.lock()
-            guard downstream != nil else { return lock.unlock() }
-            self.demand += demand
-            sendLocked()
-        }
+    func storeDidCommit(_ changeSet: ChangeSet) {
+        lock.lock()
+        guard downstream != nil else { return lock.unlock() }
+        buffer.append(changeSet)
+        sendLocked()
+    }
 
-        func cancel() {
-            lock.lock()
-            let wasActive = downstream != nil
-            downstream = nil
-            buffer = []
-            let token = self.token
-            lock.unlock()
-            if wasActive { hub.removeObserver(token) }
-        }
+    func storeDidFail(_ error: ReservoirError) {
+        lock.lock()
+        guard downstream != nil else { return lock.unlock() }
+        stoppedWith = error
+        sendLocked()
+    }
 
-        func storeDidCommit(_ changeSet: ChangeSet) {
-            lock.lock()
-            guard downstream != nil else { return lock.unlock() }
-            buffer.append(changeSet)
-            sendLocked()
-        }
-
-        /// Sends buffered values while there is demand. Called with the lock held; returns
-        /// with it released. A re-entrant call (from inside `receive`) leaves the sending
-        /// to the outer loop.
-        private func sendLocked() {
-            guard !isSending else { return lock.unlock() }
-            isSending = true
-            while demand > 0, !buffer.isEmpty, let target = downstream {
-                let next = buffer.removeFirst()
-                demand -= 1
+    /// Sends buffered values while there is demand, then the end once the store stopped and
+    /// the buffer is empty. Called with the lock held; returns with it released. A
+    /// re-entrant call (from inside `receive`) leaves the sending to the outer loop.
+    private func sendLocked() {
+        guard !isSending else { return lock.unlock() }
+        isSending = true
+        while let target = downstream {
+            if buffer.isEmpty, let error = stoppedWith {
+                let token = finishLocked()
                 lock.unlock()
-                let more = target.receive(next)
-                lock.lock()
-                demand += more
+                if let token { hub.removeObserver(token) }
+                end(target, error)
+                return
             }
-            isSending = false
+            guard demand > 0, !buffer.isEmpty else { break }
+            let next = buffer.removeFirst()
+            demand -= 1
             lock.unlock()
+            let more = target.receive(next)
+            lock.lock()
+            demand += more
         }
+        isSending = false
+        lock.unlock()
+    }
+
+    /// Drops the subscriber and the buffer; returns the hub token to remove, once.
+    private func finishLocked() -> UInt64? {
+        guard downstream != nil else { return nil }
+        downstream = nil
+        buffer = []
+        isSending = false
+        return token
     }
 }

@@ -68,7 +68,7 @@ where Downstream.Input == Output.Value, Downstream.Failure == any Error {
         lock.lock()
         self.token = token
         results = fetched
-        failure = fetchError
+        failure = fetchError ?? store.hub.failure
         let held = early ?? []
         early = nil
         for changeSet in held { applyLocked(changeSet) }
@@ -101,6 +101,13 @@ where Downstream.Input == Output.Value, Downstream.Failure == any Error {
             return lock.unlock()
         }
         applyLocked(changeSet)
+        sendLocked()
+    }
+
+    func storeDidFail(_ error: ReservoirError) {
+        lock.lock()
+        guard downstream != nil else { return lock.unlock() }
+        if failure == nil { failure = error }
         sendLocked()
     }
 

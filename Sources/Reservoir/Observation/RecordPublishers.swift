@@ -8,7 +8,7 @@ extension Store {
     ) -> some Publisher<(T?, ChangeType), any Error> {
         let entity = T.schema.name
         let id = Result { try record.id.toValue() }
-        return changes.setFailureType(to: (any Error).self).tryCompactMap { changeSet -> (T?, ChangeType)? in
+        return FailingChangeSetPublisher(store: self).tryCompactMap { changeSet -> (T?, ChangeType)? in
             let key = try id.get()
             guard let changes = changeSet.changes(to: entity) else { return nil }
             if changeTypes.contains(.deleted), changes.deleted.contains(key) { return (nil, .deleted) }
@@ -30,7 +30,7 @@ extension Store {
         for type: T.Type, changeTypes: Set<ChangeType> = Set(ChangeType.allCases)
     ) -> some Publisher<[([T], ChangeType)], any Error> {
         let entity = T.schema.name
-        return changes.setFailureType(to: (any Error).self).tryCompactMap { changeSet -> [([T], ChangeType)]? in
+        return FailingChangeSetPublisher(store: self).tryCompactMap { changeSet -> [([T], ChangeType)]? in
             guard let changes = changeSet.changes(to: entity) else { return nil }
             var groups: [([T], ChangeType)] = []
             for (kind, rows) in [(ChangeType.inserted, changes.inserted), (.updated, changes.updated), (.deleted, changes.deletedRows)]

@@ -35,6 +35,11 @@ public struct ReservoirError: Error, Sendable, Equatable, CustomStringConvertibl
         public static let misuse = Code(rawValue: "misuse")
         /// The store has been closed.
         public static let closed = Code(rawValue: "closed")
+        /// The files the store opened were deleted or replaced under it (by a person, a
+        /// script, a restore): the store stops, writes fail and live subscriptions complete
+        /// with this error, rather than go on with data other processes no longer see.
+        /// Open the store again to use what is at its location now.
+        public static let gone = Code(rawValue: "gone")
         /// The database is busy or locked by another process for too long.
         public static let busy = Code(rawValue: "busy")
         /// The disk or the storage map is full.

@@ -18,6 +18,10 @@
 ///   sequence committed, whichever process committed it. In-process-only backends may keep
 ///   the log in memory.
 /// - ``commitToken()`` is cheap and changes whenever any process commits.
+/// - A backend whose files can be deleted or replaced under it checks, in ``commitToken()``
+///   (probed every poll) and when a write begins, that the files it opened are still the
+///   ones at its location, and throws `.gone` otherwise: ``Store`` then ends every live
+///   subscription with that error instead of silently watching a file nobody writes.
 /// - Errors are ``ReservoirError``s carrying the engine's native code and message, and
 ///   naming the store's location.
 /// - All methods may be called from any thread.

@@ -138,6 +138,7 @@ public final class Store: Sendable {
                 return result
             }
         } catch let error as ReservoirError {
+            if error.code == .gone { stop(error) }
             throw named(error)
         }
         if let published { hub.deliver(through: published) }
