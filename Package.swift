@@ -91,6 +91,16 @@ let package = Package(
             ]
         ),
         .testTarget(name: "ReservoirCLITests", dependencies: ["ReservoirCLI", "CSQLite"]),
+        // Fault tests: SIGKILLs during commits (the child process below), damaged files.
+        .executableTarget(
+            name: "ReservoirCrashChild",
+            dependencies: ["Reservoir", "ReservoirConformance", "ReservoirSQLite", "ReservoirLMDB"],
+            path: "Tests/ReservoirCrashChild"
+        ),
+        .testTarget(
+            name: "ReservoirFaultTests",
+            dependencies: ["Reservoir", "ReservoirConformance", "ReservoirSQLite", "ReservoirLMDB", "ReservoirCrashChild"]
+        ),
         // The stateful differential test and the query fuzzer, on every built-in backend at once.
         .testTarget(
             name: "ReservoirDifferentialTests",
