@@ -117,8 +117,7 @@ final class LMDBEnvironment: @unchecked Sendable {
                 throw ReservoirError(.cannotOpen, "lmdb:\(path): is not an LMDB environment: the directory holds other files (\(visible.sorted().prefix(3).joined(separator: ", "))) and no data.mdb; give an empty or new directory")
             }
         } else {
-            let parent = (path as NSString).deletingLastPathComponent
-            let parentPath = parent.isEmpty ? "." : parent
+            let parentPath = Self.parent(of: path)
             var parentIsDirectory: ObjCBool = false
             guard manager.fileExists(atPath: parentPath, isDirectory: &parentIsDirectory), parentIsDirectory.boolValue else {
                 throw ReservoirError(.cannotOpen, "lmdb:\(path): the parent directory \(parentPath) does not exist; create it first", nativeCode: ENOENT, nativeMessage: LMDBErrors.message(ENOENT))
@@ -134,6 +133,21 @@ final class LMDBEnvironment: @unchecked Sendable {
         }
         defer { free(resolved) }
         return String(cString: resolved)
+    }
+
+    /// The directory holding `path`: what comes before its last component ("." when none).
+    /// Written on the path's scalars: NSString's `deletingLastPathComponent` trapped on a
+    /// path like `a//🙂` (found by the configuration fuzzer).
+    static func parent(of path: String) -> String {
+        var scalars = Array(path.unicodeScalars)
+        while scalars.count > 1, scalars.last == "/" { scalars.removeLast() }
+        guard let slash = scalars.lastIndex(of: "/") else { return "." }
+        var parent = Array(scalars[..<slash])
+        while parent.count > 1, parent.last == "/" { parent.removeLast() }
+        if parent.isEmpty { return "/" }
+        var text = ""
+        text.unicodeScalars.append(contentsOf: parent)
+        return text
     }
 
     private init(path: String, options: LMDBOptions) throws {

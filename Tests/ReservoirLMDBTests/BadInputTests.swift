@@ -137,6 +137,24 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: dir.path + "/env"))
     }
 
+    /// Found by the configuration fuzzer: finding the parent of `a//🙂` trapped inside
+    /// NSString.
+    @Test(arguments: ["/x//\u{1F642}", "/x//\u{1F642}/", "/\u{1F642}\u{1F642}//é//"])
+    func unusualPathsOpenOrFailCleanly(suffix: String) throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.cleanUp() }
+        do {
+            let store = try openStore("lmdb:\(dir.path)\(suffix)")
+            store.close()
+        } catch let error as ReservoirError {
+            #expect(error.code == .cannotOpen, "\(error)")
+        }
+        #expect(LMDBEnvironment.parent(of: "a//\u{1F642}") == "a")
+        #expect(LMDBEnvironment.parent(of: "/a") == "/")
+        #expect(LMDBEnvironment.parent(of: "env") == ".")
+        #expect(LMDBEnvironment.parent(of: "/x/y//") == "/x")
+    }
+
     @Test func anEmptyLocationIsAConfigurationError() throws {
         let error = try openError("lmdb:")
         #expect(error.code == .invalidConfiguration)

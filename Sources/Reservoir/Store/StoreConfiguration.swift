@@ -46,6 +46,10 @@ public struct StoreConfiguration: Sendable, Hashable, CustomStringConvertible {
             }
             rest = rest[..<question]
         }
+        if rest.unicodeScalars.contains("\u{0}") {
+            // No file system path holds NUL; C would read the path only up to it.
+            throw ReservoirError(.invalidConfiguration, "store configuration \"\(string)\": the location contains a NUL character; a location cannot hold one")
+        }
         if rest.unicodeScalars.contains("\u{FFFD}") {
             // What invalid UTF-8 in a path (a command-line argument, an environment
             // variable) decodes to: opening it would create a different file.
