@@ -114,3 +114,13 @@ struct QueryFuzzTests {
         try QueryFuzzer(harness: backend.harness).run(seed: seed, queries: queries)
     }
 }
+
+@Suite("Concurrency stress: every backend")
+struct ConcurrencyStressTests {
+    @Test(arguments: backends.map(\.name))
+    func writersReadersAndSubscribersAgreeAtQuiescence(backend name: String) async throws {
+        let backend = try #require(backends.first { $0.name == name })
+        let report = try await ConcurrencyStress(harness: backend.harness).run(seed: 7, writers: 3, writesPerThread: 200)
+        print("concurrency stress, \(name): \(report)")
+    }
+}
