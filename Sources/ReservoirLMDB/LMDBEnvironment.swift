@@ -398,8 +398,11 @@ final class LMDBEnvironment: @unchecked Sendable {
         var status = stat()
         var info = MDB_envinfo()
         var pages = MDB_stat()
-        guard mdb_env_get_fd(env, &fd) == 0, fstat(fd, &status) == 0,
-              mdb_env_info(env, &info) == 0, mdb_env_stat(env, &pages) == 0 else { return nil }
+        // The page count first, the file size second: a commit in between only grows the
+        // file (LMDB writes a commit's pages before the meta page naming them), whereas the
+        // other order could see an old size beside a newer commit's pages and cry truncation.
+        guard mdb_env_get_fd(env, &fd) == 0, mdb_env_info(env, &info) == 0, mdb_env_stat(env, &pages) == 0,
+              fstat(fd, &status) == 0 else { return nil }
         let needed = (Int(info.me_last_pgno) + 1).multipliedReportingOverflow(by: Int(pages.ms_psize))
         guard needed.overflow || Int(status.st_size) < needed.partialValue else { return nil }
         return ReservoirError(
