@@ -19,10 +19,8 @@ import Reservoir
 ///   LMDB transaction and starts another) never lets another writer in between.
 final class LMDBEnvironment: @unchecked Sendable {
     // @unchecked: mutable state is guarded by `gate`, `handlesLock` and `openerLock`;
-    // the MDB_env is thread-safe for the calls made on it under those rules. The state
-    // touched by every transaction opts out of dynamic exclusivity checks (they are
-    // per-thread, so no help against races, and cost about 80 instructions an access):
-    // each access is under its lock and none overlaps another.
+    // the MDB_env is thread-safe for the calls made on it under those rules.
+    // @exclusivity(unchecked) on state under those locks: see ChangeHub.
 
     let path: String
     let options: LMDBOptions

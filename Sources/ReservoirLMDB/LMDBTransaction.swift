@@ -27,10 +27,7 @@ final class LMDBTransaction: WriteTransaction {
 
     let environment: LMDBEnvironment
     let isWrite: Bool
-    // The state below opts out of dynamic exclusivity checks, which cost about 80
-    // instructions an access and an LMDB commit makes dozens: they are per-thread, so they
-    // guard only against overlapping accesses by this transaction's own code, and none
-    // overlaps (the whole test suite ran clean with the checks on before they came off).
+    // @exclusivity(unchecked) below: see ChangeHub (the suite ran clean with the checks on).
     @exclusivity(unchecked) private(set) var txn: OpaquePointer?
     @exclusivity(unchecked) private var inGate = false
     /// Handles valid in this transaction: committed before it began (nil: not a database).

@@ -72,7 +72,7 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
         let mode: Value
         do {
             mode = try connection.scalar("PRAGMA journal_mode = WAL")
-        } catch let error as ReservoirError where error.nativeCode.map({ $0 & 0xff == SQLITE_NOTADB }) ?? false {
+        } catch let error as ReservoirError where error.nativeCode.map({ SQLiteCode.primary($0) == SQLITE_NOTADB }) ?? false {
             throw ReservoirError(.cannotOpen, "SQLite store \"\(connection.path)\": cannot open it: the file is not a SQLite database", nativeCode: error.nativeCode, nativeMessage: error.nativeMessage)
         }
         guard case let .text(name) = mode, name.lowercased() == "wal" else {
@@ -125,7 +125,7 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
         do {
             try connection.statement(.beginImmediate).run()
         } catch var error as ReservoirError {
-            error.message = "SQLite store \"\(connection.path)\": cannot start a write transaction: \(SQLiteFailure.cause(for: error.nativeCode ?? 1))"
+            error.message = "SQLite store \"\(connection.path)\": cannot start a write transaction: \(SQLiteFailure.cause(for: error.nativeCode ?? SQLITE_ERROR))"
             throw error
         }
     }

@@ -12,8 +12,10 @@ import Foundation
 /// order without deadlocking.
 final class ChangeHub: @unchecked Sendable {
     // @unchecked: every stored property is guarded by `condition`. They also opt out of
-    // dynamic exclusivity checks (per-thread, so no help against races, and about 80
-    // instructions an access): each access is under `condition` and none overlaps another.
+    // dynamic exclusivity checks, for the reason every other `@exclusivity(unchecked)` on
+    // lock-guarded state points to here: the runtime check is per-thread, so it never
+    // guards against races, and it costs about 80 instructions an access. Each access is
+    // under `condition` and none overlaps another.
     private struct Entry {
         let token: UInt64
         weak var observer: (any ChangeObserver)?

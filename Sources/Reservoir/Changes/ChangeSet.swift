@@ -38,7 +38,8 @@ public struct ChangeSet: Sendable, Equatable, CustomStringConvertible {
 
     /// The change-log entries this change set persists as.
     public var logEntries: [ChangeLogEntry] {
-        // One array filled in place: every commit asks for it, usually for one entry.
+        // No built-in backend calls this on commit: SQLite and LMDB encode change sets into
+        // log records of their own. LMDB's log-record tests compare decoded records with it.
         var entries: [ChangeLogEntry] = []
         entries.reserveCapacity(entities.reduce(0) { $0 + $1.inserted.count + $1.updated.count + $1.deleted.count })
         for changes in entities {

@@ -29,7 +29,7 @@ public struct ReservoirError: Error, Sendable, Equatable, CustomStringConvertibl
         public static let valueOutOfRange = Code(rawValue: "valueOutOfRange")
         /// `insert` of an id that already exists.
         public static let duplicateID = Code(rawValue: "duplicateID")
-        /// `update` or `delete(strict)` of an id that does not exist.
+        /// `update` of an id that does not exist (`delete` returns false instead).
         public static let notFound = Code(rawValue: "notFound")
         /// A transaction used after its closure returned, or a write started inside a write.
         public static let misuse = Code(rawValue: "misuse")

@@ -170,7 +170,8 @@ public final class Store: Sendable {
 /// The store's write lock, which also knows which thread is inside a write, so a nested
 /// write is reported instead of deadlocking.
 final class WriteLock: @unchecked Sendable {
-    // @unchecked: `owner` is guarded by `lock`.
+    // @unchecked: `owner` is guarded by `ownerLock`; `lock` is the write lock itself, held
+    // for a whole write, so a nested write can read `owner` without waiting on it.
     private let lock = NSLock()
     private let ownerLock = NSLock()
     private var owner: pthread_t?

@@ -30,7 +30,7 @@ class SQLiteReadTransaction: ReadTransaction {
             cached.statement.reset()
             do {
                 return try Self.row(cached.statement, id: id)
-            } catch let error as ReservoirError where error.nativeCode == 1 {
+            } catch let error as ReservoirError where error.nativeCode == SQLiteCode.error {
                 session.rowStatements[entity] = nil
             }
         }

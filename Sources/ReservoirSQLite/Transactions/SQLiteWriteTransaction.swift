@@ -17,12 +17,6 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
         super.init(session: session)
     }
 
-    /// SQLITE_CONSTRAINT_PRIMARYKEY, a macro Swift does not import: an existing id, in a
-    /// `WITHOUT ROWID` table or an `INTEGER PRIMARY KEY` rowid table.
-    private static let primaryKeyConstraint = SQLITE_CONSTRAINT | 6 << 8
-    /// SQLITE_CONSTRAINT_ROWID: an existing rowid, should SQLite report it so.
-    private static let rowidConstraint = SQLITE_CONSTRAINT | 10 << 8
-
     override func lastSequence() throws -> UInt64 {
         head.sequence
     }
@@ -37,7 +31,7 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
             try statement.run()
             return true
         } catch let error as ReservoirError
-            where error.nativeCode == Self.primaryKeyConstraint || error.nativeCode == Self.rowidConstraint {
+            where error.nativeCode == SQLiteCode.primaryKeyConstraint || error.nativeCode == SQLiteCode.rowidConstraint {
             // ON CONFLICT ABORT undid this statement alone; the transaction goes on.
             return false
         }

@@ -6,13 +6,13 @@ extension Store {
     /// The first value inserts every record. Demand rules are those of
     /// ``changesPublisher(for:)``: coalesced changes arrive as one ``ResultsChange``
     /// against the list last sent.
-    public func resultsChangesPublisher<T: Storable>(for request: FetchRequest<T>) -> ResultsChangesPublisher<T> {
-        ResultsChangesPublisher(store: self, request: request)
+    public func resultsChangesPublisher<T: Storable>(for request: FetchRequest<T>) -> FetchedResultsChangesPublisher<T> {
+        FetchedResultsChangesPublisher(store: self, request: request)
     }
 }
 
 /// The publisher ``Store/resultsChangesPublisher(for:)`` returns.
-public struct ResultsChangesPublisher<T: Storable>: Publisher {
+public struct FetchedResultsChangesPublisher<T: Storable>: Publisher {
     public typealias Output = ResultsChange<T>
     public typealias Failure = any Error
 
@@ -23,3 +23,7 @@ public struct ResultsChangesPublisher<T: Storable>: Publisher {
         LiveSubscription<ResultsChangeOutput<T>, S>.attach(subscriber, to: store, request: request)
     }
 }
+
+/// The former name of ``FetchedResultsChangesPublisher``, kept so existing code compiles.
+@available(*, deprecated, renamed: "FetchedResultsChangesPublisher")
+public typealias ResultsChangesPublisher = FetchedResultsChangesPublisher

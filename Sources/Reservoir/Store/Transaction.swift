@@ -1,0 +1,138 @@
+/// The write transaction passed to ``Store/write(_:)``: everything a ``Snapshot`` reads
+/// (including this transaction's own writes) plus insert, update, upsert and delete.
+///
+/// Everything done through it commits together when the closure returns, or not at all
+/// when it throws.
+public final class Transaction: Snapshot {
+    private let writer: any WriteTransaction
+    @exclusivity(unchecked) private var tracker = ChangeTracker()
+    /// The record type last written and its entity, once checked: a run of records of one
+    /// type skips the schema checks (and their lock) after the first. Two properties rather
+    /// than an optional tuple, which the runtime copies through generic value witnesses.
+    @exclusivity(unchecked) private var checkedType: ObjectIdentifier?
+    @exclusivity(unchecked) private var checkedEntity: EntityDescription?
+
+    init(writer: any WriteTransaction) {
+        self.writer = writer
+        super.init(reader: writer)
+    }
+
+    /// Inserts a new record; throws `.duplicateID` when one with its id exists.
+    public func insert<T: Storable>(_ record: T) throws {
+        let (entity, id, row) = try prepare(record)
+        guard try writer.insert(entity, id: id, row: row) else {
+            throw ReservoirError(.duplicateID, "cannot insert \(T.self) with id \(id) into \"\(entity.name)\": a record with that id exists (use upsert to replace it)")
+        }
+        tracker.noteInserted(entity, id: id, row: row)
+    }
+
+    /// Replaces an existing record; throws `.notFound` when none has its id.
+    public func update<T: Storable>(_ record: T) throws {
+        let (entity, id, row) = try prepare(record)
+        guard let previous = try writer.row(entity.name, id: id) else {
+            throw ReservoirError(.notFound, "cannot update \(T.self) with id \(id) in \"\(entity.name)\": no record has that id (use insert or upsert)")
+        }
+        try store(entity, id: id, row: row, previous: previous)
+    }
+
+    /// Inserts the record, or replaces the one with its id. Returns what happened:
+    /// `.inserted`, `.updated`, or nil when the stored record was already identical
+    /// (nothing is written then, and no change is announced).
+    @discardableResult
+    public func upsert<T: Storable>(_ record: T) throws -> ChangeType? {
+        let (entity, id, row) = try prepare(record)
+        let previous = try writer.row(entity.name, id: id)
+        return try store(entity, id: id, row: row, previous: previous)
+    }
+
+    /// Deletes the record with this id; returns whether one existed.
+    @discardableResult
+    public func delete<T: Storable>(_ type: T.Type, id: T.ID) throws -> Bool {
+        try checkOpen()
+        try T.schema.validate()
+        let entity = T.schema.entity
+        let key = try id.toValue()
+        guard let previous = try writer.row(entity.name, id: key) else { return false }
+        try writer.delete(entity, id: key)
+        tracker.note(entity, id: key, before: previous, after: nil)
+        return true
+    }
+
+    /// Deletes this record (by its id); returns whether it existed.
+    @discardableResult
+    public func delete<T: Storable>(_ record: T) throws -> Bool {
+        try delete(T.self, id: record.id)
+    }
+
+    /// Deletes every record `request` selects; returns how many.
+    @discardableResult
+    public func delete<T: Storable>(_ request: FetchRequest<T>) throws -> Int {
+        try checkOpen()
+        let query = try request.query()
+        let idColumn = query.entity.idColumn
+        let rows = try writer.fetch(query)
+        for row in rows {
+            let id = row.value(idColumn)
+            try writer.delete(query.entity, id: id)
+            tracker.note(query.entity, id: id, before: row, after: nil)
+        }
+        return rows.count
+    }
+
+    /// Stores a raw row (insert or replace): for tools that copy stores without Swift types.
+    /// The row must hold the entity's id column. A NaN real is stored as null, as a record's is.
+    @discardableResult
+    public func putRow(_ row: Row, in entity: EntityDescription) throws -> ChangeType? {
+        try checkOpen()
+        var row = row
+        if row.values.contains(where: { !$0.stored.isIdentical(to: $0) }) {
+            row = Row(columns: row.columns, values: row.values.map(\.stored))
+        }
+        guard let id = row[entity.idColumn], !id.isNull else {
+            throw ReservoirError(.invalidSchema, "row for \"\(entity.name)\" has no value in its id column \"\(entity.idColumn)\": \(row)")
+        }
+        let previous = try writer.row(entity.name, id: id)
+        return try store(entity, id: id, row: row, previous: previous)
+    }
+
+    /// Deletes the raw row stored under `id`: the counterpart of ``putRow(_:in:)`` for tools
+    /// without Swift types. Returns whether one existed.
+    @discardableResult
+    public func deleteRow(id: Value, in entity: EntityDescription) throws -> Bool {
+        try checkOpen()
+        guard let previous = try writer.row(entity.name, id: id) else { return false }
+        try writer.delete(entity, id: id)
+        tracker.note(entity, id: id, before: previous, after: nil)
+        return true
+    }
+
+    // MARK: - Internals
+
+    private func prepare<T: Storable>(_ record: T) throws -> (EntityDescription, Value, Row) {
+        try checkOpen()
+        if checkedType == ObjectIdentifier(T.self), let checkedEntity {
+            // Another record of the type just written: its schema is known good.
+            return (checkedEntity, try record.id.toValue(), try RecordCoding.encodeChecked(record))
+        }
+        let schema = T.schema
+        try schema.validate()
+        let row = try RecordCoding.encode(record)
+        let entity = schema.entity
+        checkedType = ObjectIdentifier(T.self)
+        checkedEntity = entity
+        return (entity, try record.id.toValue(), row)
+    }
+
+    @discardableResult
+    private func store(_ entity: EntityDescription, id: Value, row: Row, previous: Row?) throws -> ChangeType? {
+        if let previous, previous == row { return nil }
+        try writer.put(entity, id: id, row: row)
+        tracker.note(entity, id: id, before: previous, after: row)
+        return previous == nil ? .inserted : .updated
+    }
+
+    /// The change set this transaction makes, numbered `sequence`, or nil when it changed nothing.
+    func makeChangeSet(sequence: UInt64) -> ChangeSet? {
+        tracker.changeSet(sequence: sequence)
+    }
+}
