@@ -85,7 +85,7 @@ import Testing
         let helper = try Helper(["die-in-write", configuration, "2"])
         #expect(await helper.waitForLine { $0 == "writing" } != nil)
         _ = await helper.waitForExit()
-        #expect(helper.terminationReason == .uncaughtSignal)
+        #expect(helper.process.terminationReason == .uncaughtSignal)
         // The dead process held LMDB's writer mutex and the writer lock file: both recover.
         try await store.write { tx in try tx.insert(Note(id: 3, title: "after")) }
         #expect(try store.fetch(Note.self).map(\.id) == [1, 3])

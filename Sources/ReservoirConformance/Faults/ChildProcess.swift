@@ -9,8 +9,6 @@ public final class ChildProcess: @unchecked Sendable {
     private let lock = NSLock()
     private var lines: [String] = []
     private var buffer = Data()
-    /// Whether the output pipe reached its end (the process exited and all it wrote was read).
-    private var drained = false
 
     /// The executable called `name` in the directory of the running test binary or one of
     /// the three above it (where SwiftPM puts a package's executables beside its tests).
@@ -33,14 +31,7 @@ public final class ChildProcess: @unchecked Sendable {
         process.standardOutput = pipe
         pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
             let data = handle.availableData
-            guard let self else { return }
-            guard !data.isEmpty else {
-                handle.readabilityHandler = nil
-                lock.lock()
-                drained = true
-                lock.unlock()
-                return
-            }
+            guard let self, !data.isEmpty else { return }
             lock.lock()
             buffer.append(data)
             while let newline = buffer.firstIndex(of: 0x0A) {
@@ -61,21 +52,12 @@ public final class ChildProcess: @unchecked Sendable {
 
     public var isRunning: Bool { process.isRunning }
 
-    /// Why the process ended (after it did).
-    public var terminationReason: Process.TerminationReason { process.terminationReason }
-
-    private var isDrained: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return drained
-    }
-
     /// Waits until a line satisfying `predicate` has been printed, or `seconds` pass.
     public func waitForLine(within seconds: Double = 20, _ predicate: (String) -> Bool) async -> String? {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             if let line = output.first(where: predicate) { return line }
-            if !process.isRunning && isDrained { break }  // nothing more can come
+            if !process.isRunning { break }
             try? await Task.sleep(nanoseconds: 2_000_000)
         }
         return output.first(where: predicate)
