@@ -7,10 +7,10 @@ import Testing
 
 /// SIGKILL at random moments while a child process commits, on every persistent backend
 /// and durability level: nothing reported as committed is lost, nothing half-committed is
-/// seen. `RESERVOIR_FAULT_TRIALS` sets the trials per backend and level (100 by default).
-@Suite("Crash consistency: SIGKILL during commits")
+/// seen. `RESERVOIR_FAULT_TRIALS` sets the trials per backend and level (25 by default).
+@Suite("Crash consistency: SIGKILL during commits", .serialized)
 struct CrashConsistencyTests {
-    static let trials = ProcessInfo.processInfo.environment["RESERVOIR_FAULT_TRIALS"].flatMap { Int($0) } ?? 100
+    static let trials = ProcessInfo.processInfo.environment["RESERVOIR_FAULT_TRIALS"].flatMap { Int($0) } ?? 25
 
     @Test(arguments: ["sqlite", "lmdb"], ["normal", "full"])
     func killedWritersLoseNothing(scheme: String, durability: String) async throws {

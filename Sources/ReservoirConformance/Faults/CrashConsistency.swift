@@ -59,7 +59,7 @@ public struct CrashConsistency: Sendable {
             // Kill after a random number of reported commits (0 to 30), so kills land before
             // the first commit, between commits and inside them.
             let target = Int(g.next() % 31)
-            let deadline = Date().addingTimeInterval(20)
+            let deadline = Date().addingTimeInterval(2)
             while process.isRunning && Date() < deadline {
                 if process.output.filter({ $0.hasPrefix("committed ") }).count >= target { break }
                 try await Task.sleep(nanoseconds: 500_000)
