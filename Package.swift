@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "ReservoirConformance", targets: ["ReservoirConformance"]),
         .library(name: "ReservoirSQLite", targets: ["ReservoirSQLite"]),
         .library(name: "ReservoirLMDB", targets: ["ReservoirLMDB"]),
+        .library(name: "ReservoirPostgres", targets: ["ReservoirPostgres"]),
         .library(name: "ReservoirMacros", targets: ["ReservoirMacros"]),
         .executable(name: "reservoir", targets: ["ReservoirCLI"]),
     ],
@@ -55,12 +56,20 @@ let package = Package(
             providers: [.apt(["liblmdb-dev"]), .brew(["lmdb"])]
         ),
         .target(name: "ReservoirLMDB", dependencies: ["Reservoir", "CLMDB"]),
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"]), .brew(["libpq"])]
+        ),
+        // Written only against Reservoir's public API, as a third-party backend would be.
+        .target(name: "ReservoirPostgres", dependencies: ["Reservoir", "CLibPQ"]),
         .executableTarget(
             name: "ReservoirCLI",
             dependencies: [
                 "Reservoir",
                 "ReservoirSQLite",
                 "ReservoirLMDB",
+                "ReservoirPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
             ]
@@ -105,6 +114,15 @@ let package = Package(
         .testTarget(
             name: "ReservoirDifferentialTests",
             dependencies: ["Reservoir", "ReservoirConformance", "ReservoirSQLite", "ReservoirLMDB", "CSQLite"]
+        ),
+        // The conformance suite and the multi-client tests against a PostgreSQL server
+        // (scripts/with-postgres starts a throwaway one unless RESERVOIR_TEST_POSTGRES names one).
+        .testTarget(
+            name: "ReservoirPostgresTests",
+            dependencies: [
+                "ReservoirPostgres", "ReservoirConformance", "Reservoir",
+                .product(name: "OpenCombineShim", package: "OpenCombine"),
+            ]
         ),
         // The second process of ReservoirLMDBTests' multi-process tests.
         .executableTarget(

@@ -8,7 +8,7 @@ struct ReservoirCommand: ParsableCommand {
         commandName: "reservoir",
         abstract: "Store, query and watch records with Reservoir.",
         discussion: """
-            Every command takes --store URL (memory:, sqlite:PATH, lmdb:PATH, or a registered
+            Every command takes --store URL (memory:, sqlite:PATH, lmdb:PATH, postgres://USER@HOST/DB, or a registered
             scheme); without it, the RESERVOIR_STORE environment variable; without that,
             \(StoreOptions.defaultStore).
 
@@ -22,7 +22,7 @@ struct ReservoirCommand: ParsableCommand {
 struct StoreOptions: ParsableArguments {
     static let defaultStore = "sqlite:./reservoir.sqlite"
 
-    @Option(name: .long, help: ArgumentHelp("The store: memory:, sqlite:PATH, lmdb:PATH (default: $RESERVOIR_STORE, else \(StoreOptions.defaultStore)).", valueName: "URL"))
+    @Option(name: .long, help: ArgumentHelp("The store: memory:, sqlite:PATH, lmdb:PATH, postgres://USER@HOST/DB (default: $RESERVOIR_STORE, else \(StoreOptions.defaultStore)).", valueName: "URL"))
     var store: String?
 
     /// The configuration string: --store, else $RESERVOIR_STORE, else the default.

@@ -63,7 +63,7 @@ public final class BackendRegistry: Sendable {
     public func makeBackend(_ configuration: StoreConfiguration) throws -> any StorageBackend {
         guard let factory = factories.withLock({ $0[configuration.scheme] }) else {
             let accepted = registered.map(\.summary).joined(separator: ", ")
-            throw ReservoirError(.invalidConfiguration, "store configuration \"\(configuration.string)\" names unknown scheme \"\(configuration.scheme):\"; accepted: \(accepted)")
+            throw ReservoirError(.invalidConfiguration, "store configuration \"\(configuration.redacted)\" names unknown scheme \"\(configuration.scheme):\"; accepted: \(accepted)")
         }
         return try factory.makeBackend(configuration)
     }

@@ -78,7 +78,7 @@ public final class Store: Sendable {
 
     /// `error`, naming this store if it does not yet.
     func named(_ error: ReservoirError) -> ReservoirError {
-        error.naming(store: configuration?.string ?? "\(backend.location)", location: backend.location)
+        error.naming(store: configuration?.redacted ?? "\(backend.location)", location: backend.location)
     }
 
     /// The records `request` selects, in its order.

@@ -21,13 +21,13 @@ public struct StoreConfiguration: Sendable, Hashable, CustomStringConvertible {
         self.string = string
         let trimmed = string.trimmingWhitespace()
         guard let colon = trimmed.firstIndex(of: ":") else {
-            throw ReservoirError(.invalidConfiguration, "store configuration \"\(string)\" has no scheme; expected SCHEME:LOCATION, such as memory:, sqlite:./app.sqlite or lmdb:./app.lmdb")
+            throw ReservoirError(.invalidConfiguration, "store configuration \"\(Self.redact(string))\" has no scheme; expected SCHEME:LOCATION, such as memory:, sqlite:./app.sqlite or lmdb:./app.lmdb")
         }
         let scheme = trimmed[..<colon].lowercased()
         guard let first = scheme.first, first.isASCII, first.isLetter,
               scheme.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) })
         else {
-            throw ReservoirError(.invalidConfiguration, "store configuration \"\(string)\" has an invalid scheme \"\(scheme)\"; expected letters, digits, +, - or . starting with a letter, as in sqlite:./app.sqlite")
+            throw ReservoirError(.invalidConfiguration, "store configuration \"\(Self.redact(string))\" has an invalid scheme \"\(scheme)\"; expected letters, digits, +, - or . starting with a letter, as in sqlite:./app.sqlite")
         }
         self.scheme = scheme
         var rest = trimmed[trimmed.index(after: colon)...]
@@ -36,11 +36,11 @@ public struct StoreConfiguration: Sendable, Hashable, CustomStringConvertible {
             for pair in rest[rest.index(after: question)...].split(separator: "&", omittingEmptySubsequences: true) {
                 let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
                 guard parts.count == 2, !parts[0].isEmpty else {
-                    throw ReservoirError(.invalidConfiguration, "store configuration \"\(string)\": option \"\(pair)\" is not of the form key=value")
+                    throw ReservoirError(.invalidConfiguration, "store configuration \"\(Self.redact(string))\": option \"\(pair)\" is not of the form key=value")
                 }
                 let key = parts[0].lowercased()
                 guard options[key] == nil else {
-                    throw ReservoirError(.invalidConfiguration, "store configuration \"\(string)\": option \"\(key)\" is given twice")
+                    throw ReservoirError(.invalidConfiguration, "store configuration \"\(Self.redact(string))\": option \"\(key)\" is given twice")
                 }
                 options[key] = String(parts[1])
             }
@@ -48,26 +48,40 @@ public struct StoreConfiguration: Sendable, Hashable, CustomStringConvertible {
         }
         if rest.unicodeScalars.contains("\u{0}") {
             // No file system path holds NUL; C would read the path only up to it.
-            throw ReservoirError(.invalidConfiguration, "store configuration \"\(string)\": the location contains a NUL character; a location cannot hold one")
+            throw ReservoirError(.invalidConfiguration, "store configuration \"\(Self.redact(string))\": the location contains a NUL character; a location cannot hold one")
         }
         if rest.unicodeScalars.contains("\u{FFFD}") {
             // What invalid UTF-8 in a path (a command-line argument, an environment
             // variable) decodes to: opening it would create a different file.
-            throw ReservoirError(.invalidConfiguration, "store configuration \"\(string)\": the location contains U+FFFD, the replacement character that invalid UTF-8 becomes; a location must be valid UTF-8 (rename the file, or pass its path in UTF-8)")
+            throw ReservoirError(.invalidConfiguration, "store configuration \"\(Self.redact(string))\": the location contains U+FFFD, the replacement character that invalid UTF-8 becomes; a location must be valid UTF-8 (rename the file, or pass its path in UTF-8)")
         }
         self.location = String(rest)
         self.options = options
+    }
+
+    /// The string with any password in it (`scheme://user:PASSWORD@host`) written as `***`:
+    /// what messages, logs and ``description`` show, so a server's password never reaches them.
+    public var redacted: String { Self.redact(string) }
+
+    /// `string` with the password of a `//user:PASSWORD@host` authority in it written as `***`.
+    public static func redact(_ string: String) -> String {
+        guard let slashes = string.range(of: "//") else { return string }
+        let authorityEnd = string[slashes.upperBound...].firstIndex { $0 == "/" || $0 == "?" } ?? string.endIndex
+        let authority = string[slashes.upperBound..<authorityEnd]
+        guard let at = authority.lastIndex(of: "@"),
+              let colon = authority[..<at].firstIndex(of: ":") else { return string }
+        return String(string[..<authority.index(after: colon)]) + "***" + String(string[at...])
     }
 
     /// Throws `.invalidConfiguration` when an option other than `allowed` is present.
     public func checkOptions(allowed: [String]) throws {
         for key in options.keys.sorted() where !allowed.contains(key) {
             let accepted = allowed.isEmpty ? "none" : allowed.joined(separator: ", ")
-            throw ReservoirError(.invalidConfiguration, "store configuration \"\(string)\": unknown option \"\(key)\"; \(scheme): accepts \(accepted)")
+            throw ReservoirError(.invalidConfiguration, "store configuration \"\(redacted)\": unknown option \"\(key)\"; \(scheme): accepts \(accepted)")
         }
     }
 
-    public var description: String { string }
+    public var description: String { redacted }
 }
 
 extension String {

@@ -6,7 +6,7 @@ import Reservoir
 /// Two writers fill it, in the writing transaction:
 /// - **this library** logs each change set itself, one row per entity and kind: `id` holds
 ///   the record's id when the group has one record, else `ids` holds the group's ids packed
-///   (``IDPacking``). Its writer connection runs with triggers off, so a bulk insert costs
+///   (``PackedIDs``). Its writer connection runs with triggers off, so a bulk insert costs
 ///   one log row, not one per record;
 /// - **any other SQLite client** (plain SQL) is logged by triggers on every entity table,
 ///   one row per insert, update and delete, with a NULL `sequence`.
@@ -112,7 +112,7 @@ enum ChangeLog {
                 try insert.bind(.null, at: 4)
             } else {
                 try insert.bind(.null, at: 2)
-                try insert.bind(.blob(IDPacking.pack(ids)), at: 4)
+                try insert.bind(.blob(PackedIDs.pack(ids)), at: 4)
             }
             try insert.bind(.text(kind.rawValue), at: 3)
             try insert.bind(remaining == 0 ? .integer(sequence) : .null, at: 5)
@@ -198,106 +198,13 @@ enum ChangeLog {
         guard case let .text(entity) = rows.value(at: 1), case let .text(kind) = rows.value(at: 3),
               let event = Netting.Event(rawValue: kind) else { return }
         if case let .blob(packed) = rows.value(at: 5) {
-            guard let ids = IDPacking.unpack(packed) else {
+            guard let ids = PackedIDs.unpack(packed) else {
                 throw ReservoirError(.corrupt, "SQLite store \"\(connection.path)\": change-log row \(rows.int64(at: 0)) has an ids value that is not a packed id list")
             }
             for id in ids { netting.add(entity: entity, id: id, event) }
         } else {
             netting.add(entity: entity, id: rows.value(at: 2), event)
         }
-    }
-}
-
-/// The `ids` column of a change-log row: record ids back to back, each a tag byte
-/// (0 null, 1 integer, 2 real, 3 text, 4 blob) then, big-endian, 8 bytes for numbers
-/// or a 4-byte length and the bytes for text (UTF-8) and blobs.
-enum IDPacking {
-    static func pack(_ ids: some Collection<Value>) -> Data {
-        // Written through a pointer into a buffer sized for integer ids (a bulk insert packs
-        // one per record), grown when text or blobs need more.
-        var bytes = [UInt8](repeating: 0, count: ids.count * 9)
-        var end = 0
-        for id in ids {
-            var needed = 9
-            switch id {
-            case .null: needed = 1
-            case let .text(text): needed = 5 + text.utf8.count
-            case let .blob(data): needed = 5 + data.count
-            case .integer, .real: break
-            }
-            if bytes.count - end < needed {
-                bytes.append(contentsOf: repeatElement(0, count: max(needed, bytes.count)))
-            }
-            bytes.withUnsafeMutableBytes { buffer in
-                func put<Word: FixedWidthInteger>(_ word: Word, at offset: Int) {
-                    buffer.storeBytes(of: word.bigEndian, toByteOffset: offset, as: Word.self)
-                }
-                switch id {
-                case .null:
-                    buffer[end] = 0
-                case let .integer(integer):
-                    buffer[end] = 1
-                    put(UInt64(bitPattern: integer), at: end + 1)
-                case let .real(real):
-                    buffer[end] = 2
-                    put(real.bitPattern, at: end + 1)
-                case var .text(text):
-                    buffer[end] = 3
-                    text.withUTF8 { utf8 in
-                        put(UInt32(truncatingIfNeeded: utf8.count), at: end + 1)
-                        UnsafeMutableRawBufferPointer(rebasing: buffer[(end + 5)...]).copyMemory(from: UnsafeRawBufferPointer(utf8))
-                    }
-                case let .blob(data):
-                    buffer[end] = 4
-                    put(UInt32(truncatingIfNeeded: data.count), at: end + 1)
-                    UnsafeMutableRawBufferPointer(rebasing: buffer[(end + 5)...]).copyBytes(from: data)
-                }
-            }
-            end += needed
-        }
-        bytes.removeLast(bytes.count - end)
-        return Data(bytes)
-    }
-
-    /// The ids, or nil when `data` is not a packed list.
-    static func unpack(_ data: Data) -> [Value]? {
-        let bytes = [UInt8](data)
-        var position = 0
-        func word(_ count: Int) -> UInt64? {
-            guard bytes.count - position >= count else { return nil }
-            var word: UInt64 = 0
-            for byte in bytes[position..<(position + count)] { word = word << 8 | UInt64(byte) }
-            position += count
-            return word
-        }
-        func payload() -> ArraySlice<UInt8>? {
-            guard let length = word(4), bytes.count - position >= Int(length) else { return nil }
-            defer { position += Int(length) }
-            return bytes[position..<(position + Int(length))]
-        }
-        var ids: [Value] = []
-        while position < bytes.count {
-            let tag = bytes[position]
-            position += 1
-            switch tag {
-            case 0:
-                ids.append(.null)
-            case 1:
-                guard let word = word(8) else { return nil }
-                ids.append(.integer(Int64(bitPattern: word)))
-            case 2:
-                guard let word = word(8) else { return nil }
-                ids.append(.real(Double(bitPattern: word)))
-            case 3:
-                guard let text = payload() else { return nil }
-                ids.append(.text(String(decoding: text, as: UTF8.self)))
-            case 4:
-                guard let blob = payload() else { return nil }
-                ids.append(.blob(Data(blob)))
-            default: return nil
-            }
-        }
-        return ids
     }
 }
 

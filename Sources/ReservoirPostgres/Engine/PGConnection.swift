@@ -1,0 +1,172 @@
+import CLibPQ
+import Foundation
+import Reservoir
+
+/// One libpq connection (`PGconn`), used by one thread at a time (the owner's lock or the
+/// reader pool sees to that).
+///
+/// Statements with parameters are prepared once per connection and run with binary
+/// parameters and, for data, binary results: exact for every value (no float printing),
+/// and no text parsing. Every failed call becomes a ``ReservoirError`` naming the server
+/// and carrying PostgreSQL's SQLSTATE (as the native code, see ``PGFailure``) and message.
+final class PGConnection {
+    let handle: OpaquePointer
+    /// The store, for messages: `PostgreSQL store "postgres://user@host:port/db" (schema s)`.
+    let name: String
+    private var prepared: [String: String] = [:]
+    /// The catalog version the prepared statements were made under; a schema change
+    /// (another process's, or this connection's own DDL) drops them.
+    var preparedCatalog: Int64 = -1
+
+    init(conninfo: String, name: String) throws {
+        guard let handle = PQconnectdb(conninfo) else {
+            throw ReservoirError(.cannotOpen, "\(name): cannot connect: libpq could not allocate a connection")
+        }
+        guard PQstatus(handle) == CONNECTION_OK else {
+            let message = Self.message(PQerrorMessage(handle))
+            PQfinish(handle)
+            throw ReservoirError(.cannotOpen, "\(name): cannot connect: \(PGFailure.connectCause(message))")
+        }
+        reservoir_pq_silence(handle)
+        self.handle = handle
+        self.name = name
+        guard PQparameterStatus(handle, "server_encoding").map({ String(cString: $0) }) == "UTF8" else {
+            let encoding = PQparameterStatus(handle, "server_encoding").map { String(cString: $0) } ?? "unknown"
+            throw ReservoirError(.cannotOpen, "\(name): the database's encoding is \(encoding); Reservoir needs a UTF8 database (createdb -E UTF8)")
+        }
+    }
+
+    deinit {
+        PQfinish(handle)
+    }
+
+    var isHealthy: Bool { PQstatus(handle) == CONNECTION_OK && PQtransactionStatus(handle) == PQTRANS_IDLE }
+    var inTransaction: Bool {
+        let status = PQtransactionStatus(handle)
+        return status == PQTRANS_INTRANS || status == PQTRANS_INERROR
+    }
+
+    /// The server process serving this connection (the sender of its notifications).
+    var backendPID: Int32 { PQbackendPID(handle) }
+
+    // MARK: - Running SQL
+
+    /// Runs SQL without parameters (one or more statements; text results of the last).
+    @discardableResult
+    func execute(_ sql: String) throws -> PGResult {
+        try check(PQexec(handle, sql), sql)
+    }
+
+    /// Runs `sql` with `parameters` bound in binary, preparing it on first use.
+    @discardableResult
+    func run(_ sql: String, _ parameters: [PGParameter] = [], binaryResults: Bool = true) throws -> PGResult {
+        let statement = try statementName(for: sql)
+        return try PGParameter.withBound(parameters) { values, lengths, formats in
+            try check(PQexecPrepared(handle, statement, Int32(parameters.count), values, lengths, formats, binaryResults ? 1 : 0), sql)
+        }
+    }
+
+    private func statementName(for sql: String) throws -> String {
+        if let name = prepared[sql] { return name }
+        let name = "r\(prepared.count + 1)"
+        _ = try check(PQprepare(handle, name, sql, 0, nil), sql)
+        prepared[sql] = name
+        return name
+    }
+
+    /// Forgets every prepared statement (after a schema change: a prepared `SELECT` whose
+    /// column changed type fails with "cached plan must not change result type").
+    func dropPrepared() {
+        guard !prepared.isEmpty else { return }
+        prepared.removeAll()
+        _ = try? execute("DEALLOCATE ALL")
+    }
+
+    private func check(_ result: OpaquePointer?, _ sql: String) throws -> PGResult {
+        guard let result else {
+            throw ReservoirError(.backend, "\(name): \(PGFailure.connectionCause(Self.message(PQerrorMessage(handle))))")
+        }
+        let wrapped = PGResult(result)
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
+            return wrapped
+        default:
+            throw PGFailure.error(result: result, connection: self, sql: sql)
+        }
+    }
+
+    static func message(_ pointer: UnsafePointer<CChar>?) -> String {
+        guard let pointer else { return "" }
+        // libpq's messages span lines ("…failed: Connection refused\n\tIs the server running…").
+        return String(cString: pointer).split(whereSeparator: \.isWhitespace).joined(separator: " ")
+    }
+
+    // MARK: - Notifications
+
+    /// Reads what the server sent without waiting; false when the connection is broken.
+    func consumeInput() -> Bool {
+        PQconsumeInput(handle) == 1
+    }
+
+    /// The notifications received so far, each as (sender process, payload).
+    func takeNotifications() -> [(sender: Int32, payload: String)] {
+        var received: [(Int32, String)] = []
+        while let notification = PQnotifies(handle) {
+            received.append((notification.pointee.be_pid, String(cString: notification.pointee.extra)))
+            PQfreemem(notification)
+        }
+        return received
+    }
+
+    /// The socket, for waiting on notifications.
+    var socket: Int32 { PQsocket(handle) }
+}
+
+/// A result (`PGresult`), cleared when released.
+final class PGResult {
+    let handle: OpaquePointer
+
+    init(_ handle: OpaquePointer) {
+        self.handle = handle
+    }
+
+    deinit {
+        PQclear(handle)
+    }
+
+    var rowCount: Int { Int(PQntuples(handle)) }
+    var columnCount: Int { Int(PQnfields(handle)) }
+
+    func columnName(_ column: Int) -> String {
+        String(cString: PQfname(handle, Int32(column)))
+    }
+
+    /// Rows an INSERT, UPDATE or DELETE touched.
+    var affectedRows: Int {
+        Int(String(cString: PQcmdTuples(handle))) ?? 0
+    }
+
+    func isNull(_ row: Int, _ column: Int) -> Bool {
+        PQgetisnull(handle, Int32(row), Int32(column)) == 1
+    }
+
+    /// The raw bytes of a field (binary or text, as the result was asked for).
+    func bytes(_ row: Int, _ column: Int) -> UnsafeRawBufferPointer {
+        let length = Int(PQgetlength(handle, Int32(row), Int32(column)))
+        guard let pointer = PQgetvalue(handle, Int32(row), Int32(column)) else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        return UnsafeRawBufferPointer(start: UnsafeRawPointer(pointer), count: length)
+    }
+
+    /// A text-format field as a string (nil when null).
+    func text(_ row: Int, _ column: Int) -> String? {
+        guard !isNull(row, column), let pointer = PQgetvalue(handle, Int32(row), Int32(column)) else { return nil }
+        return String(cString: pointer)
+    }
+
+    /// A binary `bigint` field.
+    func int64(_ row: Int, _ column: Int) -> Int64 {
+        let raw = bytes(row, column)
+        guard raw.count == 8 else { return 0 }
+        return Int64(bigEndian: raw.loadUnaligned(as: Int64.self))
+    }
+}

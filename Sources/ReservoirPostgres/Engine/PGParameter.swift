@@ -1,0 +1,160 @@
+import CLibPQ
+import Foundation
+import Reservoir
+
+/// A statement parameter, sent in PostgreSQL's binary format. The SQL casts each
+/// placeholder (`$1::bigint`), so the server knows its type when preparing.
+enum PGParameter {
+    case null
+    case integer(Int64)
+    case real(Double)
+    /// Text without NUL characters (PostgreSQL's `text` cannot hold one).
+    case text(String)
+    case bytes([UInt8])
+
+    init(blob data: Data) {
+        self = .bytes([UInt8](data))
+    }
+
+    private var count: Int {
+        switch self {
+        case .null: 0
+        case .integer, .real: 8
+        case let .text(text): text.utf8.count
+        case let .bytes(bytes): bytes.count
+        }
+    }
+
+    private func write(to out: UnsafeMutableRawBufferPointer) {
+        switch self {
+        case .null:
+            break
+        case let .integer(value):
+            out.storeBytes(of: value.bigEndian, as: Int64.self)
+        case let .real(value):
+            out.storeBytes(of: value.bitPattern.bigEndian, as: UInt64.self)
+        case var .text(text):
+            text.withUTF8 { out.copyMemory(from: UnsafeRawBufferPointer($0)) }
+        case let .bytes(bytes):
+            bytes.withUnsafeBytes { out.copyMemory(from: $0) }
+        }
+    }
+
+    /// Calls `body` with libpq's parallel arrays (values, lengths, formats) for `parameters`,
+    /// all values in one buffer.
+    static func withBound<R>(
+        _ parameters: [PGParameter],
+        _ body: (UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>?, UnsafePointer<Int32>?) throws -> R
+    ) rethrows -> R {
+        if parameters.isEmpty { return try body(nil, nil, nil) }
+        var offsets: [Int] = []
+        offsets.reserveCapacity(parameters.count)
+        var total = 0
+        for parameter in parameters {
+            offsets.append(total)
+            total += parameter.count
+        }
+        let lengths = parameters.map { Int32(truncatingIfNeeded: $0.count) }
+        let formats = [Int32](repeating: 1, count: parameters.count)
+        let storage = UnsafeMutableRawBufferPointer.allocate(byteCount: max(total, 1), alignment: 8)
+        defer { storage.deallocate() }
+        for (parameter, offset) in zip(parameters, offsets) {
+            parameter.write(to: UnsafeMutableRawBufferPointer(rebasing: storage[offset..<(offset + parameter.count)]))
+        }
+        let base = storage.baseAddress.map { $0.assumingMemoryBound(to: CChar.self) }
+        let values: [UnsafePointer<CChar>?] = zip(parameters, offsets).map { parameter, offset in
+            if case .null = parameter { return nil }
+            return base.map { UnsafePointer($0 + offset) }
+        }
+        return try values.withUnsafeBufferPointer { values in
+            try lengths.withUnsafeBufferPointer { lengths in
+                try formats.withUnsafeBufferPointer { formats in
+                    try body(values.baseAddress, lengths.baseAddress, formats.baseAddress)
+                }
+            }
+        }
+    }
+}
+
+/// PostgreSQL's errors as ``ReservoirError``s. The native code is the SQLSTATE packed the
+/// way the server packs it (six bits a character); the native message starts with the
+/// SQLSTATE itself, so both are in every message a person reads.
+enum PGFailure {
+    static func packed(_ sqlstate: String) -> Int32 {
+        var code: Int32 = 0
+        for (i, byte) in sqlstate.utf8.prefix(5).enumerated() {
+            code |= Int32((byte &- UInt8(ascii: "0")) & 0x3F) << (6 * i)
+        }
+        return code
+    }
+
+    static func error(result: OpaquePointer, connection: PGConnection, sql: String) -> ReservoirError {
+        let sqlstate = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
+        var message = PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) }
+            ?? PGConnection.message(PQresultErrorMessage(result))
+        if message.isEmpty { message = PGConnection.message(PQerrorMessage(connection.handle)) }
+        let code: ReservoirError.Code
+        let cause: String
+        switch sqlstate {
+        case "23505":
+            code = .duplicateID
+            cause = message
+        case "40001", "40P01", "55P03", "57014":
+            code = .busy
+            cause = "the server gave up waiting for another transaction (\(message))"
+        case "53100":
+            code = .full
+            cause = "the server's disk is full (\(message))"
+        case "42501":
+            code = .cannotOpen
+            cause = "the server refused permission (\(message)); the role needs CREATE on the database and the schema, and the right to read and write the store's tables"
+        case "42P07":
+            code = .invalidSchema
+            cause = message
+        case "XX001", "XX002":
+            code = .corrupt
+            cause = message
+        case let state where state.hasPrefix("22"):
+            code = .valueOutOfRange
+            cause = message
+        case let state where state.hasPrefix("08") || state.hasPrefix("57P"):
+            code = .backend
+            cause = "the connection to the server was lost (\(message))"
+        case "":
+            code = .backend
+            cause = connectionCause(message)
+        default:
+            code = .backend
+            cause = message
+        }
+        return ReservoirError(code, "\(connection.name): \(cause)",
+                              nativeCode: sqlstate.isEmpty ? nil : packed(sqlstate),
+                              nativeMessage: sqlstate.isEmpty ? message : "SQLSTATE \(sqlstate): \(message)")
+    }
+
+    /// What a failed connection attempt means, in words, followed by libpq's message.
+    static func connectCause(_ message: String) -> String {
+        let lower = message.lowercased()
+        let hint: String
+        if lower.contains("password authentication failed") || lower.contains("no password supplied") {
+            hint = "the server refused the user name or password"
+        } else if lower.contains("does not exist") && lower.contains("role") {
+            hint = "the server has no such user (role)"
+        } else if lower.contains("does not exist") && lower.contains("database") {
+            hint = "the database does not exist (create it with createdb, or name another)"
+        } else if lower.contains("connection refused") || lower.contains("no such file or directory") {
+            hint = "no PostgreSQL server is listening there (is it running, and on that host and port?)"
+        } else if lower.contains("timeout expired") || lower.contains("timed out") {
+            hint = "the server did not answer in time"
+        } else if lower.contains("could not translate host name") {
+            hint = "the host name is unknown"
+        } else {
+            hint = "the server refused the connection"
+        }
+        return "\(hint): \(message)"
+    }
+
+    static func connectionCause(_ message: String) -> String {
+        message.isEmpty ? "the connection to the server was lost" : "the connection to the server failed: \(message)"
+    }
+}

@@ -1,0 +1,287 @@
+import Foundation
+import Reservoir
+
+/// The PostgreSQL backend, `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=…]`, for
+/// apps whose processes run on several machines and share one server.
+///
+///     BackendRegistry.shared.register(.postgres)
+///     let store = try Store.open("postgres://app@db.internal/app?schema=chat")
+///
+/// Written only against Reservoir's public SPI, as a third party would write a backend.
+/// One table per record type, one column per field (``ColumnKind``), the change log and
+/// NOTIFY for other clients' commits, triggers for plain SQL writers. Backends.md
+/// § PostgreSQL describes the layout, the SQL each operator compiles to, and multi-client use.
+///
+/// Connections: one writer (under `writerLock`), idle readers in a pool, and one listener
+/// that receives NOTIFY for ``commitToken()``. A connection found broken is replaced on its
+/// next use, so a restarted server is picked up without reopening the store.
+public final class PostgresBackend: StorageBackend, @unchecked Sendable {
+    // @unchecked: `writer` is used only under `writerLock`, `listener` and its counters only
+    // under `listenerLock`; the pool and the catalog cache are `Locked`.
+
+    public let location: String
+    public let options: PostgresOptions
+    public var capabilities: BackendCapabilities { [.persistent, .multiProcess, .nativeQueries] }
+
+    let server: PostgresServer
+    let layout: Layout
+    private let writerLock = NSLock()
+    private var writer: PGConnection?
+    private let idle: Locked<[PGConnection]>
+    private let cachedCatalog: Locked<Catalog?>
+    private let closed = Locked(false)
+    private let listenerLock = NSLock()
+    private var listener: PGConnection?
+    private var token: UInt64 = 0
+    private var probes = 0
+    private var probedSequence: Int64 = -1
+    /// The writer connection's server process, whose notifications are this store's own.
+    private let writerPID = Locked<Int32>(0)
+
+    /// Connects to the server `configuration` names and creates the store's tables in its
+    /// schema when missing. Throws `.cannotOpen` naming the server and the cause (not
+    /// running, wrong password, missing database, no permission), `.corrupt` for a newer format.
+    public init(_ configuration: StoreConfiguration) throws {
+        let options = try PostgresOptions(configuration)
+        self.options = options
+        self.server = try PostgresServer(configuration, schema: options.schema)
+        self.layout = Layout(schema: options.schema)
+        self.location = server.location
+        self.idle = Locked([])
+        self.cachedCatalog = Locked(nil)
+        let writer = try makeWriter()
+        try setUp(writer)
+        self.writer = writer
+    }
+
+    deinit {
+        close()
+    }
+
+    private func makeWriter() throws -> PGConnection {
+        let connection = try PGConnection(conninfo: server.conninfo, name: server.name)
+        var settings = "SET reservoir.writer = 'on'; SET lock_timeout = '30s'"
+        if options.durability == .normal { settings += "; SET synchronous_commit = off" }
+        try connection.execute(settings)
+        writerPID.withLock { $0 = connection.backendPID }
+        return connection
+    }
+
+    /// Creates the tables on first use (one process at a time: an advisory lock) and checks
+    /// the format of existing ones.
+    private func setUp(_ connection: PGConnection) throws {
+        try connection.execute("BEGIN; SELECT \(layout.setUpLock)")
+        do {
+            let exists = try connection.execute("SELECT to_regclass(\(Layout.literal(layout.meta))) IS NOT NULL")
+            if exists.text(0, 0) == "t" {
+                let format = try connection.execute("SELECT format FROM \(layout.meta)").text(0, 0).flatMap { Int($0) } ?? 0
+                guard format <= Layout.formatVersion else {
+                    throw ReservoirError(.corrupt, "\(server.name): the store was written in format \(format) by a newer Reservoir; this version reads format \(Layout.formatVersion)")
+                }
+            } else {
+                try connection.execute(layout.createTables)
+            }
+            try connection.execute("COMMIT")
+        } catch {
+            _ = try? connection.execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    // MARK: - Transactions
+
+    public func read<R>(_ body: (any ReadTransaction) throws -> R) throws -> R {
+        try checkOpen()
+        let connection = try acquireReader()
+        var healthy = false
+        defer { releaseReader(connection, healthy: healthy) }
+        let (sequence, catalog) = try begin(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", lock: "")
+        let result: R
+        do {
+            result = try body(PGReadTransaction(connection: connection, layout: layout, catalog: catalog, sequence: sequence))
+        } catch {
+            _ = try? connection.execute("ROLLBACK")
+            healthy = connection.isHealthy
+            throw error
+        }
+        try connection.execute("COMMIT")
+        healthy = connection.isHealthy
+        return result
+    }
+
+    public func write<R>(_ body: (any WriteTransaction) throws -> R) throws -> R {
+        writerLock.lock()
+        defer { writerLock.unlock() }
+        try checkOpen()
+        if writer.map({ !$0.isHealthy }) ?? true {
+            writer = nil
+            writer = try makeWriter()
+        }
+        guard let connection = writer else { throw closedError() }
+        let (sequence, catalog) = try begin(connection, "BEGIN", lock: " FOR UPDATE")
+        let transaction = PGWriteTransaction(connection: connection, layout: layout, catalog: catalog, sequence: sequence, retention: options.retention)
+        let result: R
+        do {
+            result = try body(transaction)
+            try connection.execute("COMMIT")
+        } catch {
+            if connection.inTransaction { _ = try? connection.execute("ROLLBACK") }
+            if transaction.catalogChanged {
+                // DDL rolled back: statements prepared against it must go.
+                connection.dropPrepared()
+                connection.preparedCatalog = -1
+            }
+            throw error
+        }
+        if transaction.catalogChanged {
+            let committed = transaction.catalog
+            cachedCatalog.withLock { cached in
+                if (cached?.version ?? -1) < committed.version { cached = committed }
+            }
+        }
+        return result
+    }
+
+    /// Starts a transaction and reads the meta row in it (one round trip): the newest
+    /// sequence and the catalog at that snapshot. The writer's `FOR UPDATE` takes the write lock.
+    private func begin(_ connection: PGConnection, _ command: String, lock: String) throws -> (UInt64, Catalog) {
+        let meta: PGResult
+        do {
+            meta = try connection.execute("\(command); SELECT sequence, catalog FROM \(layout.meta)\(lock)")
+        } catch let error as ReservoirError {
+            if connection.inTransaction { _ = try? connection.execute("ROLLBACK") }
+            throw gone(error) ?? error
+        }
+        let sequence = UInt64(clamping: meta.text(0, 0).flatMap { Int64($0) } ?? 0)
+        let version = meta.text(0, 1).flatMap { Int64($0) } ?? 0
+        do {
+            let catalog = try catalog(version, connection)
+            if connection.preparedCatalog != version {
+                connection.dropPrepared()
+                connection.preparedCatalog = version
+            }
+            return (sequence, catalog)
+        } catch {
+            _ = try? connection.execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    private func catalog(_ version: Int64, _ connection: PGConnection) throws -> Catalog {
+        if let cached = cachedCatalog.withLock({ $0 }), cached.version == version { return cached }
+        let loaded = try Catalog.load(connection, layout: layout, version: version)
+        cachedCatalog.withLock { cached in
+            if (cached?.version ?? -1) < version { cached = loaded }
+        }
+        return loaded
+    }
+
+    /// `.gone` when `error` says the store's tables no longer exist (its schema was dropped).
+    private func gone(_ error: ReservoirError) -> ReservoirError? {
+        guard error.nativeCode == PGFailure.packed("42P01") || error.nativeCode == PGFailure.packed("3F000") else { return nil }
+        return ReservoirError(.gone, "\(server.name): the store's tables are gone (was schema \(layout.schema) dropped?); open the store again to create them anew",
+                              nativeCode: error.nativeCode, nativeMessage: error.nativeMessage)
+    }
+
+    private func acquireReader() throws -> PGConnection {
+        if let connection = idle.withLock({ $0.popLast() }) { return connection }
+        return try PGConnection(conninfo: server.conninfo, name: server.name)
+    }
+
+    private func releaseReader(_ connection: PGConnection, healthy: Bool) {
+        guard healthy, !closed.withLock({ $0 }) else { return }
+        idle.withLock { pool in
+            if pool.count < options.readers { pool.append(connection) }
+        }
+    }
+
+    // MARK: - Other clients
+
+    /// Counts NOTIFYs from other clients' commits on a listening connection (reading what
+    /// arrived costs no round trip), and once a second reads the newest sequence as a safety
+    /// net for a notification lost with a connection. A broken listener is replaced, and
+    /// the token moves, so the store catches up from the log after an outage.
+    public func commitToken() throws -> UInt64 {
+        listenerLock.lock()
+        defer { listenerLock.unlock() }
+        try checkOpen()
+        if listener == nil || !(listener?.consumeInput() ?? false) {
+            listener = nil
+            let connection = try PGConnection(conninfo: server.conninfo, name: server.name)
+            try connection.execute("LISTEN \(Layout.quote(layout.channel))")
+            listener = connection
+            token &+= 1
+            probes = 0
+        }
+        guard let listener else { return token }
+        let own = writerPID.withLock { $0 }
+        if listener.takeNotifications().contains(where: { $0.sender != own }) { token &+= 1 }
+        probes += 1
+        if probes % 20 == 1 {
+            do {
+                let sequence = try listener.execute("SELECT sequence FROM \(layout.meta)").text(0, 0).flatMap { Int64($0) } ?? 0
+                if sequence != probedSequence {
+                    probedSequence = sequence
+                    token &+= 1
+                }
+            } catch let error as ReservoirError {
+                throw gone(error) ?? error
+            }
+        }
+        return token
+    }
+
+    // MARK: - Closing
+
+    public func close() {
+        let wasClosed = closed.withLock { closed in
+            defer { closed = true }
+            return closed
+        }
+        guard !wasClosed else { return }
+        writerLock.lock()
+        writer = nil
+        writerLock.unlock()
+        listenerLock.lock()
+        listener = nil
+        listenerLock.unlock()
+        idle.withLock { $0.removeAll() }
+    }
+
+    private func checkOpen() throws {
+        if closed.withLock({ $0 }) { throw closedError() }
+    }
+
+    private func closedError() -> ReservoirError {
+        ReservoirError(.closed, "the \(server.name) has been closed")
+    }
+
+    // MARK: - Tools
+
+    /// Drops the store `configuration` names: its schema and everything in it. For tests
+    /// and tools; refuses the `public` schema, which holds more than a store.
+    public static func dropStore(_ configuration: String) throws {
+        let parsed = try StoreConfiguration(configuration)
+        let options = try PostgresOptions(parsed)
+        let server = try PostgresServer(parsed, schema: options.schema)
+        guard options.schema != "public" else {
+            throw ReservoirError(.invalidConfiguration, "\(server.name): dropStore drops a whole schema; it will not drop public")
+        }
+        let connection = try PGConnection(conninfo: server.conninfo, name: server.name)
+        try connection.execute("DROP SCHEMA IF EXISTS \(Layout.quote(options.schema)) CASCADE")
+    }
+}
+
+extension BackendFactory {
+    /// `postgres://…`: the PostgreSQL backend.
+    public static let postgres = BackendFactory(
+        scheme: "postgres",
+        summary: "postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME&retention=N&readers=N&durability=normal|full&LIBPQ-OPTIONS]"
+    ) { try PostgresBackend($0) }
+
+    /// `postgresql://…`, the other spelling libpq accepts.
+    public static let postgresql = BackendFactory(
+        scheme: "postgresql",
+        summary: "postgresql://… (as postgres://)"
+    ) { try PostgresBackend($0) }
+}

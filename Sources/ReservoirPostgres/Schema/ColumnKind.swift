@@ -1,0 +1,131 @@
+import Foundation
+import Reservoir
+
+/// What a column holds, and so its PostgreSQL type.
+///
+/// A column takes the native type of the first value written to it: `bigint`, `double
+/// precision`, `text COLLATE "C"` (byte order, as the contract sorts text) or `bytea`, so
+/// `psql` shows ordinary rows. Reservoir's values are dynamically typed, though: when a
+/// value of another kind arrives (a text in an integer column, or a text holding a NUL
+/// character, which PostgreSQL's `text` cannot store), the column is rewritten once as
+/// **mixed**: `bytea` holding ``KeyEncoding``'s order-preserving bytes, so comparisons and
+/// `ORDER BY` on the bytes give exactly the contract's order across kinds, followed (except
+/// in the id column) by one byte keeping the value's kind (0 text or blob, 1 integer, 2 real),
+/// since `KeyEncoding` writes `1` and `1.0` alike. The id column omits it: ids equal as
+/// numbers are one record.
+enum ColumnKind: String, Sendable, Hashable {
+    case integer = "i"
+    case real = "r"
+    case text = "t"
+    case blob = "b"
+    case mixed = "m"
+
+    /// The column type in `CREATE TABLE` / `ADD COLUMN`.
+    var columnType: String {
+        switch self {
+        case .integer: "bigint"
+        case .real: "double precision"
+        case .text: "text COLLATE \"C\""
+        case .blob, .mixed: "bytea"
+        }
+    }
+
+    /// The type a parameter for this column is cast to.
+    var castType: String {
+        switch self {
+        case .integer: "bigint"
+        case .real: "float8"
+        case .text: "text"
+        case .blob, .mixed: "bytea"
+        }
+    }
+
+    /// The kind a column holding only `value` would have (nil for null).
+    init?(of value: Value) {
+        switch value {
+        case .null: return nil
+        case .integer: self = .integer
+        case let .real(real): if real.isNaN { return nil } else { self = .real }
+        case let .text(text): self = text.utf8.contains(0) ? .mixed : .text
+        case .blob: self = .blob
+        }
+    }
+
+    /// Where the kind falls in the contract's order of kinds: numbers, then text, then blobs.
+    var rank: Int? {
+        switch self {
+        case .integer, .real: 1
+        case .text: 2
+        case .blob: 3
+        case .mixed: nil
+        }
+    }
+}
+
+/// Values to and from the columns they are stored in.
+enum ColumnCodec {
+    /// `value` as a parameter for a column of `kind`, or nil when the column cannot hold it
+    /// as it is (the column must become mixed first). Integral reals go into integer id
+    /// columns as integers, and integers that are exact doubles into real id columns: equal
+    /// ids are one record whatever their spelling.
+    static func parameter(_ value: Value, kind: ColumnKind, isID: Bool) -> PGParameter? {
+        switch (value, kind) {
+        case (.null, _):
+            return .null
+        case let (.real(real), _) where real.isNaN:
+            return .null
+        case let (.integer(integer), .integer):
+            return .integer(integer)
+        case let (.real(real), .real):
+            return .real(real)
+        case let (.text(text), .text):
+            return text.utf8.contains(0) ? nil : .text(text)
+        case let (.blob(data), .blob):
+            return PGParameter(blob: data)
+        case (_, .mixed):
+            return .bytes(mixed(value, isID: isID))
+        case let (.real(real), .integer) where isID:
+            return Int64(exactly: real).map { .integer($0) }
+        case let (.integer(integer), .real) where isID:
+            return Double(exactly: integer).map { .real($0) }
+        default:
+            return nil
+        }
+    }
+
+    static func mixed(_ value: Value, isID: Bool) -> [UInt8] {
+        var bytes = KeyEncoding.encode(value)
+        if !isID {
+            switch value {
+            case .integer: bytes.append(1)
+            case .real: bytes.append(2)
+            default: bytes.append(0)
+            }
+        }
+        return bytes
+    }
+
+    /// The value of a binary result field of a column of `kind`.
+    static func value(_ raw: UnsafeRawBufferPointer, kind: ColumnKind, isID: Bool) -> Value? {
+        switch kind {
+        case .integer:
+            guard raw.count == 8 else { return nil }
+            return .integer(Int64(bigEndian: raw.loadUnaligned(as: Int64.self)))
+        case .real:
+            guard raw.count == 8 else { return nil }
+            return .real(Double(bitPattern: UInt64(bigEndian: raw.loadUnaligned(as: UInt64.self))))
+        case .text:
+            return .text(String(decoding: raw, as: UTF8.self))
+        case .blob:
+            return .blob(Data(raw))
+        case .mixed:
+            if isID { return KeyEncoding.decode(raw) }
+            guard let kindByte = raw.last else { return nil }
+            guard let decoded = KeyEncoding.decode(UnsafeRawBufferPointer(rebasing: raw.dropLast())) else { return nil }
+            switch (decoded, kindByte) {
+            case let (.integer(integer), 2): return .real(Double(integer))
+            default: return decoded
+            }
+        }
+    }
+}

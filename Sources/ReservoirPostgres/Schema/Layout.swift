@@ -1,0 +1,184 @@
+import Reservoir
+
+/// The tables of one store, all in its schema:
+///
+/// | table | holds |
+/// | --- | --- |
+/// | `_reservoir_meta` | one row: format version, the newest sequence, the catalog version, the transaction that last took a sequence |
+/// | `_reservoir_entities` | each record type as last written: id column, fields, indexes |
+/// | `_reservoir_columns` | each entity's columns, in order, with their ``ColumnKind`` |
+/// | `_reservoir_changes` | the change log: one row per entity and kind for this library's commits (ids packed, ``PackedIDs``), one per record for other clients' (from triggers) |
+/// | one per record type | the records: the id as primary key, one column per field |
+///
+/// The meta row is the write lock: every writer, this library's and (through the
+/// triggers) any SQL client's, updates it before it commits, so writers are serialised by
+/// its row lock and sequence order is commit order.
+struct Layout: Sendable {
+    static let formatVersion = 1
+
+    let schema: String
+
+    static func quote(_ identifier: String) -> String {
+        "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    /// A string literal (standard_conforming_strings, the default since PostgreSQL 9.1).
+    static func literal(_ text: String) -> String {
+        "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+    }
+
+    var quotedSchema: String { Self.quote(schema) }
+
+    func table(_ name: String) -> String {
+        quotedSchema + "." + Self.quote(name)
+    }
+
+    var meta: String { table("_reservoir_meta") }
+    var entities: String { table("_reservoir_entities") }
+    var columns: String { table("_reservoir_columns") }
+    var changes: String { table("_reservoir_changes") }
+
+    /// The NOTIFY channel commits to this store are announced on.
+    var channel: String { "reservoir." + schema }
+
+    /// Two keys for `pg_advisory_xact_lock`, so two processes creating the same new store
+    /// do it one after the other.
+    var setUpLock: String { "pg_advisory_xact_lock(hashtext('reservoir.setup'), hashtext(\(Self.literal(schema))))" }
+
+    var createTables: String {
+        """
+        CREATE SCHEMA IF NOT EXISTS \(quotedSchema);
+        CREATE TABLE \(meta) (
+            only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
+            format integer NOT NULL,
+            sequence bigint NOT NULL,
+            catalog bigint NOT NULL,
+            xact xid8);
+        INSERT INTO \(meta) (format, sequence, catalog) VALUES (\(Self.formatVersion), 0, 0);
+        CREATE TABLE \(entities) (
+            name text PRIMARY KEY,
+            id_column text NOT NULL,
+            fields text[] NOT NULL,
+            indexes text[] NOT NULL,
+            integer_ids boolean NOT NULL);
+        CREATE TABLE \(columns) (
+            entity text NOT NULL,
+            name text NOT NULL,
+            position integer NOT NULL,
+            kind text NOT NULL,
+            PRIMARY KEY (entity, name));
+        CREATE TABLE \(changes) (
+            change bigserial PRIMARY KEY,
+            sequence bigint NOT NULL,
+            entity text NOT NULL,
+            kind text NOT NULL,
+            ids bytea,
+            key bytea);
+        CREATE INDEX ON \(changes) (sequence);
+        """
+    }
+
+    /// The trigger logging other SQL clients' writes to `table`, one change-log row per
+    /// record, under the sequence of their transaction (taken from the meta row on its
+    /// first write, which also waits for any other writer to commit). This library's writer
+    /// sets `reservoir.writer`, so its own writes skip the trigger and log by entity instead.
+    func trigger(for table: TableInfo) -> String {
+        let entity = table.entity.name
+        let function = self.table("_reservoir_log_" + entity)
+        func log(_ kind: String, _ record: String) -> String {
+            let id = "\(record).\(Self.quote(table.entity.idColumn))"
+            let packed: String
+            switch table.kinds[table.entity.idColumn] ?? .mixed {
+            case .integer: packed = "'\\x01'::bytea || int8send(\(id))"
+            case .real: packed = "'\\x02'::bytea || float8send(\(id))"
+            case .text: packed = "'\\x03'::bytea || int4send(octet_length(\(id))) || convert_to(\(id), 'UTF8')"
+            case .blob: packed = "'\\x04'::bytea || int4send(length(\(id))) || \(id)"
+            case .mixed:
+                return "INSERT INTO \(changes) (sequence, entity, kind, key) VALUES (seq, \(Self.literal(entity)), '\(kind)', \(id));"
+            }
+            return "INSERT INTO \(changes) (sequence, entity, kind, ids) VALUES (seq, \(Self.literal(entity)), '\(kind)', \(packed));"
+        }
+        let idColumn = Self.quote(table.entity.idColumn)
+        return """
+        CREATE OR REPLACE FUNCTION \(function)() RETURNS trigger LANGUAGE plpgsql AS $reservoir$
+        DECLARE
+            seq bigint;
+        BEGIN
+            UPDATE \(meta) SET
+                sequence = sequence + CASE WHEN xact IS NOT DISTINCT FROM pg_current_xact_id() THEN 0 ELSE 1 END,
+                xact = pg_current_xact_id()
+                RETURNING sequence INTO seq;
+            IF TG_OP = 'INSERT' THEN
+                \(log("i", "NEW"))
+            ELSIF TG_OP = 'DELETE' THEN
+                \(log("d", "OLD"))
+            ELSIF NEW.\(idColumn) IS DISTINCT FROM OLD.\(idColumn) THEN
+                \(log("d", "OLD"))
+                \(log("i", "NEW"))
+            ELSE
+                \(log("u", "NEW"))
+            END IF;
+            PERFORM pg_notify(\(Self.literal(channel)), seq::text);
+            RETURN NULL;
+        END
+        $reservoir$;
+        DROP TRIGGER IF EXISTS _reservoir_log ON \(self.table(entity));
+        CREATE TRIGGER _reservoir_log AFTER INSERT OR UPDATE OR DELETE ON \(self.table(entity))
+            FOR EACH ROW WHEN (current_setting('reservoir.writer', true) IS DISTINCT FROM 'on')
+            EXECUTE FUNCTION \(function)();
+        """
+    }
+}
+
+/// One record type's table as the catalog describes it.
+struct TableInfo: Sendable {
+    var entity: EntityDescription
+    /// Columns in table order, the id first.
+    var columns: [String]
+    var kinds: [String: ColumnKind]
+
+    var idKind: ColumnKind { kinds[entity.idColumn] ?? .mixed }
+
+    /// The columns rows are returned with (the entity's fields, then other table columns),
+    /// each with its position in ``selectList``, nil when the table has no such column.
+    var rowShape: (columns: [String], positions: [Int?]) {
+        var names = entity.fields
+        for column in columns where !entity.fields.contains(column) { names.append(column) }
+        let positions = names.map { name in columns.firstIndex(of: name) }
+        return (names, positions)
+    }
+
+    /// `"id", "a", "b"`: the select list, in table order.
+    var selectList: String {
+        columns.map(Layout.quote).joined(separator: ", ")
+    }
+}
+
+/// The tables of a store at one catalog version (bumped by every schema change).
+struct Catalog: Sendable {
+    var version: Int64
+    var tables: [String: TableInfo]
+
+    /// Loads the catalog in the connection's current transaction.
+    static func load(_ connection: PGConnection, layout: Layout, version: Int64) throws -> Catalog {
+        var tables: [String: TableInfo] = [:]
+        let entities = try connection.execute(
+            "SELECT name, id_column, array_to_string(fields, ','), array_to_string(indexes, ','), integer_ids FROM \(layout.entities)")
+        for row in 0..<entities.rowCount {
+            guard let name = entities.text(row, 0), let idColumn = entities.text(row, 1) else { continue }
+            let fields = (entities.text(row, 2) ?? "").split(separator: ",").map(String.init)
+            let indexes = (entities.text(row, 3) ?? "").split(separator: ",").map(String.init)
+            let description = EntityDescription(name: name, idColumn: idColumn, fields: fields, indexes: indexes,
+                                                integerIDs: entities.text(row, 4) == "t")
+            tables[name] = TableInfo(entity: description, columns: [], kinds: [:])
+        }
+        let columns = try connection.execute("SELECT entity, name, kind FROM \(layout.columns) ORDER BY entity, position")
+        for row in 0..<columns.rowCount {
+            guard let entity = columns.text(row, 0), let name = columns.text(row, 1),
+                  let kind = columns.text(row, 2).flatMap(ColumnKind.init(rawValue:)) else { continue }
+            tables[entity]?.columns.append(name)
+            tables[entity]?.kinds[name] = kind
+        }
+        return Catalog(version: version, tables: tables)
+    }
+}

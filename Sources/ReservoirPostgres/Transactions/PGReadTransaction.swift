@@ -1,0 +1,125 @@
+import Foundation
+import Reservoir
+
+/// A read transaction: `REPEATABLE READ`, so every statement sees the snapshot taken by the
+/// first, and the catalog and sequence read with it describe exactly that snapshot.
+class PGReadTransaction: ReadTransaction {
+    let connection: PGConnection
+    let layout: Layout
+    var catalog: Catalog
+    var sequence: UInt64
+
+    init(connection: PGConnection, layout: Layout, catalog: Catalog, sequence: UInt64) {
+        self.connection = connection
+        self.layout = layout
+        self.catalog = catalog
+        self.sequence = sequence
+    }
+
+    func row(_ entity: String, id: Value) throws -> Row? {
+        guard let table = catalog.tables[entity],
+              let parameter = ColumnCodec.parameter(id.stored, kind: table.idKind, isID: true) else { return nil }
+        if case .null = parameter { return nil }
+        let result = try connection.run(
+            "SELECT \(table.selectList) FROM \(layout.table(entity)) WHERE \(Layout.quote(table.entity.idColumn)) = $1::\(table.idKind.castType)",
+            [parameter])
+        guard result.rowCount > 0 else { return nil }
+        return try decodeRow(result, 0, table)
+    }
+
+    func fetch(_ query: Query) throws -> [Row] {
+        var rows: [Row] = []
+        try fetch(query, expecting: { rows.reserveCapacity($0) }, each: { rows.append($0) })
+        return rows
+    }
+
+    func fetch(_ query: Query, each body: (Row) throws -> Void) throws {
+        try fetch(query, expecting: { _ in }, each: body)
+    }
+
+    func fetch(_ query: Query, expecting: (Int) -> Void, each body: (Row) throws -> Void) throws {
+        guard let table = catalog.tables[query.entity.name] else { return }
+        let compiled = PGCompiler.compile(query, table: table, layout: layout, counting: false)
+        let result = try connection.run(compiled.sql, compiled.parameters)
+        expecting(result.rowCount)
+        for index in 0..<result.rowCount {
+            try body(try decodeRow(result, index, table))
+        }
+    }
+
+    func count(_ query: Query) throws -> Int {
+        guard let table = catalog.tables[query.entity.name] else { return 0 }
+        let compiled = PGCompiler.compile(query, table: table, layout: layout, counting: true)
+        let result = try connection.run(compiled.sql, compiled.parameters)
+        return result.rowCount > 0 ? Int(result.int64(0, 0)) : 0
+    }
+
+    func entities() throws -> [EntityDescription] {
+        catalog.tables.values.map(\.entity).sorted { $0.name < $1.name }
+    }
+
+    func lastSequence() throws -> UInt64 {
+        sequence
+    }
+
+    func changeLog(after sequence: UInt64, limit: Int) throws -> [ChangeLogEntry] {
+        guard limit > 0 else { return [] }
+        let after = Int64(clamping: sequence)
+        let result = try connection.run(
+            """
+            SELECT sequence, entity, kind, ids, key FROM \(layout.changes)
+            WHERE sequence > $1::bigint
+              AND sequence < (SELECT min(sequence) FROM \(layout.changes) WHERE sequence > $1::bigint) + $2::bigint
+            ORDER BY sequence, change
+            """,
+            [.integer(after), .integer(Int64(clamping: limit))])
+        var entries: [ChangeLogEntry] = []
+        for row in 0..<result.rowCount {
+            let sequence = UInt64(clamping: result.int64(row, 0))
+            let entity = String(decoding: result.bytes(row, 1), as: UTF8.self)
+            let kind: ChangeType
+            switch String(decoding: result.bytes(row, 2), as: UTF8.self) {
+            case "i": kind = .inserted
+            case "u": kind = .updated
+            case "d": kind = .deleted
+            case let other:
+                throw ReservoirError(.corrupt, "\(connection.name): change-log row of sequence \(sequence) has kind \"\(other)\"; expected i, u or d")
+            }
+            let ids: [Value]?
+            if !result.isNull(row, 3) {
+                ids = PackedIDs.unpack(Data(result.bytes(row, 3)))
+            } else if !result.isNull(row, 4) {
+                ids = KeyEncoding.decode(result.bytes(row, 4)).map { [$0] }
+            } else {
+                ids = nil
+            }
+            guard let ids else {
+                throw ReservoirError(.corrupt, "\(connection.name): change-log row of sequence \(sequence) holds no readable ids")
+            }
+            for id in ids {
+                entries.append(ChangeLogEntry(sequence: sequence, entity: entity, id: id, kind: kind))
+            }
+        }
+        return entries
+    }
+
+    /// A stored row as ``Row``: the record type's fields in its order (null where the table
+    /// has no column yet: never written with a value), then any other columns the table has.
+    func decodeRow(_ result: PGResult, _ index: Int, _ table: TableInfo) throws -> Row {
+        let shape = table.rowShape
+        var values: [Value] = []
+        values.reserveCapacity(shape.columns.count)
+        for (column, position) in zip(shape.columns, shape.positions) {
+            guard let position, !result.isNull(index, position) else {
+                values.append(.null)
+                continue
+            }
+            let kind = table.kinds[column] ?? .mixed
+            guard let value = ColumnCodec.value(result.bytes(index, position), kind: kind, isID: column == table.entity.idColumn) else {
+                throw ReservoirError(.corrupt, "\(connection.name): table \(table.entity.name), column \(column): a stored value does not decode as \(kind)")
+            }
+            values.append(value)
+        }
+        return Row(columns: shape.columns, values: values)
+    }
+}

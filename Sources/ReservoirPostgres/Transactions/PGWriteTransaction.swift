@@ -1,0 +1,225 @@
+import Foundation
+import Reservoir
+
+/// The write transaction, on the writer connection (`reservoir.writer` set, so the
+/// tables' triggers leave logging to ``record(_:)``), holding the meta row's lock from its
+/// first statement: no other writer, in any process, commits until it ends.
+///
+/// Schema changes (a new table, a new column, a column becoming mixed) happen in the same
+/// transaction, bump the catalog version, and so roll back with everything else.
+final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
+    let retention: Int
+    private(set) var catalogChanged = false
+
+    init(connection: PGConnection, layout: Layout, catalog: Catalog, sequence: UInt64, retention: Int) {
+        self.retention = retention
+        super.init(connection: connection, layout: layout, catalog: catalog, sequence: sequence)
+    }
+
+    func put(_ entity: EntityDescription, id: Value, row: Row) throws {
+        let (sql, parameters) = try upsert(entity, id: id, row: row, replacing: true)
+        try connection.run(sql, parameters)
+    }
+
+    func insert(_ entity: EntityDescription, id: Value, row: Row) throws -> Bool {
+        let (sql, parameters) = try upsert(entity, id: id, row: row, replacing: false)
+        return try connection.run(sql, parameters).affectedRows == 1
+    }
+
+    func delete(_ entity: EntityDescription, id: Value) throws {
+        guard let table = catalog.tables[entity.name],
+              let parameter = ColumnCodec.parameter(id.stored, kind: table.idKind, isID: true) else { return }
+        if case .null = parameter { return }
+        try connection.run(
+            "DELETE FROM \(layout.table(entity.name)) WHERE \(Layout.quote(table.entity.idColumn)) = $1::\(table.idKind.castType)",
+            [parameter])
+    }
+
+    func record(_ changeSet: ChangeSet) throws {
+        guard let sequence = Int64(exactly: changeSet.sequence) else {
+            throw ReservoirError(.valueOutOfRange, "\(connection.name): sequence \(changeSet.sequence) does not fit a bigint")
+        }
+        let log = "INSERT INTO \(layout.changes) (sequence, entity, kind, ids) VALUES ($1::bigint, $2::text, $3::text, $4::bytea)"
+        func add(_ entity: String, _ kind: String, _ ids: some Collection<Value>) throws {
+            try connection.run(log, [.integer(sequence), .text(entity), .text(kind), .bytes([UInt8](PackedIDs.pack(ids)))])
+        }
+        for changes in changeSet.entities {
+            if !changes.inserted.isEmpty { try add(changes.entity, "i", changes.inserted.lazy.map { $0.id }) }
+            if !changes.updated.isEmpty { try add(changes.entity, "u", changes.updated.lazy.map { $0.id }) }
+            if !changes.deleted.isEmpty { try add(changes.entity, "d", changes.deleted) }
+        }
+        try connection.run(
+            "UPDATE \(layout.meta) SET sequence = $1::bigint, xact = pg_current_xact_id()", [.integer(sequence)])
+        try connection.run("SELECT pg_notify($1::text, $2::text)", [.text(layout.channel), .text(String(sequence))])
+        if retention > 0 && sequence % Self.trimInterval == 0 {
+            try connection.run("DELETE FROM \(layout.changes) WHERE sequence <= $1::bigint", [.integer(sequence - Int64(retention))])
+        }
+        self.sequence = changeSet.sequence
+    }
+
+    /// Trimming the change log runs every this many change sets.
+    static let trimInterval: Int64 = 64
+
+    // MARK: - Rows
+
+    /// The INSERT for `row` under `id`, after making the table and columns able to hold it.
+    private func upsert(_ entity: EntityDescription, id: Value, row: Row, replacing: Bool) throws -> (String, [PGParameter]) {
+        let id = id.stored
+        guard !id.isNull else {
+            throw ReservoirError(.invalidQuery, "\(connection.name): a record of \(entity.name) has a null id; ids must not be null")
+        }
+        var table = try prepareTable(entity, firstID: id)
+        table = try prepareColumn(entity.idColumn, for: id, in: table)
+        for (column, value) in zip(row.columns, row.values) where column != entity.idColumn {
+            table = try prepareColumn(column, for: value.stored, in: table)
+        }
+        var names: [String] = []
+        var placeholders: [String] = []
+        var parameters: [PGParameter] = []
+        for column in table.columns {
+            let value = column == entity.idColumn ? id : row.value(column).stored
+            if value.isNull { continue }
+            let kind = table.kinds[column] ?? .mixed
+            guard let parameter = ColumnCodec.parameter(value, kind: kind, isID: column == entity.idColumn) else {
+                throw ReservoirError(.backend, "\(connection.name): column \(column) of \(entity.name) cannot hold \(value)")
+            }
+            names.append(Layout.quote(column))
+            parameters.append(parameter)
+            placeholders.append("$\(parameters.count)::\(kind.castType)")
+        }
+        var sql = "INSERT INTO \(layout.table(entity.name)) (\(names.joined(separator: ", "))) VALUES (\(placeholders.joined(separator: ", "))) ON CONFLICT (\(Layout.quote(entity.idColumn))) DO "
+        let others = table.columns.filter { $0 != entity.idColumn }
+        if replacing && !others.isEmpty {
+            sql += "UPDATE SET " + others.map { "\(Layout.quote($0)) = EXCLUDED.\(Layout.quote($0))" }.joined(separator: ", ")
+        } else {
+            sql += "NOTHING"
+        }
+        return (sql, parameters)
+    }
+
+    // MARK: - Schema changes
+
+    private func schemaChanged() throws {
+        if !catalogChanged {
+            let result = try connection.execute("UPDATE \(layout.meta) SET catalog = catalog + 1 RETURNING catalog")
+            catalog.version = result.text(0, 0).flatMap { Int64($0) } ?? catalog.version + 1
+            catalogChanged = true
+        }
+        connection.dropPrepared()
+        connection.preparedCatalog = catalog.version
+    }
+
+    /// The table for `entity`, created when missing; the stored description updated when
+    /// the record type gained fields or indexes.
+    private func prepareTable(_ entity: EntityDescription, firstID: Value) throws -> TableInfo {
+        if var table = catalog.tables[entity.name] {
+            guard table.entity != entity else { return table }
+            guard table.entity.idColumn == entity.idColumn else {
+                throw ReservoirError(.invalidSchema, "\(connection.name): entity \(entity.name) is stored with id column \(table.entity.idColumn), not \(entity.idColumn)")
+            }
+            try schemaChanged()
+            try connection.run(
+                "UPDATE \(layout.entities) SET fields = string_to_array($2::text, ','), indexes = string_to_array($3::text, ','), integer_ids = $4::boolean WHERE name = $1::text",
+                [.text(entity.name), .text(entity.fields.joined(separator: ",")), .text(entity.indexes.joined(separator: ",")), .bytes([entity.integerIDs ? 1 : 0])])
+            for index in entity.indexes where !table.entity.indexes.contains(index) && table.kinds[index] != nil {
+                try createIndex(entity.name, index)
+            }
+            table.entity = entity
+            catalog.tables[entity.name] = table
+            return table
+        }
+        let exists = try connection.execute("SELECT to_regclass(\(Layout.literal(layout.table(entity.name)))) IS NOT NULL")
+        if exists.text(0, 0) == "t" {
+            throw ReservoirError(.invalidSchema, "\(connection.name): a table named \(entity.name) exists in schema \(layout.schema) and was not made by Reservoir (it has no entry in _reservoir_entities); rename it, or open the store with ?schema=OTHER")
+        }
+        try schemaChanged()
+        let idKind: ColumnKind = entity.integerIDs ? .integer : (ColumnKind(of: firstID) ?? .integer)
+        try connection.execute("CREATE TABLE \(layout.table(entity.name)) (\(Layout.quote(entity.idColumn)) \(idKind.columnType) PRIMARY KEY)")
+        try connection.run(
+            "INSERT INTO \(layout.entities) (name, id_column, fields, indexes, integer_ids) VALUES ($1::text, $2::text, string_to_array($3::text, ','), string_to_array($4::text, ','), $5::boolean)",
+            [.text(entity.name), .text(entity.idColumn), .text(entity.fields.joined(separator: ",")), .text(entity.indexes.joined(separator: ",")), .bytes([entity.integerIDs ? 1 : 0])])
+        try recordColumn(entity.name, entity.idColumn, position: 0, kind: idKind)
+        let table = TableInfo(entity: entity, columns: [entity.idColumn], kinds: [entity.idColumn: idKind])
+        try connection.execute(layout.trigger(for: table))
+        catalog.tables[entity.name] = table
+        return table
+    }
+
+    /// Makes `column` able to hold `value`: adds it (with the value's kind), or rewrites it
+    /// as mixed when it holds another kind.
+    private func prepareColumn(_ column: String, for value: Value, in table: TableInfo) throws -> TableInfo {
+        guard let needed = ColumnKind(of: value) else { return table }
+        let isID = column == table.entity.idColumn
+        guard let existing = table.kinds[column] else {
+            var table = table
+            try schemaChanged()
+            try connection.execute("ALTER TABLE \(layout.table(table.entity.name)) ADD COLUMN \(Layout.quote(column)) \(needed.columnType)")
+            try recordColumn(table.entity.name, column, position: table.columns.count, kind: needed)
+            if table.entity.indexes.contains(column) { try createIndex(table.entity.name, column) }
+            table.columns.append(column)
+            table.kinds[column] = needed
+            catalog.tables[table.entity.name] = table
+            return table
+        }
+        if existing == .mixed || ColumnCodec.parameter(value, kind: existing, isID: isID) != nil { return table }
+        return try makeMixed(column, in: table)
+    }
+
+    /// Rewrites `column` as mixed: its values re-encoded here (``KeyEncoding`` is Swift),
+    /// then stored back by id. Runs once per column, when a second kind first arrives.
+    private func makeMixed(_ column: String, in table: TableInfo) throws -> TableInfo {
+        try schemaChanged()
+        var table = table
+        let name = layout.table(table.entity.name)
+        let idColumn = Layout.quote(table.entity.idColumn)
+        let quoted = Layout.quote(column)
+        let isID = column == table.entity.idColumn
+        let oldKind = table.kinds[column] ?? .mixed
+        let oldIDKind = table.idKind
+        let current = try connection.run("SELECT \(idColumn), \(quoted) FROM \(name) WHERE \(quoted) IS NOT NULL")
+        var pairs: [(id: PGParameter, encoded: [UInt8])] = []
+        for row in 0..<current.rowCount {
+            guard let id = ColumnCodec.value(current.bytes(row, 0), kind: oldIDKind, isID: true),
+                  let idParameter = ColumnCodec.parameter(id, kind: oldIDKind, isID: true),
+                  let value = ColumnCodec.value(current.bytes(row, 1), kind: oldKind, isID: isID) else {
+                throw ReservoirError(.corrupt, "\(connection.name): table \(table.entity.name), column \(column): a stored value does not decode")
+            }
+            pairs.append((idParameter, ColumnCodec.mixed(value, isID: isID)))
+        }
+        let update: String
+        if isID {
+            try connection.execute("ALTER TABLE \(name) ADD COLUMN _reservoir_new bytea")
+            update = "UPDATE \(name) SET _reservoir_new = $2::bytea WHERE \(idColumn) = $1::\(oldIDKind.castType)"
+        } else {
+            try connection.execute("ALTER TABLE \(name) ALTER COLUMN \(quoted) TYPE bytea USING NULL")
+            update = "UPDATE \(name) SET \(quoted) = $2::bytea WHERE \(idColumn) = $1::\(oldIDKind.castType)"
+        }
+        for pair in pairs {
+            try connection.run(update, [pair.id, .bytes(pair.encoded)])
+        }
+        if isID {
+            try connection.execute("""
+                ALTER TABLE \(name) ALTER COLUMN \(quoted) TYPE bytea USING _reservoir_new;
+                ALTER TABLE \(name) DROP COLUMN _reservoir_new
+                """)
+        }
+        try connection.run("UPDATE \(layout.columns) SET kind = 'm' WHERE entity = $1::text AND name = $2::text",
+                           [.text(table.entity.name), .text(column)])
+        table.kinds[column] = .mixed
+        if isID { try connection.execute(layout.trigger(for: table)) }
+        catalog.tables[table.entity.name] = table
+        connection.dropPrepared()
+        return table
+    }
+
+    private func recordColumn(_ entity: String, _ column: String, position: Int, kind: ColumnKind) throws {
+        try connection.run(
+            "INSERT INTO \(layout.columns) (entity, name, position, kind) VALUES ($1::text, $2::text, $3::bigint, $4::text)",
+            [.text(entity), .text(column), .integer(Int64(position)), .text(kind.rawValue)])
+    }
+
+    private func createIndex(_ entity: String, _ column: String) throws {
+        let indexName = Layout.quote(String("\(entity)_\(column)_idx".utf8.prefix(63)) ?? "\(entity)_idx")
+        try connection.execute("CREATE INDEX IF NOT EXISTS \(indexName) ON \(layout.table(entity)) (\(Layout.quote(column)))")
+    }
+}
