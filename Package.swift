@@ -113,7 +113,7 @@ let package = Package(
         // The stateful differential test and the query fuzzer, on every built-in backend at once.
         .testTarget(
             name: "ReservoirDifferentialTests",
-            dependencies: ["Reservoir", "ReservoirConformance", "ReservoirSQLite", "ReservoirLMDB", "CSQLite"]
+            dependencies: ["Reservoir", "ReservoirConformance", "ReservoirSQLite", "ReservoirLMDB", "ReservoirPostgres", "CSQLite"]
         ),
         // The conformance suite and the multi-client tests against a PostgreSQL server
         // (scripts/with-postgres starts a throwaway one unless RESERVOIR_TEST_POSTGRES names one).

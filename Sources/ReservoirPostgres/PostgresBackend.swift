@@ -95,16 +95,27 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
         let connection = try acquireReader()
         var healthy = false
         defer { releaseReader(connection, healthy: healthy) }
-        let (sequence, catalog) = try begin(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", lock: "")
+        // Shared with every reader, exclusive for a column rewrite (Layout.rewriteKeys);
+        // taken before the snapshot, released with the transaction's end.
+        try connection.execute("SELECT pg_advisory_lock_shared(\(layout.rewriteKeys))")
+        let end = "; SELECT pg_advisory_unlock_shared(\(layout.rewriteKeys))"
+        let (sequence, catalog): (UInt64, Catalog)
+        do {
+            (sequence, catalog) = try begin(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", lock: "")
+        } catch {
+            _ = try? connection.execute("SELECT pg_advisory_unlock_shared(\(layout.rewriteKeys))")
+            healthy = connection.isHealthy
+            throw error
+        }
         let result: R
         do {
             result = try body(PGReadTransaction(connection: connection, layout: layout, catalog: catalog, sequence: sequence))
         } catch {
-            _ = try? connection.execute("ROLLBACK")
+            _ = try? connection.execute("ROLLBACK" + end)
             healthy = connection.isHealthy
             throw error
         }
-        try connection.execute("COMMIT")
+        try connection.execute("COMMIT" + end)
         healthy = connection.isHealthy
         return result
     }
@@ -185,7 +196,9 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
 
     private func acquireReader() throws -> PGConnection {
         if let connection = idle.withLock({ $0.popLast() }) { return connection }
-        return try PGConnection(conninfo: server.conninfo, name: server.name)
+        let connection = try PGConnection(conninfo: server.conninfo, name: server.name)
+        try connection.execute("SET lock_timeout = '30s'")
+        return connection
     }
 
     private func releaseReader(_ connection: PGConnection, healthy: Bool) {

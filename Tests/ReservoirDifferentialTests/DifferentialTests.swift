@@ -3,6 +3,7 @@ import Foundation
 import Reservoir
 import ReservoirConformance
 import ReservoirLMDB
+import ReservoirPostgres
 import ReservoirSQLite
 import Testing
 
@@ -22,6 +23,19 @@ private func fileHarness(_ scheme: String, factory: BackendFactory, file: String
     )
 }
 
+/// A fresh schema on the test server (scripts/with-postgres starts one) per store, dropped after.
+private let postgresHarness = ConformanceHarness(
+    registry: BackendRegistry([.postgres]),
+    freshConfiguration: {
+        guard let url = ProcessInfo.processInfo.environment["RESERVOIR_TEST_POSTGRES"], !url.isEmpty else {
+            throw ReservoirError(.cannotOpen, "RESERVOIR_TEST_POSTGRES is not set: run the tests with scripts/test, which starts a throwaway PostgreSQL server (apt-get install postgresql), or point it at a server of yours")
+        }
+        let schema = "d_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(20)
+        return url + (url.contains("?") ? "&" : "?") + "schema=\(schema)"
+    },
+    cleanup: { try? PostgresBackend.dropStore($0) }
+)
+
 /// Every built-in backend. A new backend joins by adding one line here.
 let backends = [
     DifferentialBackend("memory:", harness: ConformanceHarness(registry: BackendRegistry()) { "memory:" }),
@@ -29,6 +43,7 @@ let backends = [
     DifferentialBackend("lmdb:", harness: fileHarness("lmdb", factory: .lmdb, file: "env")),
     // The smallest map LMDB allows, so runs grow it (and replay the growing write) often.
     DifferentialBackend("lmdb: small map", harness: fileHarness("lmdb", factory: .lmdb, file: "env", options: "?mapsize=64KiB")),
+    DifferentialBackend("postgres:", harness: postgresHarness),
 ]
 
 @Suite("Differential: every backend against the model")

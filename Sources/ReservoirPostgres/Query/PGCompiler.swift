@@ -35,7 +35,7 @@ struct PGCompiler {
             let order = query.sort.compactMap { term -> String? in
                 guard let kind = table.kinds[term.column] else { return nil }  // all null: no effect
                 var key = Layout.quote(term.column)
-                if kind == .mixed && term.column != table.entity.idColumn {
+                if kind == .mixed {
                     // Without the kind byte: 1 and 1.0 are equal, and the id breaks the tie.
                     key = "substr(\(key), 1, octet_length(\(key)) - 1)"
                 }
@@ -76,7 +76,7 @@ struct PGCompiler {
             guard let kind = table.kinds[name] else {
                 return Self.constant(QueryEvaluator.compare(.null, op, operand))  // a missing column reads as null
             }
-            return comparison(Layout.quote(name), kind: kind, isID: name == table.entity.idColumn, op, operand)
+            return comparison(Layout.quote(name), kind: kind, op, operand)
 
         case let .isIn(name, values):
             let parts = values.map { condition(.compare(column: name, .equal, $0)) }.filter { $0 != "FALSE" }
@@ -146,7 +146,7 @@ struct PGCompiler {
 
     // MARK: - Comparisons
 
-    private mutating func comparison(_ column: String, kind: ColumnKind, isID: Bool, _ op: ComparisonOperator, _ operand: Value) -> String {
+    private mutating func comparison(_ column: String, kind: ColumnKind, _ op: ComparisonOperator, _ operand: Value) -> String {
         let operand = operand.stored
         if operand.isNull {
             switch op {
@@ -156,7 +156,7 @@ struct PGCompiler {
             }
         }
         if kind == .mixed {
-            return mixedComparison(column, isID: isID, op, operand)
+            return mixedComparison(column, op, operand)
         }
         guard let columnRank = kind.rank, let operandKind = ColumnKind(of: operand), let operandRank = (operandKind == .mixed ? 2 : operandKind.rank) else {
             return "FALSE"
@@ -246,16 +246,8 @@ struct PGCompiler {
 
     /// A mixed column: byte ranges over the order-preserving encoding. Values equal to v
     /// are exactly the encodings starting with v's (then a kind byte below FF).
-    private mutating func mixedComparison(_ column: String, isID: Bool, _ op: ComparisonOperator, _ operand: Value) -> String {
+    private mutating func mixedComparison(_ column: String, _ op: ComparisonOperator, _ operand: Value) -> String {
         let encoded = KeyEncoding.encode(operand)
-        if isID {
-            let bound = placeholder(.bytes(encoded), "bytea")
-            switch op {
-            case .equal: return "(\(column) IS NOT NULL AND \(column) = \(bound))"
-            case .notEqual: return "(\(column) IS NULL OR \(column) <> \(bound))"
-            default: return plain(column, op, bound)
-            }
-        }
         switch op {
         case .equal, .notEqual:
             let lower = placeholder(.bytes(encoded), "bytea")

@@ -10,9 +10,9 @@ import Reservoir
 /// character, which PostgreSQL's `text` cannot store), the column is rewritten once as
 /// **mixed**: `bytea` holding ``KeyEncoding``'s order-preserving bytes, so comparisons and
 /// `ORDER BY` on the bytes give exactly the contract's order across kinds, followed (except
-/// in the id column) by one byte keeping the value's kind (0 text or blob, 1 integer, 2 real),
-/// since `KeyEncoding` writes `1` and `1.0` alike. The id column omits it: ids equal as
-/// numbers are one record.
+/// by one byte keeping the value's kind (0 text or blob, 1 integer, 2 real, 3 the real -0.0), since
+/// `KeyEncoding` writes `1` and `1.0` alike. Equality is then a range (the encodings that
+/// start with the value's), which also finds an id whatever its spelling.
 enum ColumnKind: String, Sendable, Hashable {
     case integer = "i"
     case real = "r"
@@ -83,7 +83,7 @@ enum ColumnCodec {
         case let (.blob(data), .blob):
             return PGParameter(blob: data)
         case (_, .mixed):
-            return .bytes(mixed(value, isID: isID))
+            return .bytes(mixed(value))
         case let (.real(real), .integer) where isID:
             return Int64(exactly: real).map { .integer($0) }
         case let (.integer(integer), .real) where isID:
@@ -93,20 +93,31 @@ enum ColumnCodec {
         }
     }
 
-    static func mixed(_ value: Value, isID: Bool) -> [UInt8] {
+    static func mixed(_ value: Value) -> [UInt8] {
         var bytes = KeyEncoding.encode(value)
-        if !isID {
-            switch value {
-            case .integer: bytes.append(1)
-            case .real: bytes.append(2)
-            default: bytes.append(0)
-            }
+        switch value {
+        case .integer: bytes.append(1)
+        case let .real(real): bytes.append(real == 0 && real.sign == .minus ? 3 : 2)
+        default: bytes.append(0)
         }
         return bytes
     }
 
+    /// The condition selecting the row whose `column` (of `kind`) equals `value`, with its
+    /// parameters numbered from `$1`; nil when no value of that column can equal it.
+    static func equality(_ column: String, kind: ColumnKind, _ value: Value) -> (sql: String, parameters: [PGParameter])? {
+        let quoted = Layout.quote(column)
+        if kind == .mixed {
+            let encoded = KeyEncoding.encode(value)
+            return ("\(quoted) >= $1::bytea AND \(quoted) < $2::bytea", [.bytes(encoded), .bytes(encoded + [0xFF])])
+        }
+        guard let parameter = parameter(value, kind: kind, isID: true) else { return nil }
+        if case .null = parameter { return nil }
+        return ("\(quoted) = $1::\(kind.castType)", [parameter])
+    }
+
     /// The value of a binary result field of a column of `kind`.
-    static func value(_ raw: UnsafeRawBufferPointer, kind: ColumnKind, isID: Bool) -> Value? {
+    static func value(_ raw: UnsafeRawBufferPointer, kind: ColumnKind) -> Value? {
         switch kind {
         case .integer:
             guard raw.count == 8 else { return nil }
@@ -119,11 +130,11 @@ enum ColumnCodec {
         case .blob:
             return .blob(Data(raw))
         case .mixed:
-            if isID { return KeyEncoding.decode(raw) }
             guard let kindByte = raw.last else { return nil }
             guard let decoded = KeyEncoding.decode(UnsafeRawBufferPointer(rebasing: raw.dropLast())) else { return nil }
             switch (decoded, kindByte) {
             case let (.integer(integer), 2): return .real(Double(integer))
+            case (.integer(0), 3): return .real(-0.0)
             default: return decoded
             }
         }

@@ -45,6 +45,13 @@ struct Layout: Sendable {
     /// do it one after the other.
     var setUpLock: String { "pg_advisory_xact_lock(hashtext('reservoir.setup'), hashtext(\(Self.literal(schema))))" }
 
+    /// The keys of the lock that keeps readers and column rewrites apart. Readers hold it
+    /// shared (session level, taken before their snapshot); a write that rewrites a column
+    /// as mixed takes it exclusively. PostgreSQL's table rewrites are not MVCC-safe: a
+    /// reader whose snapshot predates the rewrite would see the table empty, or fail with
+    /// "cached plan must not change result type".
+    var rewriteKeys: String { "hashtext('reservoir.rewrite'), hashtext(\(Self.literal(schema)))" }
+
     var createTables: String {
         """
         CREATE SCHEMA IF NOT EXISTS \(quotedSchema);

@@ -18,11 +18,8 @@ class PGReadTransaction: ReadTransaction {
 
     func row(_ entity: String, id: Value) throws -> Row? {
         guard let table = catalog.tables[entity],
-              let parameter = ColumnCodec.parameter(id.stored, kind: table.idKind, isID: true) else { return nil }
-        if case .null = parameter { return nil }
-        let result = try connection.run(
-            "SELECT \(table.selectList) FROM \(layout.table(entity)) WHERE \(Layout.quote(table.entity.idColumn)) = $1::\(table.idKind.castType)",
-            [parameter])
+              let match = ColumnCodec.equality(table.entity.idColumn, kind: table.idKind, id.stored) else { return nil }
+        let result = try connection.run("SELECT \(table.selectList) FROM \(layout.table(entity)) WHERE \(match.sql)", match.parameters)
         guard result.rowCount > 0 else { return nil }
         return try decodeRow(result, 0, table)
     }
@@ -89,7 +86,7 @@ class PGReadTransaction: ReadTransaction {
             if !result.isNull(row, 3) {
                 ids = PackedIDs.unpack(Data(result.bytes(row, 3)))
             } else if !result.isNull(row, 4) {
-                ids = KeyEncoding.decode(result.bytes(row, 4)).map { [$0] }
+                ids = ColumnCodec.value(result.bytes(row, 4), kind: .mixed).map { [$0] }
             } else {
                 ids = nil
             }
@@ -115,7 +112,7 @@ class PGReadTransaction: ReadTransaction {
                 continue
             }
             let kind = table.kinds[column] ?? .mixed
-            guard let value = ColumnCodec.value(result.bytes(index, position), kind: kind, isID: column == table.entity.idColumn) else {
+            guard let value = ColumnCodec.value(result.bytes(index, position), kind: kind) else {
                 throw ReservoirError(.corrupt, "\(connection.name): table \(table.entity.name), column \(column): a stored value does not decode as \(kind)")
             }
             values.append(value)

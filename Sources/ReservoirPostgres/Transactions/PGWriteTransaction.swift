@@ -18,21 +18,24 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
 
     func put(_ entity: EntityDescription, id: Value, row: Row) throws {
         let (sql, parameters) = try upsert(entity, id: id, row: row, replacing: true)
+        if catalog.tables[entity.name]?.idKind == .mixed {
+            // The primary key holds the id's spelling (1 or 1.0); the record is the one equal
+            // to it in any spelling, so replace that one.
+            try delete(entity, id: id)
+        }
         try connection.run(sql, parameters)
     }
 
     func insert(_ entity: EntityDescription, id: Value, row: Row) throws -> Bool {
         let (sql, parameters) = try upsert(entity, id: id, row: row, replacing: false)
+        if catalog.tables[entity.name]?.idKind == .mixed, try self.row(entity.name, id: id) != nil { return false }
         return try connection.run(sql, parameters).affectedRows == 1
     }
 
     func delete(_ entity: EntityDescription, id: Value) throws {
         guard let table = catalog.tables[entity.name],
-              let parameter = ColumnCodec.parameter(id.stored, kind: table.idKind, isID: true) else { return }
-        if case .null = parameter { return }
-        try connection.run(
-            "DELETE FROM \(layout.table(entity.name)) WHERE \(Layout.quote(table.entity.idColumn)) = $1::\(table.idKind.castType)",
-            [parameter])
+              let match = ColumnCodec.equality(table.entity.idColumn, kind: table.idKind, id.stored) else { return }
+        try connection.run("DELETE FROM \(layout.table(entity.name)) WHERE \(match.sql)", match.parameters)
     }
 
     func record(_ changeSet: ChangeSet) throws {
@@ -169,6 +172,8 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
     /// then stored back by id. Runs once per column, when a second kind first arrives.
     private func makeMixed(_ column: String, in table: TableInfo) throws -> TableInfo {
         try schemaChanged()
+        // Waits for readers (of every process) to finish; new ones wait for this commit.
+        try connection.execute("SELECT pg_advisory_xact_lock(\(layout.rewriteKeys))")
         var table = table
         let name = layout.table(table.entity.name)
         let idColumn = Layout.quote(table.entity.idColumn)
@@ -179,12 +184,12 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
         let current = try connection.run("SELECT \(idColumn), \(quoted) FROM \(name) WHERE \(quoted) IS NOT NULL")
         var pairs: [(id: PGParameter, encoded: [UInt8])] = []
         for row in 0..<current.rowCount {
-            guard let id = ColumnCodec.value(current.bytes(row, 0), kind: oldIDKind, isID: true),
+            guard let id = ColumnCodec.value(current.bytes(row, 0), kind: oldIDKind),
                   let idParameter = ColumnCodec.parameter(id, kind: oldIDKind, isID: true),
-                  let value = ColumnCodec.value(current.bytes(row, 1), kind: oldKind, isID: isID) else {
+                  let value = ColumnCodec.value(current.bytes(row, 1), kind: oldKind) else {
                 throw ReservoirError(.corrupt, "\(connection.name): table \(table.entity.name), column \(column): a stored value does not decode")
             }
-            pairs.append((idParameter, ColumnCodec.mixed(value, isID: isID)))
+            pairs.append((idParameter, ColumnCodec.mixed(value)))
         }
         let update: String
         if isID {
