@@ -117,10 +117,15 @@ let package = Package(
         ),
         // The conformance suite and the multi-client tests against a PostgreSQL server
         // (scripts/with-postgres starts a throwaway one unless RESERVOIR_TEST_POSTGRES names one).
+        .executableTarget(
+            name: "ReservoirPostgresClient",
+            dependencies: ["ReservoirPostgres", "Reservoir", .product(name: "OpenCombineShim", package: "OpenCombine")],
+            path: "Tests/ReservoirPostgresClient"
+        ),
         .testTarget(
             name: "ReservoirPostgresTests",
             dependencies: [
-                "ReservoirPostgres", "ReservoirConformance", "Reservoir",
+                "ReservoirPostgres", "ReservoirConformance", "Reservoir", "ReservoirPostgresClient",
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
             ]
         ),

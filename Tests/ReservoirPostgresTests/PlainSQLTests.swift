@@ -1,0 +1,146 @@
+import Foundation
+import OpenCombineShim
+import Reservoir
+import ReservoirPostgres
+import Testing
+
+/// Writes by other PostgreSQL clients (psql, another service) reach subscriptions through
+/// the tables' triggers, the change log and NOTIFY.
+@Suite("PostgreSQL: plain SQL clients")
+struct PlainSQLTests {
+    /// Runs SQL with psql, as a person at a terminal would.
+    static func psql(_ sql: String) throws {
+        let candidates = ["/usr/bin/psql", "/usr/local/bin/psql", "/opt/homebrew/bin/psql"]
+            + ((try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []).map { "/usr/lib/postgresql/\($0)/bin/psql" }
+        guard let psql = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            throw ReservoirError(.backend, "psql not found; install PostgreSQL's client (apt-get install postgresql-client)")
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: psql)
+        process.arguments = [try TestServer.url(), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", sql]
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw ReservoirError(.backend, "psql failed: \(String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))")
+        }
+    }
+
+    static func schema(of configuration: String) -> String {
+        String(configuration.split(separator: "schema=").last ?? "public")
+    }
+
+    @Test func psqlTransactionsArriveAsOneChangeSetEach() async throws {
+        let configuration = try TestServer.freshStore()
+        defer { TestServer.drop(configuration) }
+        let store = try Store.open(configuration, registry: TestServer.registry)
+        defer { store.close() }
+        try await store.write { tx in
+            for id in 1...3 { try tx.insert(Message(id: id, author: 1, body: "message \(id)")) }
+        }
+        let table = "\(Self.schema(of: configuration)).messages"
+        let arrivals = Collected<ChangeSet>()
+        let changes = store.changes.sink { arrivals.append($0) }
+        defer { changes.cancel() }
+        let lists = Collected<[Message]>()
+        let live = store.objectsPublisher(for: FetchRequest<Message>(sortBy: [.ascending(\.id)]))
+            .sink(receiveCompletion: { _ in }, receiveValue: { lists.append($0) })
+        defer { live.cancel() }
+
+        try Self.psql("BEGIN; INSERT INTO \(table) (id, author, body) VALUES (10, 2, 'from psql'); UPDATE \(table) SET body = 'edited' WHERE id = 1; DELETE FROM \(table) WHERE id = 2; COMMIT;")
+        try #require(await eventually { arrivals.values.count == 1 }, "the psql transaction never arrived: \(arrivals.values)")
+        let first = arrivals.values[0]
+        #expect(first.isExternal && first.sequence == 2)
+        let messages = try #require(first.changes(to: "messages"))
+        #expect(messages.inserted.map(\.id) == [10])
+        #expect(messages.updated.map(\.id) == [1])
+        #expect(messages.updated.first?.row.value("body") == .text("edited"))
+        #expect(messages.deleted == [2])
+
+        // Inserted and deleted again: no change, so nothing is announced.
+        try Self.psql("BEGIN; INSERT INTO \(table) (id, author, body) VALUES (20, 2, 'gone'); DELETE FROM \(table) WHERE id = 20; COMMIT;")
+        // A changed id is the old record deleted and a new one inserted.
+        try Self.psql("UPDATE \(table) SET id = 30 WHERE id = 3")
+        try #require(await eventually { arrivals.values.count == 2 }, "the id change never arrived: \(arrivals.values)")
+        let renamed = try #require(arrivals.values[1].changes(to: "messages"))
+        #expect(arrivals.values[1].sequence == 4)
+        #expect(renamed.deleted == [3] && renamed.inserted.map(\.id) == [30])
+
+        // This library's next commit follows them.
+        try await store.write { try $0.insert(Message(id: 5, author: 1, body: "after")) }
+        #expect(arrivals.values.map(\.sequence) == [2, 4, 5])
+        let fetched = try store.fetch(FetchRequest<Message>(sortBy: [.ascending(\.id)]))
+        #expect(fetched.map(\.id) == [1, 5, 10, 30])
+        #expect(await eventually { lists.values.last == fetched }, "the live fetch never matched: \(lists.values.last ?? [])")
+    }
+
+    @Test func aStoreSeesAnotherStoresCommitsThroughNotify() async throws {
+        let configuration = try TestServer.freshStore()
+        defer { TestServer.drop(configuration) }
+        let writer = try Store.open(configuration, registry: TestServer.registry)
+        defer { writer.close() }
+        try await writer.write { try $0.insert(Message(id: 1, author: 1, body: "first")) }
+        let reader = try Store.open(configuration, registry: TestServer.registry)
+        defer { reader.close() }
+        let arrivals = Collected<ChangeSet>()
+        let changes = reader.changes.sink { arrivals.append($0) }
+        defer { changes.cancel() }
+        let own = Collected<ChangeSet>()
+        let ownChanges = writer.changes.sink { own.append($0) }
+        defer { ownChanges.cancel() }
+        for id in 2...21 {
+            try await writer.write { try $0.insert(Message(id: id, author: 1, body: "message \(id)")) }
+        }
+        #expect(await eventually { arrivals.values.count == 20 })
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(arrivals.values.map(\.sequence) == Array(2...21))
+        #expect(arrivals.values.allSatisfy { $0.isExternal })
+        // The writer's own commits are announced once, by the write itself.
+        #expect(own.values.map(\.sequence) == Array(2...21))
+        #expect(own.values.allSatisfy { !$0.isExternal })
+    }
+
+    @Test func aTableOfAnotherApplicationIsAClearError() async throws {
+        let configuration = try TestServer.freshStore()
+        defer { TestServer.drop(configuration) }
+        let store = try Store.open(configuration, registry: TestServer.registry)
+        defer { store.close() }
+        try Self.psql("CREATE TABLE \(Self.schema(of: configuration)).messages (id integer PRIMARY KEY, note text)")
+        let error = try #require(throws: ReservoirError.self) {
+            try store.write { try $0.insert(Message(id: 1, author: 1, body: "x")) }
+        }
+        #expect(error.code == .invalidSchema)
+        #expect(error.message.contains("messages") && error.message.contains("not made by Reservoir"), "\(error.message)")
+        #expect(try store.fetch(Message.self).isEmpty)
+    }
+}
+
+/// A thread-safe box for values collected from publishers.
+final class Collected<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: [Value] = []
+
+    func append(_ value: Value) {
+        lock.lock()
+        stored.append(value)
+        lock.unlock()
+    }
+
+    var values: [Value] {
+        lock.lock()
+        defer { lock.unlock() }
+        return stored
+    }
+}
+
+func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
+    let clock = ContinuousClock()
+    let deadline = clock.now + timeout
+    while clock.now < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(5))
+    }
+    return condition()
+}
