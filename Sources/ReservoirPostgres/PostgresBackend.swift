@@ -92,21 +92,19 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
 
     public func read<R>(_ body: (any ReadTransaction) throws -> R) throws -> R {
         try checkOpen()
-        let connection = try acquireReader()
+        var connection = try acquireReader()
         var healthy = false
         defer { releaseReader(connection, healthy: healthy) }
-        // Shared with every reader, exclusive for a column rewrite (Layout.rewriteKeys);
-        // taken before the snapshot, released with the transaction's end.
-        try connection.execute("SELECT pg_advisory_lock_shared(\(layout.rewriteKeys))")
-        let end = "; SELECT pg_advisory_unlock_shared(\(layout.rewriteKeys))"
         let (sequence, catalog): (UInt64, Catalog)
         do {
-            (sequence, catalog) = try begin(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", lock: "")
-        } catch {
-            _ = try? connection.execute("SELECT pg_advisory_unlock_shared(\(layout.rewriteKeys))")
-            healthy = connection.isHealthy
-            throw error
+            (sequence, catalog) = try beginRead(connection)
+        } catch where !connection.isConnected {
+            // A pooled connection that outlived a server restart: one fresh try.
+            connection = try PGConnection(conninfo: server.conninfo, name: server.name)
+            try connection.execute("SET lock_timeout = '30s'")
+            (sequence, catalog) = try beginRead(connection)
         }
+        let end = "; SELECT pg_advisory_unlock_shared(\(layout.rewriteKeys))"
         let result: R
         do {
             result = try body(PGReadTransaction(connection: connection, layout: layout, catalog: catalog, sequence: sequence))
@@ -120,6 +118,18 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
         return result
     }
 
+    /// Takes the readers' shared lock (Layout.rewriteKeys: a column rewrite takes it
+    /// exclusively) before the snapshot, then begins; released when the transaction ends.
+    private func beginRead(_ connection: PGConnection) throws -> (UInt64, Catalog) {
+        try connection.execute("SELECT pg_advisory_lock_shared(\(layout.rewriteKeys))")
+        do {
+            return try begin(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", lock: "")
+        } catch {
+            _ = try? connection.execute("SELECT pg_advisory_unlock_shared(\(layout.rewriteKeys))")
+            throw error
+        }
+    }
+
     public func write<R>(_ body: (any WriteTransaction) throws -> R) throws -> R {
         writerLock.lock()
         defer { writerLock.unlock() }
@@ -128,8 +138,17 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
             writer = nil
             writer = try makeWriter()
         }
-        guard let connection = writer else { throw closedError() }
-        let (sequence, catalog) = try begin(connection, "BEGIN", lock: " FOR UPDATE")
+        guard var connection = writer else { throw closedError() }
+        let (sequence, catalog): (UInt64, Catalog)
+        do {
+            (sequence, catalog) = try begin(connection, "BEGIN", lock: " FOR UPDATE")
+        } catch where !connection.isConnected {
+            // The server restarted since the last write: nothing was sent, so one fresh try.
+            writer = nil
+            connection = try makeWriter()
+            writer = connection
+            (sequence, catalog) = try begin(connection, "BEGIN", lock: " FOR UPDATE")
+        }
         let transaction = PGWriteTransaction(connection: connection, layout: layout, catalog: catalog, sequence: sequence, retention: options.retention)
         let result: R
         do {

@@ -102,6 +102,35 @@ struct PlainSQLTests {
         #expect(own.values.allSatisfy { !$0.isExternal })
     }
 
+    /// Commit in one store → change set in another (a separate connection set, as another
+    /// machine would have), printed as median and p99: a figure, not an assertion.
+    @Test func crossClientLatencyIsReported() async throws {
+        let configuration = try TestServer.freshStore()
+        defer { TestServer.drop(configuration) }
+        let writer = try Store.open(configuration, registry: TestServer.registry)
+        defer { writer.close() }
+        try await writer.write { try $0.insert(Message(id: 0, author: 1, body: "first")) }
+        let reader = try Store.open(configuration, registry: TestServer.registry)
+        defer { reader.close() }
+        let arrivals = Collected<(UInt64, ContinuousClock.Instant)>()
+        let changes = reader.changes.sink { arrivals.append(($0.sequence, ContinuousClock.now)) }
+        defer { changes.cancel() }
+        var latencies: [Duration] = []
+        for id in 1...60 {
+            let committed = ContinuousClock.now
+            try await writer.write { try $0.insert(Message(id: id, author: 1, body: "m\(id)")) }
+            let target = UInt64(id + 1)
+            try #require(await eventually { arrivals.values.contains { $0.0 == target } })
+            if let arrival = arrivals.values.first(where: { $0.0 == target }) { latencies.append(arrival.1 - committed) }
+            try await Task.sleep(for: .milliseconds(Int.random(in: 0...20)))
+        }
+        let sorted = latencies.sorted()
+        let median = sorted[sorted.count / 2]
+        let p99 = sorted[min(sorted.count - 1, sorted.count * 99 / 100)]
+        print("postgres cross-client latency over \(sorted.count) commits: median \(median), p99 \(p99)")
+        #expect(sorted.count == 60)
+    }
+
     @Test func aTableOfAnotherApplicationIsAClearError() async throws {
         let configuration = try TestServer.freshStore()
         defer { TestServer.drop(configuration) }
@@ -143,4 +172,43 @@ func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async
         try? await Task.sleep(for: .milliseconds(5))
     }
     return condition()
+}
+
+/// A lost connection (a server restart, a network cut) is replaced; nothing is lost or
+/// announced twice. Simulated per store with `pg_terminate_backend`, so the other tests
+/// sharing the server are not disturbed.
+@Suite("PostgreSQL: lost connections")
+struct LostConnectionTests {
+    @Test func storesReconnectAndSubscriptionsCatchUp() async throws {
+        let configuration = try TestServer.freshStore()
+        defer { TestServer.drop(configuration) }
+        let tag = UUID().uuidString.lowercased().prefix(8)
+        let writer = try Store.open(configuration + "&application_name=writer-\(tag)", registry: TestServer.registry)
+        defer { writer.close() }
+        try await writer.write { try $0.insert(Message(id: 1, author: 1, body: "before")) }
+        let reader = try Store.open(configuration + "&application_name=reader-\(tag)", registry: TestServer.registry)
+        defer { reader.close() }
+        let arrivals = Collected<ChangeSet>()
+        let changes = reader.changes.sink { arrivals.append($0) }
+        defer { changes.cancel() }
+        let lists = Collected<[Int]>()
+        let live = reader.objectsPublisher(for: FetchRequest<Message>(sortBy: [.ascending(\.id)]))
+            .sink(receiveCompletion: { _ in }, receiveValue: { lists.append($0.map(\.id)) })
+        defer { live.cancel() }
+        try await writer.write { try $0.insert(Message(id: 2, author: 1, body: "first")) }
+        try #require(await eventually { arrivals.values.count == 1 })
+
+        // Cut every connection of both stores, as a server restart would.
+        try PlainSQLTests.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name IN ('writer-\(tag)', 'reader-\(tag)')")
+        try await Task.sleep(for: .milliseconds(100))
+        // Writes after the cut succeed on a fresh connection; the reader catches up.
+        for id in 3...5 {
+            try await writer.write { try $0.insert(Message(id: id, author: 1, body: "after")) }
+        }
+        #expect(await eventually { arrivals.values.count == 4 }, "arrived: \(arrivals.values)")
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(arrivals.values.map(\.sequence) == [2, 3, 4, 5], "each commit once, in order")
+        #expect(await eventually { lists.values.last == [1, 2, 3, 4, 5] }, "live: \(lists.values.last ?? [])")
+        #expect(try reader.fetch(Message.self).map(\.id) == [1, 2, 3, 4, 5])
+    }
 }

@@ -40,6 +40,10 @@ final class PGConnection {
         PQfinish(handle)
     }
 
+    /// Whether the connection still reaches the server, as far as libpq knows (it learns of
+    /// a lost server only when a command fails).
+    var isConnected: Bool { PQstatus(handle) == CONNECTION_OK }
+
     var isHealthy: Bool { PQstatus(handle) == CONNECTION_OK && PQtransactionStatus(handle) == PQTRANS_IDLE }
     var inTransaction: Bool {
         let status = PQtransactionStatus(handle)
