@@ -35,7 +35,9 @@ struct CLITests {
         (["todo", "done", "ffff"], "no to-do has an id starting with \"ffff\""),
         (["todo", "done", "not-hex!"], "\"not-hex!\" is not a to-do id"),
         (["todo", "add", "x", "--due", "next tuesday"], "\"next tuesday\" is not a date"),
-        (["todo", "list", "--store", "postgres://db"], "unknown scheme \"postgres:\""),
+        (["todo", "list", "--store", "redis://db"], "unknown scheme \"redis:\""),
+        // The server is named with its password hidden, and the cause said.
+        (["todo", "list", "--store", "postgres://app:hunter2@127.0.0.1:1/app"], "PostgreSQL store postgres://app:***@127.0.0.1:1/app (schema public): cannot connect: no PostgreSQL server is listening"),
         (["info", "--store", "sqlite:./no/such/dir/x.sqlite"], "no/such/dir"),
         (["todo", "list", "--store", "lmdb"], "has no scheme"),
     ])
@@ -124,6 +126,33 @@ struct CLITests {
         let destination = try await CLIProcess.run(["todo", "list", "--json", "--store", "lmdb:./b.lmdb"], in: scratch.url)
         let roundTrip = try await CLIProcess.run(["todo", "list", "--json", "--store", "sqlite:./c.sqlite"], in: scratch.url)
         #expect(source.output == destination.output && source.output == roundTrip.output)
+    }
+
+    @Test("copy to a PostgreSQL store and back, and the commands on it")
+    func copyThroughPostgres() async throws {
+        guard let server = ProcessInfo.processInfo.environment["RESERVOIR_TEST_POSTGRES"], !server.isEmpty else {
+            Issue.record("RESERVOIR_TEST_POSTGRES is not set: run the tests with scripts/test, which starts a throwaway PostgreSQL server")
+            return
+        }
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let schema = "cli_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
+        let postgres = server + (server.contains("?") ? "&" : "?") + "schema=\(schema)"
+        for i in 0..<12 {
+            _ = try await CLIProcess.run(["todo", "add", "task \(i)", "--priority", "\(i % 4)", "--store", "sqlite:./a.sqlite"], in: scratch.url)
+        }
+        let there = try await CLIProcess.run(["copy", "sqlite:./a.sqlite", postgres], in: scratch.url)
+        #expect(there.status == 0, "\(there.errors)")
+        #expect(there.output.contains("todos: 12 records copied (12 new, 0 replaced)"), "\(there.output)")
+        let added = try await CLIProcess.run(["todo", "add", "on the server", "--store", postgres], in: scratch.url)
+        #expect(added.status == 0, "\(added.errors)")
+        let back = try await CLIProcess.run(["copy", postgres, "sqlite:./b.sqlite"], in: scratch.url)
+        #expect(back.status == 0, "\(back.errors)")
+        let onServer = try await CLIProcess.run(["todo", "list", "--json", "--store", postgres], in: scratch.url)
+        let roundTrip = try await CLIProcess.run(["todo", "list", "--json", "--store", "sqlite:./b.sqlite"], in: scratch.url)
+        #expect(onServer.output == roundTrip.output && onServer.output.contains("on the server"))
+        let info = try await CLIProcess.run(["info", "--store", postgres], in: scratch.url)
+        #expect(info.output.contains("todos: 13 records"), "\(info.output)")
     }
 
     @Test("demo runs the script on every backend and finds the streams identical")
