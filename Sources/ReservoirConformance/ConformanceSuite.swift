@@ -196,12 +196,3 @@ func expectError<R>(_ code: ReservoirError.Code, _ what: @autoclosure () -> Stri
     }
 }
 
-/// Waits, polling, until `condition` holds or `seconds` pass; returns whether it held.
-func eventually(within seconds: Double = 5, _ condition: () throws -> Bool) async rethrows -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if try condition() { return true }
-        try? await Task.sleep(nanoseconds: 10_000_000)
-    }
-    return try condition()
-}

@@ -76,10 +76,10 @@ public final class LMDBBackend: StorageBackend {
 }
 
 extension BackendFactory {
-    /// The factory for `lmdb:PATH[?durability=none|normal|full&mapsize=SIZE&maxmapsize=SIZE&maxreaders=N&maxdbs=N&logretention=N]`.
+    /// The factory for `lmdb:PATH[?durability=none|normal|full&mapsize=SIZE&maxmapsize=SIZE&maxreaders=N&maxdbs=N&retention=N]`.
     public static let lmdb = BackendFactory(
         scheme: "lmdb",
-        summary: "lmdb:PATH[?durability=none|normal|full&mapsize=SIZE&maxmapsize=SIZE&maxreaders=N&maxdbs=N&logretention=N]"
+        summary: "lmdb:PATH[?durability=none|normal|full&mapsize=SIZE&maxmapsize=SIZE&maxreaders=N&maxdbs=N&retention=N]"
     ) { configuration in
         try LMDBBackend(configuration: configuration)
     }

@@ -5,20 +5,12 @@ import Reservoir
 ///
 ///     lmdb:./app.lmdb?durability=full&mapsize=1GiB&maxreaders=252
 public struct LMDBOptions: Sendable, Hashable {
-    /// How hard each commit pushes data to disk.
-    public enum Durability: String, Sendable, Hashable, CaseIterable {
-        /// `MDB_NOSYNC`: no flush on commit. A killed process loses nothing (the data is
-        /// in the OS page cache); an OS crash or power loss may lose recent commits and,
-        /// on file systems that reorder writes, damage the environment.
-        case none
-        /// `MDB_NOMETASYNC` (the default): data pages are flushed on every commit, the
-        /// meta page is not. A killed process loses nothing; an OS crash or power loss
-        /// may undo the last commit but never damages the environment.
-        case normal
-        /// Data and meta page flushed on every commit: a commit that returned survives
-        /// power loss.
-        case full
-    }
+    /// How hard each commit pushes data to disk (``Reservoir/Durability``): `none` is
+    /// `MDB_NOSYNC` (no flush; an OS crash may lose recent commits and, on file systems that
+    /// reorder writes, damage the environment); `normal`, the default, is `MDB_NOMETASYNC`
+    /// (data pages flushed, the meta page not: a crash may undo the last commit, never
+    /// damage); `full` flushes both, so a commit that returned survives power loss.
+    public typealias Durability = Reservoir.Durability
 
     public var durability: Durability = .normal
     /// The initial map size in bytes; the map grows by doubling when it fills.
@@ -29,7 +21,8 @@ public struct LMDBOptions: Sendable, Hashable {
     public var maxReaders: Int = 126
     /// Named databases: one per entity, one per index, plus two.
     public var maxDatabases: Int = 256
-    /// How many change sets the change log keeps for other processes to catch up on.
+    /// How many change sets the change log keeps for other processes to catch up on
+    /// (`retention=`, 0 keeping all, as on every backend; `logretention=` is its old name).
     public var logRetention: Int = 10_000
 
     public init() {}
@@ -39,19 +32,16 @@ public struct LMDBOptions: Sendable, Hashable {
     public static let largestMapSize = 1 << 46
 
     /// The option names `lmdb:` accepts.
-    public static let names = ["durability", "mapsize", "maxmapsize", "maxreaders", "maxdbs", "logretention"]
+    public static let names = ["durability", "mapsize", "maxmapsize", "maxreaders", "maxdbs", "retention", "logretention"]
 
     /// Reads the options of `configuration`; throws `.invalidConfiguration` naming a bad one.
     public init(_ configuration: StoreConfiguration) throws {
         try configuration.checkOptions(allowed: Self.names)
         func bad(_ key: String, _ expected: String) -> ReservoirError {
-            ReservoirError(.invalidConfiguration, "store configuration \"\(configuration.string)\": option \(key)=\(configuration.options[key] ?? "") is not valid; expected \(expected)")
+            configuration.invalidOption(key, expected: expected)
         }
         let options = configuration.options
-        if let text = options["durability"] {
-            guard let value = Durability(rawValue: text.lowercased()) else { throw bad("durability", "none, normal or full") }
-            durability = value
-        }
+        durability = try configuration.durability(accepting: [.none, .normal, .full], default: durability)
         if let text = options["mapsize"] {
             guard let value = Self.parseSize(text), value > 0, value <= Self.largestMapSize else {
                 throw bad("mapsize", "a size in bytes from 1 to 64TiB, such as 65536, 64KiB, 256MiB or 2GiB")
@@ -72,8 +62,10 @@ public struct LMDBOptions: Sendable, Hashable {
             guard let value = Int(text), (4...32_000).contains(value) else { throw bad("maxdbs", "a count from 4 to 32000") }
             maxDatabases = value
         }
+        logRetention = try configuration.retention(default: logRetention)
         if let text = options["logretention"] {
-            guard let value = Int(text), value >= 1 else { throw bad("logretention", "a count of change sets, 1 or more") }
+            guard options["retention"] == nil else { throw bad("logretention", "no value: it is the old name of retention, which is given too") }
+            guard let value = Int(text), value >= 1 else { throw bad("logretention", "a count of change sets, 1 or more (retention=0 keeps all)") }
             logRetention = value
         }
         if options["maxmapsize"] == nil, mapSize > maxMapSize {

@@ -803,7 +803,7 @@ final class LMDBTransaction: WriteTransaction {
         }
         recordedSequence = sequence
         let retention = UInt64(environment.options.logRetention)
-        guard sequence > retention else { return }
+        guard retention > 0, sequence > retention else { return }  // 0 keeps all
         // Usually one record falls out per commit: delete from the front with one cursor.
         let cutoff = sequence - retention
         let txn = try liveTransaction()

@@ -61,7 +61,7 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
     private func makeWriter() throws -> PGConnection {
         let connection = try PGConnection(conninfo: server.conninfo, name: server.name)
         var settings = "SET reservoir.writer = 'on'; SET lock_timeout = '30s'"
-        if options.durability == .normal { settings += "; SET synchronous_commit = off" }
+        if options.durability != .full { settings += "; SET synchronous_commit = off" }
         try connection.execute(settings)
         writerPID.withLock { $0 = connection.backendPID }
         return connection

@@ -16,10 +16,8 @@ import Reservoir
 ///   (`synchronous_commit = off`) may lose the last commits if the *server* crashes, never
 ///   damaging anything, like SQLite's `normal`.
 public struct PostgresOptions: Sendable, Hashable {
-    public enum Durability: String, Sendable, Hashable, CaseIterable {
-        case normal
-        case full
-    }
+    /// `full` (the default) or `normal` in a configuration string; `.none` set in code is `normal`.
+    public typealias Durability = Reservoir.Durability
 
     public var schema: String
     public var retention: Int
@@ -39,33 +37,15 @@ public struct PostgresOptions: Sendable, Hashable {
     /// Reads Reservoir's options from `configuration`.
     public init(_ configuration: StoreConfiguration) throws {
         self.init()
-        func invalid(_ key: String, _ value: String, _ expected: String) -> ReservoirError {
-            ReservoirError(.invalidConfiguration, "store configuration \"\(configuration.redacted)\": option \(key)=\(value) is not valid; expected \(expected)")
-        }
         if let value = configuration.options["schema"] {
             guard Self.isValidSchema(value) else {
-                throw invalid("schema", value, "a schema name of letters, digits and _, not starting with a digit, at most 50 characters")
+                throw configuration.invalidOption("schema", expected: "a schema name of letters, digits and _, not starting with a digit, at most 50 characters")
             }
             schema = value
         }
-        if let value = configuration.options["retention"] {
-            guard let count = Int(value), count >= 0 else {
-                throw invalid("retention", value, "a number of change sets to keep, or 0 to keep all")
-            }
-            retention = count
-        }
-        if let value = configuration.options["readers"] {
-            guard let count = Int(value), count >= 1, count <= 64 else {
-                throw invalid("readers", value, "a number of idle reader connections from 1 to 64")
-            }
-            readers = count
-        }
-        if let value = configuration.options["durability"] {
-            guard let durability = Durability(rawValue: value.lowercased()) else {
-                throw invalid("durability", value, "normal or full")
-            }
-            self.durability = durability
-        }
+        retention = try configuration.retention(default: retention)
+        readers = try configuration.integer("readers", in: 1...64, default: readers, expected: "a number of idle reader connections from 1 to 64")
+        durability = try configuration.durability(default: durability)
     }
 
     static func isValidSchema(_ name: String) -> Bool {

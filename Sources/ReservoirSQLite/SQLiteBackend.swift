@@ -82,7 +82,11 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
     }
 
     private static func synchronous(_ options: SQLiteOptions) -> String {
-        options.durability == .full ? "FULL" : "NORMAL"
+        switch options.durability {
+        case .full: "FULL"
+        case .normal: "NORMAL"
+        case .none: "OFF"
+        }
     }
 
     /// Creates the backend's tables when missing (taking the write lock only then, so a

@@ -4,15 +4,9 @@ import Reservoir
 ///
 ///     sqlite:./app.sqlite?durability=full&busytimeout=10000&retention=50000&readers=8
 public struct SQLiteOptions: Sendable, Hashable {
-    /// How much a committed transaction survives.
-    public enum Durability: String, Sendable, Hashable, CaseIterable {
-        /// `synchronous=NORMAL` in WAL mode: a commit survives the process being killed;
-        /// the last commits before a power loss or OS crash may be rolled back (never corrupted).
-        case normal
-        /// `synchronous=FULL`: every commit is synced to disk before `write` returns, so it
-        /// also survives power loss.
-        case full
-    }
+    /// How much a committed transaction survives: `normal` (the default) or `full` in a
+    /// configuration string; `.none` set in code is `synchronous = OFF`. Backends.md § Durability.
+    public typealias Durability = Reservoir.Durability
 
     public var durability: Durability
     /// How long a connection waits for another process's lock before failing with `.busy`.
@@ -37,33 +31,11 @@ public struct SQLiteOptions: Sendable, Hashable {
     public init(_ configuration: StoreConfiguration) throws {
         try configuration.checkOptions(allowed: Self.names)
         self.init()
-        func invalid(_ key: String, _ value: String, _ expected: String) -> ReservoirError {
-            ReservoirError(.invalidConfiguration, "store configuration \"\(configuration.string)\": option \(key)=\(value) is not valid; expected \(expected)")
-        }
-        if let value = configuration.options["durability"] {
-            guard let durability = Durability(rawValue: value.lowercased()) else {
-                throw invalid("durability", value, "normal or full")
-            }
-            self.durability = durability
-        }
-        if let value = configuration.options["busytimeout"] {
-            guard let milliseconds = Int32(value), milliseconds >= 0 else {
-                throw invalid("busytimeout", value, "a number of milliseconds, 0 or more")
-            }
-            busyTimeoutMilliseconds = milliseconds
-        }
-        if let value = configuration.options["retention"] {
-            guard let count = Int(value), count >= 0 else {
-                throw invalid("retention", value, "a number of change sets to keep, or 0 to keep all")
-            }
-            retention = count
-        }
-        if let value = configuration.options["readers"] {
-            guard let count = Int(value), count >= 1, count <= 64 else {
-                throw invalid("readers", value, "a number of idle reader connections from 1 to 64")
-            }
-            readers = count
-        }
+        durability = try configuration.durability(default: durability)
+        busyTimeoutMilliseconds = Int32(try configuration.integer(
+            "busytimeout", in: 0...Int(Int32.max), default: Int(busyTimeoutMilliseconds), expected: "a number of milliseconds, 0 or more"))
+        retention = try configuration.retention(default: retention)
+        readers = try configuration.integer("readers", in: 1...64, default: readers, expected: "a number of idle reader connections from 1 to 64")
     }
 }
 

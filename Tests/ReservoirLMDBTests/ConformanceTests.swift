@@ -17,7 +17,7 @@ let lmdbHarness = ConformanceHarness(
         let directory = (parsed.location as NSString).deletingLastPathComponent
         try? FileManager.default.removeItem(atPath: directory)
     },
-    shortChangeLog: "logretention=5"
+    shortChangeLog: "retention=5"
 )
 
 @Test(arguments: ConformanceSuite.cases)

@@ -1,6 +1,7 @@
 import Foundation
 import OpenCombineShim
 import Reservoir
+import ReservoirConformance
 import ReservoirPostgres
 import Testing
 
@@ -146,33 +147,6 @@ struct PlainSQLTests {
     }
 }
 
-/// A thread-safe box for values collected from publishers.
-final class Collected<Value: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: [Value] = []
-
-    func append(_ value: Value) {
-        lock.lock()
-        stored.append(value)
-        lock.unlock()
-    }
-
-    var values: [Value] {
-        lock.lock()
-        defer { lock.unlock() }
-        return stored
-    }
-}
-
-func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
-    let clock = ContinuousClock()
-    let deadline = clock.now + timeout
-    while clock.now < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(5))
-    }
-    return condition()
-}
 
 /// A lost connection (a server restart, a network cut) is replaced; nothing is lost or
 /// announced twice. Simulated per store with `pg_terminate_backend`, so the other tests

@@ -1,6 +1,7 @@
 import Foundation
 import OpenCombineShim
 import Reservoir
+import ReservoirConformance
 import ReservoirSQLite
 import Testing
 

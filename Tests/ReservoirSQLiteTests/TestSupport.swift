@@ -68,35 +68,6 @@ final class RawConnection {
     }
 }
 
-/// Waits until `condition` holds or `timeout` passes; returns whether it held.
-func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
-    let clock = ContinuousClock()
-    let deadline = clock.now + timeout
-    while clock.now < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(5))
-    }
-    return condition()
-}
-
-/// A thread-safe box for values collected from publishers.
-final class Collected<T>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var items: [T] = []
-
-    func append(_ item: T) {
-        lock.lock()
-        items.append(item)
-        lock.unlock()
-    }
-
-    var values: [T] {
-        lock.lock()
-        defer { lock.unlock() }
-        return items
-    }
-}
-
 // MARK: - Record types
 
 struct Todo: Storable {

@@ -1,0 +1,46 @@
+/// How much a commit waits for so that it survives a crash. One option, `durability=`, for
+/// every backend; each backend says what its levels mean for its engine (Backends.md):
+/// SQLite's `synchronous`, LMDB's sync flags, PostgreSQL's `synchronous_commit`.
+public enum Durability: String, Sendable, Hashable, CaseIterable {
+    /// No flush on commit: a killed process loses nothing, an OS crash or power loss may
+    /// lose recent commits (LMDB accepts it in configuration strings; SQLite maps it to
+    /// `synchronous = OFF`, PostgreSQL to `synchronous_commit = off`).
+    case none
+    /// A killed process loses nothing; an OS crash or power loss may undo the last commits
+    /// but never damages the store.
+    case normal
+    /// A commit that returned survives power loss.
+    case full
+}
+
+/// Option parsing every backend shares, so the same option reads, and fails, alike everywhere.
+extension StoreConfiguration {
+    /// `.invalidConfiguration` for option `key`: names the configuration (password hidden),
+    /// the value given, and what was expected.
+    public func invalidOption(_ key: String, expected: String) -> ReservoirError {
+        ReservoirError(.invalidConfiguration, "store configuration \"\(redacted)\": option \(key)=\(options[key] ?? "") is not valid; expected \(expected)")
+    }
+
+    /// `durability=…`, one of `accepted`, or `default` when the option is absent.
+    public func durability(accepting accepted: [Durability] = [.normal, .full], default: Durability) throws -> Durability {
+        guard let text = options["durability"] else { return `default` }
+        guard let value = Durability(rawValue: text.lowercased()), accepted.contains(value) else {
+            let names = accepted.map(\.rawValue)
+            throw invalidOption("durability", expected: names.dropLast().joined(separator: ", ") + " or " + (names.last ?? ""))
+        }
+        return value
+    }
+
+    /// `retention=N`: how many change sets the change log keeps for other processes to
+    /// catch up on, 0 keeping all; `default` when the option is absent.
+    public func retention(default: Int) throws -> Int {
+        try integer("retention", in: 0...Int.max, default: `default`, expected: "a number of change sets to keep, or 0 to keep all")
+    }
+
+    /// An integer option within `range`, or `default` when it is absent.
+    public func integer(_ key: String, in range: ClosedRange<Int>, default: Int, expected: String) throws -> Int {
+        guard let text = options[key] else { return `default` }
+        guard let value = Int(text), range.contains(value) else { throw invalidOption(key, expected: expected) }
+        return value
+    }
+}
