@@ -74,8 +74,9 @@ extension ConformanceSuite {
             let writer = try Store(backend: context.harness.registry.makeBackend(configuration), configuration: configuration)
             defer { writer.close() }
             try writer.write { tx in try tx.insert(Item(id: 0, name: "first", rank: 0)) }
-            // Polls only when told to, so it is sure to fall behind.
-            let laggard = try Store(backend: context.harness.registry.makeBackend(configuration), configuration: configuration, pollInterval: .seconds(3600))
+            // Probes only when told to (no timer, no commit signal), so it is sure to fall behind.
+            let laggard = try Store(backend: context.harness.registry.makeBackend(configuration), configuration: configuration,
+                                    pollInterval: .seconds(3600), usesCommitSignal: false)
             defer { laggard.close() }
             let request = FetchRequest<Item>(sortBy: [.descending(\.rank)], limit: 10)
             let live = LiveRecorder<CollectionDifference<Item>>()
@@ -91,6 +92,30 @@ extension ConformanceSuite {
             let sequences = announced.changeSets.map(\.sequence)
             try expect(zip(sequences, sequences.dropFirst()).allSatisfy { $0 < $1 }, "sequences increase: \(sequences)")
             try expectEqual(sequences.last, try writer.read { try $0.lastSequence() }, "the last announced sequence")
+            live.cancel()
+            announced.cancel()
+        })
+
+    /// With the timer out of the way (an hour apart), only the backend's commit signal can
+    /// bring another store's commits: every one must arrive, the last one included (a signal
+    /// that fires before the commit is visible, and is then forgotten, loses it).
+    static let commitSignalCase = ConformanceCase(
+        "multi-store", "another store's commits arrive through the commit signal alone",
+        requires: [.multiProcess, .commitSignal], waiting: { context in
+            let configuration = try StoreConfiguration(context.configuration)
+            let observer = try Store(backend: context.harness.registry.makeBackend(configuration), configuration: configuration, pollInterval: .seconds(3600))
+            defer { observer.close() }
+            let request = FetchRequest<Item>(where: \.rank >= 0, sortBy: [.descending(\.rank)])
+            let live = LiveRecorder<CollectionDifference<Item>>()
+            observer.changesPublisher(for: request).subscribe(live)
+            let announced = ChangeRecorder(observer)
+            for i in 1...30 {
+                try await context.store.write { tx in try tx.insert(Item(id: i, name: "n\(i)", rank: i % 7)) }
+                let sequence = try await context.store.read { try $0.lastSequence() }
+                let arrived = await eventually(timeout: .seconds(10)) { announced.changeSets.last?.sequence == sequence }
+                try expect(arrived, "commit \(i) (sequence \(sequence)) never reached the other store; it announced \(announced.changeSets.map(\.sequence))")
+            }
+            try expectEqual(live.applied.map(\.id), try await context.store.read { try $0.fetch(request) }.map(\.id), "the other store's live fetch")
             live.cancel()
             announced.cancel()
         })

@@ -32,7 +32,7 @@ public final class LMDBBackend: StorageBackend {
 
     deinit { close() }
 
-    public var capabilities: BackendCapabilities { [.persistent, .multiProcess] }
+    public var capabilities: BackendCapabilities { [.persistent, .multiProcess, .commitSignal] }
 
     /// The environment directory's canonical path.
     public var location: String { environment.path }
@@ -61,6 +61,12 @@ public final class LMDBBackend: StorageBackend {
     public func commitToken() throws -> UInt64 {
         try checkOpen()
         return try environment.lastTransactionID()
+    }
+
+    /// Every commit writes its pages and then its meta page into data.mdb with `pwrite`
+    /// (this backend never uses `MDB_WRITEMAP`), which wakes the store.
+    public func watchCommits(_ wake: @escaping @Sendable () -> Void) -> (any CommitWatch)? {
+        FileChangeWatch.watching([environment.path + "/data.mdb"], wake: wake)
     }
 
     public func close() {

@@ -433,9 +433,15 @@ final class LMDBEnvironment: @unchecked Sendable {
         try checkFiles()
         try enter()
         defer { exit() }
-        var info = MDB_envinfo()
-        mdb_env_info(env, &info)
-        return UInt64(info.me_last_txnid)
+        // The id a new reader would see, not `mdb_env_info`'s: that one comes from the newest
+        // meta page, which a commit writes a moment before it publishes the id to readers
+        // (in lock.mdb), and a probe in between would move the token while a read still saw
+        // the old data, losing the wake-up.
+        var transaction: OpaquePointer?
+        let rc = mdb_txn_begin(env, nil, CLMDB_RDONLY, &transaction)
+        guard rc == 0, let transaction else { throw LMDBErrors.error(code: rc, "lmdb:\(path): cannot begin a read transaction") }
+        defer { mdb_txn_abort(transaction) }
+        return UInt64(mdb_txn_id(transaction))
     }
 
     /// The error for a failed commit. LMDB reports a short write as `EIO`, which is what a

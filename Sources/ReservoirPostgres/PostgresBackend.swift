@@ -21,7 +21,7 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
 
     public let location: String
     public let options: PostgresOptions
-    public var capabilities: BackendCapabilities { [.persistent, .multiProcess, .nativeQueries] }
+    public var capabilities: BackendCapabilities { [.persistent, .multiProcess, .nativeQueries, .commitSignal] }
 
     let server: PostgresServer
     let layout: Layout
@@ -33,8 +33,12 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
     private let listenerLock = NSLock()
     private var listener: PGConnection?
     private var token: UInt64 = 0
-    private var probes = 0
+    private var lastSequenceCheck: ContinuousClock.Instant?
     private var probedSequence: Int64 = -1
+    /// The store's wake-up (``watchCommits(_:)``) and the read source that calls it when the
+    /// listener's socket has input: both under `listenerLock`.
+    private var wake: (@Sendable () -> Void)?
+    private var listenerSource: (any DispatchSourceRead)?
     /// The writer connection's server process, whose notifications are this store's own.
     private let writerPID = Locked<Int32>(0)
 
@@ -230,26 +234,22 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
     // MARK: - Other clients
 
     /// Counts NOTIFYs from other clients' commits on a listening connection (reading what
-    /// arrived costs no round trip), and once a second reads the newest sequence as a safety
-    /// net for a notification lost with a connection. A broken listener is replaced, and
-    /// the token moves, so the store catches up from the log after an outage.
+    /// arrived costs no round trip), and at most once a second reads the newest sequence as a
+    /// safety net for a notification lost with a connection. A broken listener is replaced,
+    /// and the token moves, so the store catches up from the log after an outage.
     public func commitToken() throws -> UInt64 {
         listenerLock.lock()
         defer { listenerLock.unlock() }
         try checkOpen()
         if listener == nil || !(listener?.consumeInput() ?? false) {
-            listener = nil
-            let connection = try PGConnection(conninfo: server.conninfo, name: server.name)
-            try connection.execute("LISTEN \(Layout.quote(layout.channel))")
-            listener = connection
-            token &+= 1
-            probes = 0
+            try connectListener()
         }
         guard let listener else { return token }
         let own = writerPID.withLock { $0 }
         if listener.takeNotifications().contains(where: { $0.sender != own }) { token &+= 1 }
-        probes += 1
-        if probes % 20 == 1 {
+        let now = ContinuousClock.now
+        if lastSequenceCheck.map({ now - $0 >= .seconds(1) }) ?? true {
+            lastSequenceCheck = now
             do {
                 let sequence = try listener.execute("SELECT sequence FROM \(layout.meta)").text(0, 0).flatMap { Int64($0) } ?? 0
                 if sequence != probedSequence {
@@ -261,6 +261,67 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
             }
         }
         return token
+    }
+
+    /// NOTIFY arrives on the listener's socket as soon as another client commits: the store
+    /// is woken then, and its probe reads the notifications (``commitToken()``).
+    public func watchCommits(_ wake: @escaping @Sendable () -> Void) -> (any CommitWatch)? {
+        listenerLock.lock()
+        defer { listenerLock.unlock() }
+        self.wake = wake
+        // Listen now: until a listener exists, no notification can arrive to wake anybody.
+        // Should connecting fail, the store's timer probe tries again (and watches then).
+        if let listener {
+            watchSocket(of: listener)
+        } else {
+            try? connectListener()
+        }
+        return NotifyWatch(backend: self)
+    }
+
+    /// Replaces the listening connection (also its socket watch). Call under `listenerLock`.
+    private func connectListener() throws {
+        stopWatchingSocket()
+        listener = nil
+        let connection = try PGConnection(conninfo: server.conninfo, name: server.name)
+        try connection.execute("LISTEN \(Layout.quote(layout.channel))")
+        listener = connection
+        token &+= 1
+        lastSequenceCheck = nil
+        if wake != nil { watchSocket(of: connection) }
+    }
+
+    /// Wakes the store whenever `connection`'s socket has input. Call under `listenerLock`.
+    private func watchSocket(of connection: PGConnection) {
+        stopWatchingSocket()
+        guard let wake, connection.socket >= 0 else { return }
+        let source = DispatchSource.makeReadSource(fileDescriptor: connection.socket, queue: DispatchQueue(label: "reservoir.postgres.notify"))
+        source.setEventHandler { [weak self, weak connection] in
+            guard let self else { return }
+            self.listenerLock.lock()
+            // Reading the input here keeps the socket from firing again; the notifications wait
+            // in libpq for the probe. A broken connection (the server went away) stops the
+            // watch; the probe this wakes replaces the listener and watches the new one.
+            let alive = connection != nil && self.listener === connection && connection?.consumeInput() == true
+            if !alive { self.stopWatchingSocket() }
+            self.listenerLock.unlock()
+            wake()
+        }
+        source.resume()
+        listenerSource = source
+    }
+
+    /// Call under `listenerLock`.
+    private func stopWatchingSocket() {
+        listenerSource?.cancel()
+        listenerSource = nil
+    }
+
+    fileprivate func stopWatching() {
+        listenerLock.lock()
+        defer { listenerLock.unlock() }
+        wake = nil
+        stopWatchingSocket()
     }
 
     // MARK: - Closing
@@ -275,6 +336,8 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
         writer = nil
         writerLock.unlock()
         listenerLock.lock()
+        stopWatchingSocket()
+        wake = nil
         listener = nil
         listenerLock.unlock()
         idle.withLock { $0.removeAll() }
@@ -316,4 +379,13 @@ extension BackendFactory {
         scheme: "postgresql",
         summary: "postgresql://… (as postgres://)"
     ) { try PostgresBackend($0) }
+}
+
+/// The running NOTIFY wake-up of a ``PostgresBackend``.
+private final class NotifyWatch: CommitWatch {
+    private weak let backend: PostgresBackend?
+
+    init(backend: PostgresBackend) { self.backend = backend }
+
+    func cancel() { backend?.stopWatching() }
 }

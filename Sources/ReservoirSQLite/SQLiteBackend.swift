@@ -18,7 +18,7 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
 
     public let location: String
     public let options: SQLiteOptions
-    public var capabilities: BackendCapabilities { [.persistent, .multiProcess, .nativeQueries] }
+    public var capabilities: BackendCapabilities { [.persistent, .multiProcess, .nativeQueries, .commitSignal] }
 
     private let writerLock = NSLock()
     private var writer: Session?
@@ -218,6 +218,12 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
             }
         }
         return UInt64(bitPattern: version)
+    }
+
+    /// Any SQLite client's commit writes the `-wal` file (or, after a checkpoint or in
+    /// rollback-journal mode, the database file): either write wakes the store.
+    public func watchCommits(_ wake: @escaping @Sendable () -> Void) -> (any CommitWatch)? {
+        FileChangeWatch.watching([location, location + "-wal"], wake: wake)
     }
 
     private func numberPending() throws {

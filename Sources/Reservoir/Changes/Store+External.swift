@@ -1,51 +1,39 @@
 import Foundation
 
 /// Commits made by other processes (or other `Store`s on the same location) reach this
-/// store through the backend's persisted change log: a timer probes the backend's
-/// ``StorageBackend/commitToken()``; when it moves, the log entries after the last
-/// announced sequence are read, the changed rows loaded, and the change sets published
-/// like local ones. Own commits are already announced, and the hub drops a sequence it
-/// has seen, so nothing is announced twice. A store that fell behind the log's retention
-/// gets one incomplete change set for the lost stretch (backends number change sets
-/// consecutively; one that skips numbers causes extra re-reads, never wrong results).
+/// store through the backend's persisted change log: the ``CommitPoller`` probes the
+/// backend's ``StorageBackend/commitToken()`` when the backend's commit signal fires (and
+/// on a timer); when the token moves, the log entries after the last announced sequence are
+/// read, the changed rows loaded, and the change sets published like local ones. Own
+/// commits are already announced, and the hub drops a sequence it has seen, so nothing is
+/// announced twice. A store that fell behind the log's retention gets one incomplete change
+/// set for the lost stretch (backends number change sets consecutively; one that skips
+/// numbers causes extra re-reads, never wrong results).
 extension Store {
     /// How many change sets one catch-up reads at most; the rest wait for the next probe.
     static let catchUpBatch = 1000
 
-    func startPolling(every interval: Duration) {
-        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "reservoir.store.poll"))
-        let (seconds, attoseconds) = interval.components
-        let nanoseconds = max(1_000_000, Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
-        timer.schedule(deadline: .now() + .nanoseconds(nanoseconds), repeating: .nanoseconds(nanoseconds), leeway: .milliseconds(5))
-        let lastToken = Locked<UInt64?>(nil)
-        timer.setEventHandler { [weak self] in
-            guard let self else { return }
-            let token: UInt64
-            do {
-                token = try self.backend.commitToken()
-            } catch let error as ReservoirError where error.code == .gone {
-                self.stop(error)
-                return
-            } catch {
-                return  // busy or transient: the next probe tries again
-            }
-            let moved = lastToken.withLock { last -> Bool in
-                defer { last = token }
-                return last != token
-            }
-            if moved { self.pollExternalChanges() }
-        }
-        poller.withLock { $0 = timer }
-        timer.resume()
+    /// Starts watching for other processes' commits: event-driven where the backend has a
+    /// commit signal (with a probe every `interval ?? 1 s` as the safety net), else a probe
+    /// every `interval ?? 50 ms`.
+    func startWatching(every interval: Duration?, usesCommitSignal: Bool) {
+        let poller = self.poller
+        let watch = usesCommitSignal ? backend.watchCommits { [weak poller] in poller?.wake() } : nil
+        let hooks = CommitPoller.Hooks(
+            token: { [weak self] in
+                guard let self else { throw CancellationError() }
+                return try self.backend.commitToken()
+            },
+            moved: { [weak self] in self?.pollExternalChanges() },
+            gone: { [weak self] in self?.stop($0) }
+        )
+        poller.start(every: interval ?? (watch == nil ? .milliseconds(50) : .seconds(1)), watch: watch, hooks: hooks)
     }
 
     /// The store's files are gone (``ReservoirError/Code/gone``): stop probing and end every
     /// live subscription with the error, instead of watching a file nobody writes any more.
     func stop(_ error: ReservoirError) {
-        poller.withLock {
-            $0?.cancel()
-            $0 = nil
-        }
+        poller.stop()
         hub.fail(named(error))
     }
 
@@ -53,6 +41,12 @@ extension Store {
     /// every change set it knows of has reached every observer (also one the poller found
     /// first and is still delivering).
     public func pollExternalChanges() {
+        // The token moves for this store's own commits too. A read outside the write lock
+        // tells those apart without waiting for a writer; an own commit not enqueued yet is
+        // found below, under the lock, to need nothing.
+        if let latest = try? backend.read({ try $0.lastSequence() }), latest <= hub.lastEnqueued {
+            return hub.deliver(through: hub.lastEnqueued)
+        }
         let published = try? writeLock.withLock { () -> UInt64 in
             let latest = try backend.read { try $0.lastSequence() }
             if latest > hub.lastEnqueued { try enqueueExternalChanges(through: latest) }

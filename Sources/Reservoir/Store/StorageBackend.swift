@@ -42,6 +42,16 @@ public protocol StorageBackend: AnyObject, Sendable {
     /// `data_version`, LMDB's last transaction id). Probed to find external commits.
     func commitToken() throws -> UInt64
 
+    /// Starts calling `wake` soon after another process (or another `Store` on the same
+    /// location) may have committed, so ``Store`` probes ``commitToken()`` at once instead of
+    /// on a timer. Returns nil when the backend has no such signal (the default): the store
+    /// then probes every 50 ms. A signal may fire spuriously (own commits, unrelated writes)
+    /// and may fire a little before the commit is visible; the store handles both. It must
+    /// never stay silent after a commit it could see, except where Backends.md says so; the
+    /// store's slow safety-net probe covers those cases. ``FileChangeWatch`` serves file-based
+    /// backends.
+    func watchCommits(_ wake: @escaping @Sendable () -> Void) -> (any CommitWatch)?
+
     /// Releases the engine's resources. Later calls throw `.closed`.
     func close()
 }
@@ -59,12 +69,16 @@ public struct BackendCapabilities: OptionSet, Sendable, Hashable, CustomStringCo
     public static let multiProcess = BackendCapabilities(rawValue: 1 << 1)
     /// The backend compiles predicates and sorts natively instead of using ``QueryEvaluator``.
     public static let nativeQueries = BackendCapabilities(rawValue: 1 << 2)
+    /// ``StorageBackend/watchCommits(_:)`` wakes the store when another process commits, so
+    /// those commits arrive within about a millisecond instead of at the next 50 ms probe.
+    public static let commitSignal = BackendCapabilities(rawValue: 1 << 3)
 
     public var description: String {
         var names: [String] = []
         if contains(.persistent) { names.append("persistent") }
         if contains(.multiProcess) { names.append("multi-process") }
         if contains(.nativeQueries) { names.append("native queries") }
+        if contains(.commitSignal) { names.append("commit signal") }
         return names.isEmpty ? "none" : names.joined(separator: ", ")
     }
 }
@@ -107,6 +121,16 @@ public protocol ReadTransaction {
     /// Change-log entries with a sequence above `sequence`, in sequence order, at most `limit`
     /// change sets' worth. Backends keep a bounded history; entries older than it are gone.
     func changeLog(after sequence: UInt64, limit: Int) throws -> [ChangeLogEntry]
+}
+
+extension StorageBackend {
+    public func watchCommits(_ wake: @escaping @Sendable () -> Void) -> (any CommitWatch)? { nil }
+}
+
+/// What ``StorageBackend/watchCommits(_:)`` returns: the running signal, stopped by ``cancel()``.
+public protocol CommitWatch: AnyObject, Sendable {
+    /// Stops calling the wake closure; after it returns, no new call starts.
+    func cancel()
 }
 
 extension ReadTransaction {

@@ -21,7 +21,7 @@ public final class Store: Sendable {
 
     let hub: ChangeHub
     let writeLock: WriteLock
-    let poller: Locked<DispatchSourceTimer?>
+    let poller: CommitPoller
 
     /// Opens the store a configuration string names: `memory:`, `sqlite:PATH`, `lmdb:PATH`,
     /// or any scheme registered in `registry`. Throws `.invalidConfiguration` naming the
@@ -32,21 +32,27 @@ public final class Store: Sendable {
     }
 
     /// A store on a backend made by hand.
-    /// - Parameter pollInterval: how often a multi-process backend is probed for commits
-    ///   by other processes.
-    public init(backend: any StorageBackend, configuration: StoreConfiguration? = nil, pollInterval: Duration = .milliseconds(50)) throws {
+    /// - Parameter pollInterval: how often a multi-process backend is probed for commits by
+    ///   other processes. By default every 50 ms, or every second as a safety net when the
+    ///   backend has a commit signal (``StorageBackend/watchCommits(_:)``), which then
+    ///   delivers other processes' commits within about a millisecond.
+    /// - Parameter usesCommitSignal: false leaves the commit signal off, so only the timer
+    ///   (and ``pollExternalChanges()``) finds other processes' commits: for tests and tools
+    ///   that want a store to fall behind.
+    public init(backend: any StorageBackend, configuration: StoreConfiguration? = nil, pollInterval: Duration? = nil,
+                usesCommitSignal: Bool = true) throws {
         self.backend = backend
         self.configuration = configuration
         self.hub = ChangeHub(after: try backend.read { try $0.lastSequence() })
         self.writeLock = WriteLock()
-        self.poller = Locked(nil)
+        self.poller = CommitPoller()
         if backend.capabilities.contains(.multiProcess) {
-            startPolling(every: pollInterval)
+            startWatching(every: pollInterval, usesCommitSignal: usesCommitSignal)
         }
     }
 
     deinit {
-        poller.withLock { $0?.cancel() }
+        poller.stop()
     }
 
     /// What the backend supports.
@@ -54,10 +60,7 @@ public final class Store: Sendable {
 
     /// Stops observing and releases the backend. Later calls throw `.closed`.
     public func close() {
-        poller.withLock {
-            $0?.cancel()
-            $0 = nil
-        }
+        poller.stop()
         writeLock.withLock { backend.close() }
     }
 

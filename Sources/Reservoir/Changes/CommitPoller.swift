@@ -1,0 +1,126 @@
+import Foundation
+
+/// Decides when a store probes its backend for other processes' commits.
+///
+/// - With a commit signal (``StorageBackend/watchCommits(_:)``): a probe at once on every
+///   wake-up, then follow-up probes 1, 2, 4 … 64 ms apart, restarted whenever one finds the
+///   token moved. A file signal fires when the bytes are written, which can be a little
+///   before the commit is visible (SQLite publishes a WAL commit through its shared memory,
+///   LMDB through its lock file's map, neither of which notifies); the follow-ups catch it
+///   within about twice that lag, and cost a few microseconds each, only around activity.
+///   A timer probes once a second as the safety net for what a signal can miss.
+/// - Without one: the timer probes every 50 ms.
+///
+/// Idle, a store with a signal wakes once a second and does one cheap probe.
+final class CommitPoller: @unchecked Sendable {
+    // @unchecked: `lastToken` and `generation` are touched only on `queue`; `control` is Locked.
+
+    /// What a probe calls: the backend's token, the catch-up when it moved, the stop when the
+    /// store's files are gone.
+    struct Hooks: Sendable {
+        let token: @Sendable () throws -> UInt64
+        let moved: @Sendable () -> Void
+        let gone: @Sendable (ReservoirError) -> Void
+    }
+
+    private struct Control {
+        var timer: (any DispatchSourceTimer)?
+        var watch: (any CommitWatch)?
+        var stopped = false
+        var wakeQueued = false
+    }
+
+    /// The follow-up probes after a wake-up, in milliseconds.
+    static let settleDelays = [1, 2, 4, 8, 16, 32, 64]
+
+    private let queue = DispatchQueue(label: "reservoir.store.poll")
+    private let control = Locked(Control())
+    private var lastToken: UInt64?
+    private var generation: UInt64 = 0
+    private var hooks: Hooks?
+
+    /// Whether a commit signal drives the probes (false: the timer alone).
+    var isEventDriven: Bool { control.withLock { $0.watch != nil } }
+
+    /// Starts probing: on `watch`'s wake-ups (see ``wake()``) if there is one, and every `interval`.
+    func start(every interval: Duration, watch: (any CommitWatch)?, hooks: Hooks) {
+        queue.sync { self.hooks = hooks }
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        let (seconds, attoseconds) = interval.components
+        let nanoseconds = max(1_000_000, Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
+        timer.schedule(deadline: .now() + .nanoseconds(nanoseconds), repeating: .nanoseconds(nanoseconds), leeway: .milliseconds(5))
+        timer.setEventHandler { [weak self] in _ = self?.probe() }
+        let started = control.withLock { control -> Bool in
+            guard !control.stopped else { return false }
+            control.timer = timer
+            control.watch = watch
+            return true
+        }
+        guard started else {
+            watch?.cancel()
+            return
+        }
+        timer.resume()
+    }
+
+    /// Another process may have committed: probe now, then settle (see the type's summary).
+    /// Cheap to call often; wake-ups that arrive before the probe runs are folded into it.
+    func wake() {
+        let schedule = control.withLock { control -> Bool in
+            guard !control.stopped, !control.wakeQueued else { return false }
+            control.wakeQueued = true
+            return true
+        }
+        guard schedule else { return }
+        queue.async { [weak self] in
+            guard let self else { return }
+            control.withLock { $0.wakeQueued = false }
+            generation &+= 1
+            settle(step: -1, generation: generation)
+        }
+    }
+
+    /// Stops the timer and the signal. Safe from any thread, the probe's own included.
+    func stop() {
+        let (timer, watch) = control.withLock { control in
+            control.stopped = true
+            defer {
+                control.timer = nil
+                control.watch = nil
+            }
+            return (control.timer, control.watch)
+        }
+        timer?.cancel()
+        watch?.cancel()
+    }
+
+    // MARK: - On `queue`
+
+    /// Probes, then schedules the next follow-up unless a newer wake-up took over.
+    private func settle(step: Int, generation: UInt64) {
+        guard generation == self.generation else { return }
+        let next = probe() ? 0 : step + 1
+        guard next < Self.settleDelays.count else { return }
+        queue.asyncAfter(deadline: .now() + .milliseconds(Self.settleDelays[next])) { [weak self] in
+            self?.settle(step: next, generation: generation)
+        }
+    }
+
+    /// One probe; returns whether the token moved (and the catch-up ran).
+    private func probe() -> Bool {
+        guard let hooks, !control.withLock({ $0.stopped }) else { return false }
+        let token: UInt64
+        do {
+            token = try hooks.token()
+        } catch let error as ReservoirError where error.code == .gone {
+            hooks.gone(error)
+            return false
+        } catch {
+            return false  // busy or transient: the next probe tries again
+        }
+        defer { lastToken = token }
+        guard token != lastToken else { return false }
+        hooks.moved()
+        return true
+    }
+}

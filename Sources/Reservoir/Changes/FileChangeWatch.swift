@@ -1,0 +1,178 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Calls a closure soon after any process writes one of a few named files: the commit
+/// signal of file-based backends (SQLite's database and `-wal` files, LMDB's `data.mdb`),
+/// public so a third-party file backend can return one from
+/// ``StorageBackend/watchCommits(_:)`` too.
+///
+///     func watchCommits(_ wake: @escaping @Sendable () -> Void) -> (any CommitWatch)? {
+///         FileChangeWatch.watching([path, path + "-wal"], wake: wake)
+///     }
+///
+/// On Linux it uses inotify, one instance per process however many stores are open (the
+/// kernel allows a user only 128), watching each file's directory so that a file deleted
+/// and created anew (a `-wal` file) stays watched. Elsewhere it is not available yet and
+/// ``watching(_:wake:)`` returns nil, which makes the store probe on a timer instead.
+///
+/// What it cannot see: writes made through a shared memory map (`MDB_WRITEMAP`, SQLite's
+/// `-shm`), and writes on another machine over a network file system. A backend whose
+/// commits always also `write(2)` one of the files it names is covered.
+public final class FileChangeWatch: CommitWatch {
+    #if os(Linux)
+    private let registration: Locked<InotifyCenter.Registration?>
+    #endif
+
+    /// Starts watching `files` (paths, which need not exist yet; their directories must).
+    /// Returns nil where the platform has no file notifications or the watch cannot be set
+    /// up (the process is out of inotify instances or watches): callers then probe on a timer.
+    public static func watching(_ files: [String], wake: @escaping @Sendable () -> Void) -> FileChangeWatch? {
+        #if os(Linux)
+        var byDirectory: [String: Set<String>] = [:]
+        for file in files {
+            let url = URL(fileURLWithPath: file)
+            byDirectory[url.deletingLastPathComponent().path, default: []].insert(url.lastPathComponent)
+        }
+        guard let center = InotifyCenter.shared,
+              let registration = center.register(byDirectory, wake: wake)
+        else { return nil }
+        return FileChangeWatch(registration: registration)
+        #else
+        return nil
+        #endif
+    }
+
+    #if os(Linux)
+    private init(registration: InotifyCenter.Registration) {
+        self.registration = Locked(registration)
+    }
+    #endif
+
+    /// Stops watching. A wake already under way may still complete.
+    public func cancel() {
+        #if os(Linux)
+        guard let registration = registration.withLock({ current -> InotifyCenter.Registration? in
+            defer { current = nil }
+            return current
+        }) else { return }
+        InotifyCenter.shared?.unregister(registration)
+        #endif
+    }
+
+    deinit { cancel() }
+}
+
+#if os(Linux)
+/// The process's one inotify instance: watches directories, and routes each event to the
+/// registrations whose file names it concerns.
+final class InotifyCenter: @unchecked Sendable {
+    // @unchecked: `watches` and `nextToken` are guarded by `lock`; `descriptor` and `source`
+    // are set once in init.
+
+    /// One store's interest: per watch descriptor, the file names it cares about.
+    struct Registration: Sendable {
+        let token: UInt64
+        let descriptors: [Int32]
+    }
+
+    private struct Interest {
+        let names: Set<String>
+        let wake: @Sendable () -> Void
+    }
+
+    /// nil when the process cannot have an inotify instance (limit reached, no kernel support).
+    static let shared: InotifyCenter? = InotifyCenter()
+
+    private let descriptor: Int32
+    private let source: any DispatchSourceRead
+    private let lock = NSLock()
+    private var watches: [Int32: [UInt64: Interest]] = [:]
+    private var nextToken: UInt64 = 0
+
+    private static let mask = UInt32(IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE | IN_MOVED_TO | IN_DELETE)
+
+    private init?() {
+        let descriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        guard descriptor >= 0 else { return nil }
+        self.descriptor = descriptor
+        source = DispatchSource.makeReadSource(fileDescriptor: descriptor, queue: DispatchQueue(label: "reservoir.file-watch"))
+        // The center lives as long as the process (a static), so capturing it is no cycle to break.
+        source.setEventHandler { [self] in drain() }
+        source.resume()
+    }
+
+    func register(_ namesByDirectory: [String: Set<String>], wake: @escaping @Sendable () -> Void) -> Registration? {
+        lock.lock()
+        defer { lock.unlock() }
+        nextToken += 1
+        let token = nextToken
+        var added: [Int32] = []
+        for (directory, names) in namesByDirectory {
+            // The same directory watched twice gets the same descriptor back (the mask is
+            // always the same, so replacing it changes nothing).
+            let watch = inotify_add_watch(descriptor, directory, Self.mask)
+            guard watch >= 0 else {
+                for watch in added { removeLocked(watch, token) }
+                return nil
+            }
+            watches[watch, default: [:]][token] = Interest(names: names, wake: wake)
+            added.append(watch)
+        }
+        return Registration(token: token, descriptors: added)
+    }
+
+    func unregister(_ registration: Registration) {
+        lock.lock()
+        defer { lock.unlock() }
+        for watch in registration.descriptors { removeLocked(watch, registration.token) }
+    }
+
+    private func removeLocked(_ watch: Int32, _ token: UInt64) {
+        watches[watch]?[token] = nil
+        if watches[watch]?.isEmpty == true {
+            watches[watch] = nil
+            _ = inotify_rm_watch(descriptor, watch)
+        }
+    }
+
+    /// Reads every queued event, then wakes each interested registration once, outside the lock.
+    private func drain() {
+        var touched: [(watch: Int32, name: String?)] = []
+        let capacity = 16 * 1024
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 8)
+        defer { buffer.deallocate() }
+        let header = MemoryLayout<inotify_event>.size
+        while true {
+            let count = read(descriptor, buffer.baseAddress, capacity)
+            guard count > 0 else { break }  // EAGAIN: drained
+            var offset = 0
+            while offset + header <= count {
+                let watch = buffer.load(fromByteOffset: offset, as: Int32.self)
+                let eventMask = buffer.load(fromByteOffset: offset + 4, as: UInt32.self)
+                let length = Int(buffer.load(fromByteOffset: offset + 12, as: UInt32.self))
+                let nameBytes = UnsafeRawBufferPointer(rebasing: buffer[(offset + header)..<min(count, offset + header + length)])
+                let name = nameBytes.isEmpty ? nil : String(decoding: nameBytes.prefix { $0 != 0 }, as: UTF8.self)
+                // A queue overflow loses events: wake everybody (watch -1, no name).
+                touched.append(eventMask & UInt32(IN_Q_OVERFLOW) != 0 ? (-1, nil) : (watch, name))
+                offset += header + length
+            }
+        }
+        guard !touched.isEmpty else { return }
+        var wakes: [UInt64: @Sendable () -> Void] = [:]
+        lock.lock()
+        for (watch, name) in touched {
+            if watch == -1 {
+                for interests in watches.values { for (token, interest) in interests { wakes[token] = interest.wake } }
+                continue
+            }
+            guard let name, let interests = watches[watch] else { continue }
+            for (token, interest) in interests where interest.names.contains(name) { wakes[token] = interest.wake }
+        }
+        lock.unlock()
+        for wake in wakes.values { wake() }
+    }
+}
+#endif

@@ -1,0 +1,104 @@
+import Foundation
+import Reservoir
+import ReservoirConformance
+import Testing
+
+/// The file signal behind event-driven delivery: writes to a watched file wake its watchers,
+/// other files in the directory do not, a file deleted and created anew stays watched, and
+/// cancelling stops the wake-ups.
+#if os(Linux)
+@Suite struct FileChangeWatchTests {
+    final class Counter: @unchecked Sendable {
+        private let lock = NSLock()
+        private var count = 0
+        var value: Int { lock.withLock { count } }
+        func increment() { lock.withLock { count += 1 } }
+    }
+
+    func makeDirectory() throws -> String {
+        let path = NSTemporaryDirectory() + "reservoir-watch-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+        return path
+    }
+
+    /// A watch on `files` counting its wake-ups in `counter`.
+    func watch(_ files: [String], _ counter: Counter) throws -> FileChangeWatch {
+        guard let watch = FileChangeWatch.watching(files, wake: { counter.increment() }) else {
+            throw ReservoirError(.backend, "no file watch could be set up for \(files)")
+        }
+        return watch
+    }
+
+    func append(_ text: String, to path: String) throws {
+        if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
+        let handle = try #require(FileHandle(forWritingAtPath: path))
+        defer { try? handle.close() }
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data(text.utf8))
+    }
+
+    @Test func writesToAWatchedFileWakeAndOthersDoNot() async throws {
+        let directory = try makeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let watched = directory + "/data", other = directory + "/unrelated"
+        try append("", to: watched)
+        let wakes = Counter()
+        let watch = try watch([watched], wakes)
+        defer { watch.cancel() }
+
+        try append("x", to: other)
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(wakes.value == 0, "a write to another file in the directory woke the watcher")
+
+        try append("x", to: watched)
+        #expect(await eventually(timeout: .seconds(5)) { wakes.value > 0 }, "a write to the watched file never woke the watcher")
+    }
+
+    @Test func aFileDeletedAndCreatedAnewStaysWatched() async throws {
+        let directory = try makeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let watched = directory + "/data-wal"
+        let wakes = Counter()
+        // Watched before it exists, as a WAL file may be.
+        let watch = try watch([watched], wakes)
+        defer { watch.cancel() }
+        try append("first", to: watched)
+        #expect(await eventually(timeout: .seconds(5)) { wakes.value > 0 })
+        try FileManager.default.removeItem(atPath: watched)
+        try await Task.sleep(for: .milliseconds(50))
+        let before = wakes.value
+        try append("second", to: watched)
+        #expect(await eventually(timeout: .seconds(5)) { wakes.value > before }, "the file created anew was not watched")
+    }
+
+    @Test func cancellingStopsTheWakeUps() async throws {
+        let directory = try makeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let watched = directory + "/data"
+        let kept = Counter(), cancelled = Counter()
+        // Two watchers of one directory share its inotify watch: cancelling one leaves the other.
+        let keep = try watch([watched], kept)
+        defer { keep.cancel() }
+        let stop = try watch([watched], cancelled)
+        stop.cancel()
+        try await Task.sleep(for: .milliseconds(50))
+        let before = cancelled.value
+        try append("x", to: watched)
+        #expect(await eventually(timeout: .seconds(5)) { kept.value > 0 }, "the remaining watcher lost its wake-ups")
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(cancelled.value == before, "a cancelled watch still woke")
+    }
+
+    /// More watches than the kernel allows a user inotify instances (128 by default): they share one.
+    @Test func manyWatchesShareOneInstance() async throws {
+        let directory = try makeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let counters = (0..<300).map { _ in Counter() }
+        let watches = try counters.enumerated().map { index, counter in try watch([directory + "/file\(index % 3)"], counter) }
+        defer { watches.forEach { $0.cancel() } }
+        try append("x", to: directory + "/file1")
+        #expect(await eventually(timeout: .seconds(5)) { counters.enumerated().allSatisfy { $0.offset % 3 != 1 || $0.element.value > 0 } })
+        #expect(counters.enumerated().allSatisfy { $0.offset % 3 == 1 || $0.element.value == 0 }, "watchers of other files woke")
+    }
+}
+#endif
