@@ -234,8 +234,9 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
     // MARK: - Other clients
 
     /// Counts NOTIFYs from other clients' commits on a listening connection (reading what
-    /// arrived costs no round trip), and at most once a second reads the newest sequence as a
-    /// safety net for a notification lost with a connection. A broken listener is replaced,
+    /// arrived costs no round trip), and now and then (every second, or every ten while the
+    /// socket is watched) reads the newest sequence as a safety net for a notification lost
+    /// with a connection. A broken listener is replaced,
     /// and the token moves, so the store catches up from the log after an outage.
     public func commitToken() throws -> UInt64 {
         listenerLock.lock()
@@ -247,8 +248,11 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
         guard let listener else { return token }
         let own = writerPID.withLock { $0 }
         if listener.takeNotifications().contains(where: { $0.sender != own }) { token &+= 1 }
+        // With the socket watched, NOTIFY wakes the store and a broken listener is noticed at
+        // once; the read then only guards against a connection that died silently.
         let now = ContinuousClock.now
-        if lastSequenceCheck.map({ now - $0 >= .seconds(1) }) ?? true {
+        let interval: Duration = wake == nil ? .seconds(1) : .seconds(10)
+        if lastSequenceCheck.map({ now - $0 >= interval }) ?? true {
             lastSequenceCheck = now
             do {
                 let sequence = try listener.execute("SELECT sequence FROM \(layout.meta)").text(0, 0).flatMap { Int64($0) } ?? 0
