@@ -99,7 +99,7 @@ let package = Package(
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
-        .testTarget(name: "ReservoirCLITests", dependencies: ["ReservoirCLI", "CSQLite"]),
+        .testTarget(name: "ReservoirCLITests", dependencies: ["ReservoirCLI", "CSQLite", "ReservoirConformance"]),
         // Fault tests: SIGKILLs during commits (the child process below), damaged files.
         .executableTarget(
             name: "ReservoirCrashChild",

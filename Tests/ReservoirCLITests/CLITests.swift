@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import ReservoirConformance
 import Testing
 
 @Suite("reservoir command-line tool")
@@ -153,6 +154,30 @@ struct CLITests {
         #expect(onServer.output == roundTrip.output && onServer.output.contains("on the server"))
         let info = try await CLIProcess.run(["info", "--store", postgres], in: scratch.url)
         #expect(info.output.contains("todos: 13 records"), "\(info.output)")
+    }
+
+    @Test("watch on postgres:// shows rows written with psql and by another reservoir process")
+    func watchPostgres() async throws {
+        guard let server = ProcessInfo.processInfo.environment["RESERVOIR_TEST_POSTGRES"], !server.isEmpty else {
+            Issue.record("RESERVOIR_TEST_POSTGRES is not set: run the tests with scripts/test, which starts a throwaway PostgreSQL server")
+            return
+        }
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let schema = "cliwatch_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
+        let store = ["--store", server + (server.contains("?") ? "&" : "?") + "schema=\(schema)"]
+        defer { try? PSQL.run("DROP SCHEMA IF EXISTS \(schema) CASCADE", on: server) }
+        _ = try await CLIProcess.run(["todo", "add", "Buy milk", "--priority", "2"] + store, in: scratch.url)
+        let watch = try CLIProcess(["watch", "--json", "--count", "3"] + store, in: scratch.url)
+        try await watch.waitForLines(1)
+        try PSQL.run("UPDATE \(schema).todos SET priority = 9 WHERE title = 'Buy milk'", on: server)
+        try await watch.waitForLines(2)
+        _ = try await CLIProcess.run(["todo", "add", "File taxes", "--priority", "3"] + store, in: scratch.url)
+        #expect(try await watch.waitForExit(seconds: 15) == 0, "watch exits after --count changes: \(watch.errors)")
+        let changes = watch.lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(changes.map { $0["count"] as? Int } == [1, 1, 2], "list sizes: \(watch.output)")
+        let priorities = changes.compactMap { ($0["inserted"] as? [[String: Any]])?.first?["todo"] as? [String: Any] }.map { $0["priority"] as? Int }
+        #expect(priorities == [2, 9, 3], "inserted priorities (the psql update shows as 9): \(watch.output)")
     }
 
     @Test("demo runs the script on every backend and finds the streams identical")

@@ -11,22 +11,7 @@ import Testing
 struct PlainSQLTests {
     /// Runs SQL with psql, as a person at a terminal would.
     static func psql(_ sql: String) throws {
-        let candidates = ["/usr/bin/psql", "/usr/local/bin/psql", "/opt/homebrew/bin/psql"]
-            + ((try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []).map { "/usr/lib/postgresql/\($0)/bin/psql" }
-        guard let psql = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
-            throw ReservoirError(.backend, "psql not found; install PostgreSQL's client (apt-get install postgresql-client)")
-        }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: psql)
-        process.arguments = [try TestServer.url(), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", sql]
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw ReservoirError(.backend, "psql failed: \(String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))")
-        }
+        try PSQL.run(sql, on: try TestServer.url())
     }
 
     static func schema(of configuration: String) -> String {

@@ -1,0 +1,28 @@
+import Foundation
+import Reservoir
+
+/// PostgreSQL's `psql` client, for tests that write as another application would: a
+/// PostgreSQL-speaking backend's tests (ours, or a third party's) and the CLI's.
+public enum PSQL {
+    /// Runs `sql` through `psql` against the server `url` names (a libpq URI), stopping at
+    /// the first error. Throws naming psql's message when it fails, or what to install when
+    /// psql is missing.
+    public static func run(_ sql: String, on url: String) throws {
+        let candidates = ["/usr/bin/psql", "/usr/local/bin/psql", "/opt/homebrew/bin/psql"]
+            + ((try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []).map { "/usr/lib/postgresql/\($0)/bin/psql" }
+        guard let psql = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            throw ReservoirError(.backend, "psql not found; install PostgreSQL's client (apt-get install postgresql-client)")
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: psql)
+        process.arguments = [url, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", sql]
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw ReservoirError(.backend, "psql failed: \(String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))")
+        }
+    }
+}
