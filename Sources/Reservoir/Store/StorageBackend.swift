@@ -49,7 +49,9 @@ public protocol StorageBackend: AnyObject, Sendable {
 /// What a backend supports. The conformance suite skips, visibly, the cases that
 /// need a capability the backend lacks.
 public struct BackendCapabilities: OptionSet, Sendable, Hashable, CustomStringConvertible {
+    /// The capabilities' bits.
     public let rawValue: Int
+    /// Capabilities from their bits; use the static members.
     public init(rawValue: Int) { self.rawValue = rawValue }
 
     /// Data survives closing the store and reopening it at the same location.
@@ -60,6 +62,7 @@ public struct BackendCapabilities: OptionSet, Sendable, Hashable, CustomStringCo
     /// The backend compiles predicates and sorts natively instead of using ``QueryEvaluator``.
     public static let nativeQueries = BackendCapabilities(rawValue: 1 << 2)
 
+    /// The capabilities' names, comma-separated, or "none".
     public var description: String {
         var names: [String] = []
         if contains(.persistent) { names.append("persistent") }
@@ -110,14 +113,17 @@ public protocol ReadTransaction {
 }
 
 extension ReadTransaction {
+    /// The number of rows `query` selects; the default counts what ``fetch(_:)`` returns.
     public func count(_ query: Query) throws -> Int {
         try fetch(query).count
     }
 
+    /// The rows `query` selects, handed to `body` one at a time; the default walks ``fetch(_:)``.
     public func fetch(_ query: Query, each body: (Row) throws -> Void) throws {
         for row in try fetch(query) { try body(row) }
     }
 
+    /// The rows `query` selects, one at a time; the default never calls `expecting`, as it cannot know the count first.
     public func fetch(_ query: Query, expecting: (Int) -> Void, each body: (Row) throws -> Void) throws {
         try fetch(query, each: body)
     }
@@ -144,6 +150,7 @@ public protocol WriteTransaction: ReadTransaction {
 }
 
 extension WriteTransaction {
+    /// Stores `row` when no row has `id`, returning false otherwise; the default reads, then puts.
     public func insert(_ entity: EntityDescription, id: Value, row: Row) throws -> Bool {
         if try self.row(entity.name, id: id) != nil { return false }
         try put(entity, id: id, row: row)

@@ -32,8 +32,11 @@ public final class Store: Sendable {
     }
 
     /// A store on a backend made by hand.
-    /// - Parameter pollInterval: how often a multi-process backend is probed for commits
-    ///   by other processes.
+    /// - Parameters:
+    ///   - backend: the opened backend; the store closes it when it closes.
+    ///   - configuration: the configuration it was opened from, named in error messages.
+    ///   - pollInterval: how often a multi-process backend is probed for commits
+    ///     by other processes.
     public init(backend: any StorageBackend, configuration: StoreConfiguration? = nil, pollInterval: Duration = .milliseconds(50)) throws {
         self.backend = backend
         self.configuration = configuration
