@@ -18,6 +18,7 @@ public struct ChangeSet: Sendable, Equatable, CustomStringConvertible {
     /// Live fetches re-fetch on it.
     public let isComplete: Bool
 
+    /// A change set numbered `sequence`; `isExternal` marks another process's commit, `isComplete == false` a stretch lost to retention.
     public init(sequence: UInt64, entities: [EntityChanges], isExternal: Bool = false, isComplete: Bool = true) {
         self.sequence = sequence
         // Most change sets touch one entity: nothing to sort, and no copy.
@@ -56,6 +57,7 @@ public struct ChangeSet: Sendable, Equatable, CustomStringConvertible {
         return entries
     }
 
+    /// The sequence and each entity's counts, for logs.
     public var description: String {
         "#\(sequence)" + (isExternal ? " (external)" : "") + (isComplete ? " " + entities.map(\.description).joined(separator: " ") : " (incomplete: re-read)")
     }
@@ -63,6 +65,7 @@ public struct ChangeSet: Sendable, Equatable, CustomStringConvertible {
 
 /// The changes one transaction made to one entity.
 public struct EntityChanges: Sendable, Equatable, CustomStringConvertible {
+    /// The entity's name.
     public let entity: String
     /// Records that did not exist before the transaction, with their rows.
     public var inserted: [RowChange]
@@ -75,6 +78,7 @@ public struct EntityChanges: Sendable, Equatable, CustomStringConvertible {
     /// deleted rows (the change log otherwise holds ids only).
     public var deletedRows: [RowChange]
 
+    /// The changes to `entity`.
     public init(entity: String, inserted: [RowChange] = [], updated: [RowChange] = [], deleted: [Value] = [], deletedRows: [RowChange] = []) {
         self.entity = entity
         self.inserted = inserted
@@ -83,8 +87,10 @@ public struct EntityChanges: Sendable, Equatable, CustomStringConvertible {
         self.deletedRows = deletedRows
     }
 
+    /// Whether nothing was inserted, updated or deleted.
     public var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty }
 
+    /// The entity's name with its counts: `todos(+1 ~0 -2)`.
     public var description: String {
         "\(entity)(+\(inserted.count) ~\(updated.count) -\(deleted.count))"
     }
@@ -92,9 +98,12 @@ public struct EntityChanges: Sendable, Equatable, CustomStringConvertible {
 
 /// A record's id and its row after the change.
 public struct RowChange: Sendable, Equatable {
+    /// The record's id.
     public let id: Value
+    /// The record's row after the change.
     public let row: Row
 
+    /// A record's id with its new row.
     public init(id: Value, row: Row) {
         self.id = id
         self.row = row
@@ -103,17 +112,27 @@ public struct RowChange: Sendable, Equatable {
 
 /// How a record changed.
 public enum ChangeType: String, Sendable, Hashable, CaseIterable, Codable {
-    case inserted, updated, deleted
+    /// The record did not exist before the transaction.
+    case inserted
+    /// The record existed before and after, with a different row.
+    case updated
+    /// The record existed before the transaction and not after.
+    case deleted
 }
 
 /// One persisted change-log entry: sequence, entity, record id, kind.
 /// Rows are not logged; readers of the log load the current rows.
 public struct ChangeLogEntry: Sendable, Hashable {
+    /// The change set the entry belongs to.
     public var sequence: UInt64
+    /// The entity's name.
     public var entity: String
+    /// The record's id.
     public var id: Value
+    /// Whether the record was inserted, updated or deleted.
     public var kind: ChangeType
 
+    /// An entry for one record's change.
     public init(sequence: UInt64, entity: String, id: Value, kind: ChangeType) {
         self.sequence = sequence
         self.entity = entity

@@ -25,6 +25,7 @@ public final class MemoryBackend: StorageBackend {
     private let writer = NSLock()
     private let isClosed = Locked(false)
 
+    /// An empty in-memory store.
     public init() {}
 
     /// The factory for `memory:`.
@@ -36,15 +37,19 @@ public final class MemoryBackend: StorageBackend {
         return MemoryBackend()
     }
 
+    /// None: nothing persists and one process holds the data.
     public var capabilities: BackendCapabilities { [] }
+    /// Always "memory".
     public var location: String { "memory" }
 
+    /// Runs `body` against the current state, an O(1) snapshot that later writes never disturb.
     public func read<R>(_ body: (any ReadTransaction) throws -> R) throws -> R {
         try checkOpen()
         let snapshot = MemoryTransaction(state: state.withLock { $0 })
         return try body(snapshot)
     }
 
+    /// Runs `body` on a copy of the state and swaps it in when `body` returns.
     public func write<R>(_ body: (any WriteTransaction) throws -> R) throws -> R {
         writer.lock()
         defer { writer.unlock() }
@@ -56,10 +61,12 @@ public final class MemoryBackend: StorageBackend {
         return result
     }
 
+    /// The last committed sequence.
     public func commitToken() throws -> UInt64 {
         state.withLock { $0.sequence }
     }
 
+    /// Drops the data; later calls throw `.closed`.
     public func close() {
         isClosed.withLock { $0 = true }
         state.withLock { $0 = State() }

@@ -21,17 +21,25 @@ import Foundation
 /// | text | `20`, the UTF-8 bytes with `00` written `00 FF`, then `00 00` |
 /// | blob | `30`, the bytes escaped like text, then `00 00` |
 public enum KeyEncoding {
+    /// The first byte of null's encoding.
     public static let nullTag: UInt8 = 0x05
+    /// The first byte of NaN's encoding (NaN is never stored, but hand-built values may hold it).
     public static let nanTag: UInt8 = 0x11
+    /// The first byte of a real below -2^63, -∞ included.
     public static let negativeHugeTag: UInt8 = 0x12
+    /// The first byte of a number in [-2^63, 2^63).
     public static let numberTag: UInt8 = 0x13
+    /// The first byte of a real from 2^63 up, +∞ included.
     public static let positiveHugeTag: UInt8 = 0x14
+    /// The first byte of a text's encoding.
     public static let textTag: UInt8 = 0x20
+    /// The first byte of a blob's encoding.
     public static let blobTag: UInt8 = 0x30
 
     /// The first byte any non-null value encodes with: the lower bound of "not null".
     public static let firstNonNull: [UInt8] = [nanTag]
 
+    /// The order-preserving bytes of `value`.
     public static func encode(_ value: Value) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(maxFixedLength)
@@ -39,6 +47,7 @@ public enum KeyEncoding {
         return bytes
     }
 
+    /// Appends the order-preserving bytes of `value` to `bytes`.
     public static func append(_ value: Value, to bytes: inout [UInt8]) {
         switch value {
         case .null, .integer, .real:

@@ -5,6 +5,7 @@
 /// Two rows are equal when they hold the same columns with identical values
 /// (``Value/isIdentical(to:)``), whatever the column order.
 public struct Row: Sendable {
+    /// The column names, in order.
     public private(set) var columns: [String]
     /// The values, in column order.
     @inlinable public var values: [Value] { storedValues }
@@ -146,6 +147,7 @@ public struct Row: Sendable {
 }
 
 extension Row: Equatable {
+    /// Whether both rows hold the same columns with identical values, in any column order.
     public static func == (lhs: Row, rhs: Row) -> Bool {
         let count = lhs.columns.count
         guard count == rhs.columns.count else { return false }
@@ -170,12 +172,14 @@ extension Row: Equatable {
 }
 
 extension Row: Sequence {
+    /// The row's columns with their values, in column order.
     public func makeIterator() -> some IteratorProtocol<(column: String, value: Value)> {
         zip(columns, values).lazy.map { (column: $0, value: $1) }.makeIterator()
     }
 }
 
 extension Row: CustomStringConvertible {
+    /// The row as `column: value` pairs.
     public var description: String {
         "[" + zip(columns, values).map { "\($0): \($1)" }.joined(separator: ", ") + "]"
     }

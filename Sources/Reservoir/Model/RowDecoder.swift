@@ -6,8 +6,10 @@ import Foundation
 /// were written decodes as `nil` when it is optional. Errors are ``ReservoirError``s
 /// with code `.typeMismatch` naming the column, the stored value and the Swift type.
 public struct RowDecoder: Sendable {
+    /// A decoder.
     public init() {}
 
+    /// The `T` that `row` holds; throws `.typeMismatch` naming the column for a value of the wrong kind.
     public func decode<T: Decodable>(_ type: T.Type, from row: Row) throws -> T {
         try T(from: RowDecoding(row: row))
     }

@@ -8,6 +8,7 @@ import Foundation
 /// dictionaries) is stored as one JSON text value with sorted keys. `nil` optionals
 /// are stored as null columns, so every row of a type has the same columns.
 public struct RowEncoder: Sendable {
+    /// An encoder.
     public init() {}
 
     /// The row for `value`, whose encoding must be a keyed container. Values of a type

@@ -154,11 +154,13 @@ public struct EntityDescription: Sendable, Hashable, CustomStringConvertible {
         storage = Storage(fields)
     }
 
+    /// The entity's name, which names its table or database.
     public var name: String {
         get { storage.fields.name }
         set { update { $0.name = newValue } }
     }
 
+    /// The column holding the record's id.
     public var idColumn: String {
         get { storage.fields.idColumn }
         set { update { $0.idColumn = newValue } }
@@ -183,11 +185,13 @@ public struct EntityDescription: Sendable, Hashable, CustomStringConvertible {
         set { update { $0.integerIDs = newValue } }
     }
 
+    /// A description of entity `name`; `integerIDs` says every id is an integer, so a backend may key by integers.
     public init(name: String, idColumn: String = "id", fields: [String] = [], indexes: [String] = [], integerIDs: Bool = false) {
         storage = Storage(Fields(name: name, idColumn: idColumn, fields: fields.isEmpty ? [idColumn] : fields,
                                  indexes: indexes, integerIDs: integerIDs))
     }
 
+    /// Whether both describe the same entity the same way.
     public static func == (lhs: EntityDescription, rhs: EntityDescription) -> Bool {
         lhs.storage === rhs.storage || lhs.storage.fields == rhs.storage.fields
     }
@@ -197,10 +201,12 @@ public struct EntityDescription: Sendable, Hashable, CustomStringConvertible {
     /// Only meaningful while a copy is kept alive: a freed box's address may be reused.
     package var identity: ObjectIdentifier { ObjectIdentifier(storage) }
 
+    /// Hashes the description's fields.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(storage.fields)
     }
 
+    /// The entity's name.
     public var description: String { name }
 }
 

@@ -46,10 +46,12 @@ public protocol Storable: Codable, Identifiable, Equatable, Sendable where ID: R
 }
 
 extension Storable {
+    /// Encodes the record with ``RowEncoder``.
     public func makeRow() throws -> Row {
         try RowEncoder().encode(self)
     }
 
+    /// Decodes the record with ``RowDecoder``.
     public init(row: borrowing Row) throws {
         self = try RowDecoder().decode(Self.self, from: row)
     }

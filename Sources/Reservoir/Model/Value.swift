@@ -15,10 +15,15 @@ import Foundation
 /// A real NaN orders below every other number and equals only NaN; the row
 /// encoder never produces one (it stores NaN as null, as SQLite does).
 public enum Value: Sendable {
+    /// No value: a nil optional, a missing column, or NaN.
     case null
+    /// A 64-bit signed integer.
     case integer(Int64)
+    /// A double-precision real; a stored real is never NaN.
     case real(Double)
+    /// Text, compared by its UTF-8 bytes and never normalised.
     case text(String)
+    /// Bytes, compared byte by byte.
     case blob(Data)
 }
 
@@ -27,10 +32,19 @@ public enum Value: Sendable {
 extension Value {
     /// The storage classes, in the order they sort.
     public enum StorageClass: Int, Sendable, Comparable, CustomStringConvertible {
-        case null = 0, number, text, blob
+        /// Null, which sorts first.
+        case null = 0
+        /// Integers and reals, compared together by numeric value.
+        case number
+        /// Text, compared by UTF-8 bytes.
+        case text
+        /// Blobs, compared by bytes; they sort last.
+        case blob
 
+        /// Whether `lhs` sorts before `rhs`: null, number, text, blob.
         public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
 
+        /// The storage class's name.
         public var description: String {
             switch self {
             case .null: "null"
@@ -105,8 +119,10 @@ extension Value: Comparable {
         }
     }
 
+    /// Whether `lhs` sorts before `rhs` in the one order every backend uses.
     public static func < (lhs: Value, rhs: Value) -> Bool { compare(lhs, rhs) < 0 }
 
+    /// Whether the values are equal in that order: `integer(1) == real(1.0)`, `0.0 == -0.0`.
     public static func == (lhs: Value, rhs: Value) -> Bool { compare(lhs, rhs) == 0 }
 
     /// Whether both values are the same case with the same payload: the question
@@ -173,6 +189,7 @@ extension Value: Comparable {
 // MARK: - Hashing consistent with ==
 
 extension Value: Hashable {
+    /// Hashes the value so that equal values hash alike (`1` and `1.0` too).
     public func hash(into hasher: inout Hasher) {
         switch self {
         case .null:
@@ -209,10 +226,15 @@ extension Value: Hashable {
 extension Value: ExpressibleByNilLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
     ExpressibleByStringLiteral, ExpressibleByBooleanLiteral
 {
+    /// `nil` is null.
     public init(nilLiteral: ()) { self = .null }
+    /// An integer literal is an integer.
     public init(integerLiteral value: Int64) { self = .integer(value) }
+    /// A float literal is a real.
     public init(floatLiteral value: Double) { self = .real(value) }
+    /// A string literal is text.
     public init(stringLiteral value: String) { self = .text(value) }
+    /// A Boolean literal is the integer 0 or 1.
     public init(booleanLiteral value: Bool) { self = .integer(value ? 1 : 0) }
 }
 

@@ -26,6 +26,7 @@ extension ValueConvertible {
 // MARK: - Integers
 
 extension ValueConvertible where Self: FixedWidthInteger {
+    /// Stored as an integer; throws `.valueOutOfRange` above `Int64.max`.
     @inlinable public func toValue() throws -> Value {
         guard let i = Int64(exactly: self) else {
             throw ReservoirError(.valueOutOfRange, "\(Self.self) value \(self) does not fit a 64-bit signed integer, the largest integer every backend stores")
@@ -33,6 +34,7 @@ extension ValueConvertible where Self: FixedWidthInteger {
         return .integer(i)
     }
 
+    /// Reads an integer, or a real with an exact value of this type.
     @inlinable public static func fromValue(_ value: Value) throws -> Self {
         switch value {
         case let .integer(i):
@@ -64,6 +66,7 @@ extension Double: ValueConvertible {
     /// NaN is stored as null, as SQLite stores it; null reads back as NaN.
     @inlinable public func toValue() throws -> Value { isNaN ? .null : .real(self) }
 
+    /// Reads a real or an integer; null reads as NaN.
     @inlinable public static func fromValue(_ value: Value) throws -> Double {
         switch value {
         case let .real(d): return d
@@ -75,7 +78,9 @@ extension Double: ValueConvertible {
 }
 
 extension Float: ValueConvertible {
+    /// Stored as a real.
     @inlinable public func toValue() throws -> Value { try Double(self).toValue() }
+    /// Reads a real or an integer, as `Double` does.
     @inlinable public static func fromValue(_ value: Value) throws -> Float { Float(try Double.fromValue(value)) }
 }
 
@@ -85,6 +90,7 @@ extension Bool: ValueConvertible {
     /// Stored as integer 0 or 1; any non-zero number reads as true.
     @inlinable public func toValue() throws -> Value { .integer(self ? 1 : 0) }
 
+    /// Reads a number: any non-zero number is true.
     @inlinable public static func fromValue(_ value: Value) throws -> Bool {
         switch value {
         case let .integer(i): return i != 0
@@ -95,8 +101,10 @@ extension Bool: ValueConvertible {
 }
 
 extension String: ValueConvertible {
+    /// Stored as text, byte for byte.
     @inlinable public func toValue() throws -> Value { .text(self) }
 
+    /// Reads text.
     @inlinable public static func fromValue(_ value: Value) throws -> String {
         guard case let .text(s) = value else { throw mismatch(value, expected: "text") }
         return s
@@ -104,8 +112,10 @@ extension String: ValueConvertible {
 }
 
 extension Data: ValueConvertible {
+    /// Stored as a blob.
     @inlinable public func toValue() throws -> Value { .blob(self) }
 
+    /// Reads a blob.
     @inlinable public static func fromValue(_ value: Value) throws -> Data {
         switch value {
         case let .blob(d): return d
@@ -122,6 +132,7 @@ extension Date: ValueConvertible {
     /// `datetime(due + 978307200, 'unixepoch')`.
     @inlinable public func toValue() throws -> Value { .real(timeIntervalSinceReferenceDate) }
 
+    /// Reads a number of seconds since 2001-01-01 00:00:00 UTC.
     @inlinable public static func fromValue(_ value: Value) throws -> Date {
         switch value {
         case let .real(d) where !d.isNaN: return Date(timeIntervalSinceReferenceDate: d)
@@ -136,6 +147,7 @@ extension UUID: ValueConvertible {
     /// accept either case, and a 16-byte blob.
     @inlinable public func toValue() throws -> Value { .text(uuidString) }
 
+    /// Reads a UUID string in either case, or a 16-byte blob.
     @inlinable public static func fromValue(_ value: Value) throws -> UUID {
         switch value {
         case let .text(s):
@@ -155,6 +167,7 @@ extension URL: ValueConvertible {
     /// Stored as text (`absoluteString`).
     @inlinable public func toValue() throws -> Value { .text(absoluteString) }
 
+    /// Reads URL text.
     @inlinable public static func fromValue(_ value: Value) throws -> URL {
         if case let .text(s) = value, let url = URL(string: s) { return url }
         throw mismatch(value, expected: "URL text")
@@ -162,7 +175,9 @@ extension URL: ValueConvertible {
 }
 
 extension Value: ValueConvertible {
+    /// A value is stored as itself.
     @inlinable public func toValue() throws -> Value { self }
+    /// A value reads as itself.
     @inlinable public static func fromValue(_ value: Value) throws -> Value { value }
 }
 
@@ -177,6 +192,7 @@ extension Optional: ValueConvertible where Wrapped: ValueConvertible {
         }
     }
 
+    /// Null reads as `nil`; anything else as `Wrapped`.
     @inlinable public static func fromValue(_ value: Value) throws -> Wrapped? {
         value.isNull ? nil : try Wrapped.fromValue(value)
     }
@@ -186,6 +202,7 @@ extension ValueConvertible where Self: RawRepresentable, RawValue: ValueConverti
     /// Stored as the raw value.
     @inlinable public func toValue() throws -> Value { try rawValue.toValue() }
 
+    /// Reads the raw value; throws `.typeMismatch` when no case has it.
     @inlinable public static func fromValue(_ value: Value) throws -> Self {
         let raw = try RawValue.fromValue(value)
         guard let v = Self(rawValue: raw) else {

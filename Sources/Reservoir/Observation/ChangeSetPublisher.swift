@@ -12,11 +12,14 @@ extension Store {
 
 /// The publisher behind ``Store/changes``.
 public struct ChangeSetPublisher: Publisher {
+    /// Every committed change set.
     public typealias Output = ChangeSet
+    /// The stream of change sets never fails; it finishes when the store closes or stops.
     public typealias Failure = Never
 
     let store: Store
 
+    /// Attaches `subscriber`; change sets committed from then on are buffered until it asks for them.
     public func receive<S: Subscriber>(subscriber: S) where S.Input == ChangeSet, S.Failure == Never {
         // A stream that cannot fail ends with `.finished` when the store stops (its files gone).
         ChangeSetSubscription.attach(subscriber, to: store) { downstream, _ in downstream.receive(completion: .finished) }

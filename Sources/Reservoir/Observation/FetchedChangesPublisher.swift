@@ -21,12 +21,17 @@ extension Store {
 
 /// The publisher ``Store/changesPublisher(for:)`` returns.
 public struct FetchedChangesPublisher<T: Storable>: Publisher {
+    /// Each difference from the results last sent to the results now.
     public typealias Output = CollectionDifference<T>
+    /// The error a failing fetch or an undecodable row completes with.
     public typealias Failure = any Error
 
+    /// The store whose results are observed.
     public let store: Store
+    /// The request whose results are observed.
     public let request: FetchRequest<T>
 
+    /// Attaches `subscriber`: fetches now, then sends one difference per commit that changes the results.
     public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
         LiveSubscription<DifferenceOutput<T>, S>.attach(subscriber, to: store, request: request)
     }

@@ -11,12 +11,17 @@ extension Store {
 
 /// The publisher ``Store/objectsPublisher(for:)`` returns.
 public struct FetchedObjectsPublisher<T: Storable>: Publisher {
+    /// The whole results after each change.
     public typealias Output = [T]
+    /// The error a failing fetch or an undecodable row completes with.
     public typealias Failure = any Error
 
+    /// The store whose results are observed.
     public let store: Store
+    /// The request whose results are observed.
     public let request: FetchRequest<T>
 
+    /// Attaches `subscriber`: fetches now, then sends the results after every commit that changes them.
     public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
         LiveSubscription<ObjectsOutput<T>, S>.attach(subscriber, to: store, request: request)
     }

@@ -13,12 +13,17 @@ extension Store {
 
 /// The publisher ``Store/resultsChangesPublisher(for:)`` returns.
 public struct FetchedResultsChangesPublisher<T: Storable>: Publisher {
+    /// Each change by position, from the results last sent to the results now.
     public typealias Output = ResultsChange<T>
+    /// The error a failing fetch or an undecodable row completes with.
     public typealias Failure = any Error
 
+    /// The store whose results are observed.
     public let store: Store
+    /// The request whose results are observed.
     public let request: FetchRequest<T>
 
+    /// Attaches `subscriber`: fetches now, then sends one change per commit that changes the results.
     public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
         LiveSubscription<ResultsChangeOutput<T>, S>.attach(subscriber, to: store, request: request)
     }

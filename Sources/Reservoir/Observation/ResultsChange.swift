@@ -18,9 +18,12 @@
 public struct ResultsChange<Record: Sendable>: Sendable {
     /// A position before and after the change.
     public struct Positions: Sendable, Hashable {
+        /// The position in the previous results.
         public let old: Int
+        /// The position in the new results.
         public let new: Int
 
+        /// A record's position before (`old`) and after (`new`) the change.
         public init(old: Int, new: Int) {
             self.old = old
             self.new = new

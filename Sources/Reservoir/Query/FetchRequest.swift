@@ -4,13 +4,16 @@
 ///                        sortBy: [.descending(\.priority), .ascending(\.title)],
 ///                        limit: 50)
 public struct FetchRequest<Root: Storable>: Sendable {
+    /// Which records to fetch; nil for all of them.
     public var predicate: RecordPredicate<Root>?
+    /// The sort keys, in order; the id ascending always breaks ties.
     public var sortBy: [SortKey<Root>]
     /// At most this many records; nil for all.
     public var limit: Int?
     /// Skip this many records of the sorted result first.
     public var offset: Int
 
+    /// A request for the records matching `predicate`, sorted by `sortBy`, skipping `offset` and keeping at most `limit`.
     public init(where predicate: RecordPredicate<Root>? = nil, sortBy: [SortKey<Root>] = [], limit: Int? = nil, offset: Int = 0) {
         self.predicate = predicate
         self.sortBy = sortBy

@@ -1,5 +1,6 @@
 /// A backend-neutral query: what a backend's read transaction answers.
 public struct Query: Sendable, Hashable, CustomStringConvertible {
+    /// The entity whose rows are queried.
     public var entity: EntityDescription
     /// nil matches every row. NaN operands are stored as null, as stored values are (see ``Value/stored``).
     public var predicate: RowPredicate? {
@@ -7,7 +8,9 @@ public struct Query: Sendable, Hashable, CustomStringConvertible {
     }
     /// The complete sort: always ends with the id, so the order is total.
     public private(set) var sort: [SortTerm]
+    /// At most this many rows; nil for all.
     public var limit: Int?
+    /// Rows of the sorted result to skip first.
     public var offset: Int
 
     /// A query; `sort` gets the id-ascending tie-break appended (terms after an id term are dropped).
@@ -34,6 +37,7 @@ public struct Query: Sendable, Hashable, CustomStringConvertible {
         self.sort = terms
     }
 
+    /// The query as SQL-like text, for messages and logs.
     public var description: String {
         var text = "FROM \(entity.name)"
         if let predicate { text += " WHERE \(predicate)" }

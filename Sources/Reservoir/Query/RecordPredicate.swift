@@ -49,14 +49,17 @@ public struct RecordPredicate<Root: Storable>: Sendable {
         return RecordPredicate { schema in try .contains(column: schema.column(for: path.path), part) }
     }
 
+    /// Records matching both predicates.
     public static func && (lhs: RecordPredicate, rhs: RecordPredicate) -> RecordPredicate {
         RecordPredicate { schema in .and([try lhs.resolve(schema), try rhs.resolve(schema)]) }
     }
 
+    /// Records matching either predicate.
     public static func || (lhs: RecordPredicate, rhs: RecordPredicate) -> RecordPredicate {
         RecordPredicate { schema in .or([try lhs.resolve(schema), try rhs.resolve(schema)]) }
     }
 
+    /// Records not matching `operand`; two-valued, so `!(x < 5)` matches nulls.
     public static prefix func ! (operand: RecordPredicate) -> RecordPredicate {
         RecordPredicate { schema in .not(try operand.resolve(schema)) }
     }
@@ -70,26 +73,32 @@ struct SendableKeyPath: @unchecked Sendable {
 
 // MARK: - Key path operators
 
+/// Records whose field equals `rhs`; null-safe: `== nil` matches exactly the nulls.
 public func == <Root: Storable, V: ValueConvertible>(lhs: KeyPath<Root, V>, rhs: V) -> RecordPredicate<Root> {
     .compare(lhs, .equal, rhs)
 }
 
+/// Records whose field does not equal `rhs`; nulls included unless `rhs` is nil.
 public func != <Root: Storable, V: ValueConvertible>(lhs: KeyPath<Root, V>, rhs: V) -> RecordPredicate<Root> {
     .compare(lhs, .notEqual, rhs)
 }
 
+/// Records whose field is not null and sorts before `rhs`.
 public func < <Root: Storable, V: ValueConvertible>(lhs: KeyPath<Root, V>, rhs: V) -> RecordPredicate<Root> {
     .compare(lhs, .less, rhs)
 }
 
+/// Records whose field is not null and sorts before or equal to `rhs`.
 public func <= <Root: Storable, V: ValueConvertible>(lhs: KeyPath<Root, V>, rhs: V) -> RecordPredicate<Root> {
     .compare(lhs, .lessOrEqual, rhs)
 }
 
+/// Records whose field is not null and sorts after `rhs`.
 public func > <Root: Storable, V: ValueConvertible>(lhs: KeyPath<Root, V>, rhs: V) -> RecordPredicate<Root> {
     .compare(lhs, .greater, rhs)
 }
 
+/// Records whose field is not null and sorts after or equal to `rhs`.
 public func >= <Root: Storable, V: ValueConvertible>(lhs: KeyPath<Root, V>, rhs: V) -> RecordPredicate<Root> {
     .compare(lhs, .greaterOrEqual, rhs)
 }

@@ -14,8 +14,11 @@ public indirect enum RowPredicate: Sendable, Hashable {
     case hasPrefix(column: String, String)
     /// The column's value is text containing these UTF-8 bytes.
     case contains(column: String, String)
+    /// Every part matches; an empty list matches everything.
     case and([RowPredicate])
+    /// Some part matches; an empty list matches nothing.
     case or([RowPredicate])
+    /// The part does not match; two-valued, so `not` of an ordering matches nulls.
     case not(RowPredicate)
 
     /// Every column the expression reads.
@@ -45,15 +48,22 @@ extension RowPredicate {
 
 /// The comparison operators of ``RowPredicate/compare(column:_:_:)``.
 public enum ComparisonOperator: String, Sendable, Hashable, CaseIterable {
+    /// Equal in the value order; null-safe (null equals only null).
     case equal = "=="
+    /// Not equal; null-safe, so it matches nulls when the operand is not null.
     case notEqual = "!="
+    /// Before the operand in the value order; never matches null.
     case less = "<"
+    /// Before or equal to the operand; never matches null.
     case lessOrEqual = "<="
+    /// After the operand in the value order; never matches null.
     case greater = ">"
+    /// After or equal to the operand; never matches null.
     case greaterOrEqual = ">="
 }
 
 extension RowPredicate: CustomStringConvertible {
+    /// The predicate as SQL-like text, for messages and logs.
     public var description: String {
         switch self {
         case let .constant(b): return b ? "TRUE" : "FALSE"

@@ -12,6 +12,7 @@ public struct BackendFactory: Sendable {
     public let summary: String
     let make: @Sendable (StoreConfiguration) throws -> any StorageBackend
 
+    /// A factory for `scheme`; `summary` shows the accepted form in messages, `make` opens a backend for a parsed configuration.
     public init(scheme: String, summary: String, make: @escaping @Sendable (StoreConfiguration) throws -> any StorageBackend) {
         self.scheme = scheme.lowercased()
         self.summary = summary

@@ -11,7 +11,9 @@ import Foundation
 public struct FileIdentity: Sendable, Hashable {
     /// The path the file was found at.
     public let path: String
+    /// The device the file is on.
     public let device: UInt64
+    /// The file's inode number on that device.
     public let inode: UInt64
 
     /// The identity of the file at `path` now. Throws `.cannotOpen` naming `store` when

@@ -11,8 +11,11 @@ import Foundation
 public struct ReservoirError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What kind of failure this is.
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        /// The code's name, as `description` prints it.
         public let rawValue: String
+        /// A code with the given name; use the static codes below.
         public init(rawValue: String) { self.rawValue = rawValue }
+        /// The code's name.
         public var description: String { rawValue }
 
         /// A configuration string that is malformed or names an unknown scheme.
@@ -50,6 +53,7 @@ public struct ReservoirError: Error, Sendable, Equatable, CustomStringConvertibl
         public static let backend = Code(rawValue: "backend")
     }
 
+    /// What kind of failure this is, to match on.
     public var code: Code
     /// A sentence naming what was given and what was expected, on one line: control
     /// characters (from a path or configuration string, say) are shown as `\u{…}` escapes,
@@ -62,6 +66,7 @@ public struct ReservoirError: Error, Sendable, Equatable, CustomStringConvertibl
     /// The storage engine's own message, when it reported one.
     public var nativeMessage: String?
 
+    /// An error with `code`, a one-line `message`, and the engine's native code and message when it reported them.
     public init(_ code: Code, _ message: String, nativeCode: Int32? = nil, nativeMessage: String? = nil) {
         self.code = code
         self.message = Self.needsEscaping(message) ? Self.escapingControls(message) : message
@@ -69,6 +74,7 @@ public struct ReservoirError: Error, Sendable, Equatable, CustomStringConvertibl
         self.nativeMessage = nativeMessage
     }
 
+    /// The message, followed by the native code and message when there are any.
     public var description: String {
         var text = message
         if let nativeCode {

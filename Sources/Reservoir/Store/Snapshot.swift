@@ -1,4 +1,4 @@
-/// A consistent read view of a store, passed to ``Store/read(_:)``.
+/// A consistent read view of a store, passed to ``Store/read(_:)-454du``.
 ///
 /// Valid only inside the closure it was passed to; using it afterwards throws `.misuse`.
 public class Snapshot {
@@ -21,6 +21,7 @@ public class Snapshot {
     /// The records `request` selects, in its order.
     // Inlinable so it is specialized for the caller's record type: decoding and collecting
     // records then make direct calls instead of going through witness tables and generic metadata.
+    /// The records `request` matches in this snapshot, sorted and windowed.
     @inlinable
     public final func fetch<T: Storable>(_ request: FetchRequest<T>) throws -> [T] {
         try checkOpen()

@@ -59,7 +59,9 @@ public protocol StorageBackend: AnyObject, Sendable {
 /// What a backend supports. The conformance suite skips, visibly, the cases that
 /// need a capability the backend lacks.
 public struct BackendCapabilities: OptionSet, Sendable, Hashable, CustomStringConvertible {
+    /// The capabilities' bits.
     public let rawValue: Int
+    /// Capabilities from their bits; use the static members.
     public init(rawValue: Int) { self.rawValue = rawValue }
 
     /// Data survives closing the store and reopening it at the same location.
@@ -73,6 +75,7 @@ public struct BackendCapabilities: OptionSet, Sendable, Hashable, CustomStringCo
     /// those commits arrive within about a millisecond instead of at the next 50 ms probe.
     public static let commitSignal = BackendCapabilities(rawValue: 1 << 3)
 
+    /// The capabilities' names, comma-separated, or "none".
     public var description: String {
         var names: [String] = []
         if contains(.persistent) { names.append("persistent") }
@@ -124,6 +127,7 @@ public protocol ReadTransaction {
 }
 
 extension StorageBackend {
+    /// No commit signal: the store probes ``commitToken()`` every 50 ms instead.
     public func watchCommits(_ wake: @escaping @Sendable () -> Void) -> (any CommitWatch)? { nil }
 }
 
@@ -134,14 +138,17 @@ public protocol CommitWatch: AnyObject, Sendable {
 }
 
 extension ReadTransaction {
+    /// The number of rows `query` selects; the default counts what ``fetch(_:)`` returns.
     public func count(_ query: Query) throws -> Int {
         try fetch(query).count
     }
 
+    /// The rows `query` selects, handed to `body` one at a time; the default walks ``fetch(_:)``.
     public func fetch(_ query: Query, each body: (Row) throws -> Void) throws {
         for row in try fetch(query) { try body(row) }
     }
 
+    /// The rows `query` selects, one at a time; the default never calls `expecting`, as it cannot know the count first.
     public func fetch(_ query: Query, expecting: (Int) -> Void, each body: (Row) throws -> Void) throws {
         try fetch(query, each: body)
     }
@@ -168,6 +175,7 @@ public protocol WriteTransaction: ReadTransaction {
 }
 
 extension WriteTransaction {
+    /// Stores `row` when no row has `id`, returning false otherwise; the default reads, then puts.
     public func insert(_ entity: EntityDescription, id: Value, row: Row) throws -> Bool {
         if try self.row(entity.name, id: id) != nil { return false }
         try put(entity, id: id, row: row)

@@ -32,13 +32,16 @@ public final class Store: Sendable {
     }
 
     /// A store on a backend made by hand.
-    /// - Parameter pollInterval: how often a multi-process backend is probed for commits by
-    ///   other processes. By default every 50 ms, or every second as a safety net when the
-    ///   backend has a commit signal (``StorageBackend/watchCommits(_:)``), which then
-    ///   delivers other processes' commits within about a millisecond.
-    /// - Parameter usesCommitSignal: false leaves the commit signal off, so only the timer
-    ///   (and ``pollExternalChanges()``) finds other processes' commits: for tests and tools
-    ///   that want a store to fall behind.
+    /// - Parameters:
+    ///   - backend: the opened backend; the store closes it when it closes.
+    ///   - configuration: the configuration it was opened from, named in error messages.
+    ///   - pollInterval: how often a multi-process backend is probed for commits by other
+    ///     processes. By default every 50 ms, or every second as a safety net when the
+    ///     backend has a commit signal (``StorageBackend/watchCommits(_:)``), which then
+    ///     delivers other processes' commits within about a millisecond.
+    ///   - usesCommitSignal: false leaves the commit signal off, so only the timer (and
+    ///     ``pollExternalChanges()``) finds other processes' commits: for tests and tools
+    ///     that want a store to fall behind.
     public init(backend: any StorageBackend, configuration: StoreConfiguration? = nil, pollInterval: Duration? = nil,
                 usesCommitSignal: Bool = true) throws {
         self.backend = backend

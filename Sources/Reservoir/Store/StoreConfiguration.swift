@@ -81,6 +81,7 @@ public struct StoreConfiguration: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The configuration string with any password written `***`.
     public var description: String { redacted }
 }
 

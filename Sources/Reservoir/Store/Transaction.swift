@@ -1,4 +1,4 @@
-/// The write transaction passed to ``Store/write(_:)``: everything a ``Snapshot`` reads
+/// The write transaction passed to ``Store/write(_:)-417md``: everything a ``Snapshot`` reads
 /// (including this transaction's own writes) plus insert, update, upsert and delete.
 ///
 /// Everything done through it commits together when the closure returns, or not at all
