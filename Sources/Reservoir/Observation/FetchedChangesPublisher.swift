@@ -28,6 +28,6 @@ public struct FetchedChangesPublisher<T: Storable>: Publisher {
     public let request: FetchRequest<T>
 
     public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-        LiveSubscription<DifferenceOutput<T>, S>.attach(subscriber, to: store, request: request)
+        LiveSubscription<DifferenceOutput<T>, S>.attach(subscriber, to: store, request: request, output: DifferenceOutput())
     }
 }

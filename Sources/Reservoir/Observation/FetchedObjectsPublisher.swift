@@ -18,6 +18,6 @@ public struct FetchedObjectsPublisher<T: Storable>: Publisher {
     public let request: FetchRequest<T>
 
     public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-        LiveSubscription<ObjectsOutput<T>, S>.attach(subscriber, to: store, request: request)
+        LiveSubscription<ObjectsOutput<T>, S>.attach(subscriber, to: store, request: request, output: ObjectsOutput())
     }
 }

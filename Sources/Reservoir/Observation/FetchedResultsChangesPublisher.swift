@@ -20,7 +20,7 @@ public struct FetchedResultsChangesPublisher<T: Storable>: Publisher {
     public let request: FetchRequest<T>
 
     public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-        LiveSubscription<ResultsChangeOutput<T>, S>.attach(subscriber, to: store, request: request)
+        LiveSubscription<ResultsChangeOutput<T>, S>.attach(subscriber, to: store, request: request, output: ResultsChangeOutput())
     }
 }
 
