@@ -24,7 +24,7 @@ public enum ConformanceSuite {
     /// Every case, grouped and named `group/name`.
     public static let cases: [ConformanceCase] =
         valueCases + crudCases + predicateCases + sortCases + transactionCases
-        + updateCases + countCases + changeSetCases + liveFetchCases + observableCases + persistenceCases + [fallingBehindCase] + configurationCases + cacheCases
+        + updateCases + countCases + changeSetCases + liveFetchCases + sectionCases + observableCases + persistenceCases + [fallingBehindCase] + configurationCases + cacheCases
 
     /// The case called `group/name`, if any.
     public static func named(_ id: String) -> ConformanceCase? {
