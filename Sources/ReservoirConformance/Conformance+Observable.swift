@@ -85,6 +85,35 @@ extension ConformanceSuite {
                 try expect(!failing.isLoading && failing.elements.isEmpty, "a failed live query is not loading and empty")
             }
         }),
+
+        ConformanceCase("observable", "live sections follow commits; a key that is not the first sort key sets error", waiting: { context in
+            guard #available(macOS 14, iOS 17, tvOS 17, watchOS 10, *) else { throw observationUnavailable() }
+            let store = context.store
+            try store.insertItems(standardItems)
+            try await MainActor.run {
+                let request = FetchRequest<Item>(sortBy: [.descending(\.group), .ascending(\.name)])
+                let live = store.liveSections(request, by: \.group)
+                try expect(!live.isLoading, "isLoading after liveSections(_:by:)")
+                try expectEqual(live.sections, try sectioned(store.fetch(request)), "sections after liveSections(_:by:)")
+                let changed = Flag()
+                withObservationTracking { _ = live.sections } onChange: { changed.set() }
+                try store.write { tx in
+                    try tx.update(Item.self, id: 4) { $0.group = "zebra" }
+                    try tx.delete(matching: FetchRequest<Item>(where: \.group == "dessert"))
+                }
+                try expect(changed.isSet, "onChange after a commit that changed the sections")
+                try expectEqual(live.sections, try sectioned(store.fetch(request)), "sections equal a fresh fetch grouped by group")
+                try expectEqual(live.lastChange?.insertedSections, [0], "\"zebra\" inserted first (descending)")
+                live.cancel()
+
+                let refused = store.liveSections(FetchRequest<Item>(sortBy: [.ascending(\.name)]), by: \.group)
+                guard let error = refused.error as? ReservoirError, error.code == .invalidQuery,
+                      error.message.contains("group"), error.message.contains("name") else {
+                    throw ConformanceFailure(message: "sections by a key that is not the first sort key: expected .invalidQuery naming group and name, got \(String(describing: refused.error))", file: #fileID, line: #line)
+                }
+                try expect(!refused.isLoading && refused.sections.isEmpty, "a refused live sections object is not loading and empty")
+            }
+        }),
     ]
 }
 

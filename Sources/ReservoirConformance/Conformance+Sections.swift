@@ -103,7 +103,7 @@ extension ConformanceSuite {
 }
 
 /// Items in runs of equal stored `group` values (byte-wise, as the contract compares text).
-private func sectioned(_ items: [Item]) throws -> [ResultsSection<String?, Item>] {
+func sectioned(_ items: [Item]) throws -> [ResultsSection<String?, Item>] {
     var sections: [ResultsSection<String?, Item>] = []
     var current: (value: Value, key: String?, records: [Item])?
     for item in items {
