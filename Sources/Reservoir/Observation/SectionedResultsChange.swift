@@ -39,14 +39,18 @@ extension ResultsSection: Equatable where Key: Equatable, Record: Equatable {}
 public struct SectionedResultsChange<Key: Sendable, Record: Sendable>: Sendable {
     /// A record's place: its section and its position within the section.
     public struct ItemPath: Sendable, Hashable, Comparable, CustomStringConvertible {
+        /// The section's position.
         public let section: Int
+        /// The record's position within its section.
         public let item: Int
 
+        /// A path; for building expected values in tests.
         public init(section: Int, item: Int) {
             self.section = section
             self.item = item
         }
 
+        /// Section first, then item: the order the convention applies paths in.
         public static func < (lhs: ItemPath, rhs: ItemPath) -> Bool {
             (lhs.section, lhs.item) < (rhs.section, rhs.item)
         }
@@ -56,9 +60,12 @@ public struct SectionedResultsChange<Key: Sendable, Record: Sendable>: Sendable 
 
     /// A place before and after the change.
     public struct Paths: Sendable, Hashable {
+        /// The path before the change.
         public let old: ItemPath
+        /// The path after the change.
         public let new: ItemPath
 
+        /// A pair of paths; for building expected values in tests.
         public init(old: ItemPath, new: ItemPath) {
             self.old = old
             self.new = new
