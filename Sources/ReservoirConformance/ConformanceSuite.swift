@@ -23,8 +23,9 @@ import Reservoir
 public enum ConformanceSuite {
     /// Every case, grouped and named `group/name`.
     public static let cases: [ConformanceCase] =
+        updateCases + countCases + sectionCases + observableCases +
         valueCases + crudCases + predicateCases + sortCases + transactionCases
-        + updateCases + countCases + changeSetCases + liveFetchCases + sectionCases + observableCases + persistenceCases + [fallingBehindCase] + configurationCases + cacheCases
+        + changeSetCases + liveFetchCases + persistenceCases + [fallingBehindCase] + configurationCases + cacheCases
 
     /// The case called `group/name`, if any.
     public static func named(_ id: String) -> ConformanceCase? {
