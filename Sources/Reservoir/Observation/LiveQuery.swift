@@ -22,9 +22,11 @@ extension Store {
 ///     // In a view: ForEach(model.messages.elements) { Text($0.text) }
 ///
 /// **Isolation.** The object lives on the main actor, where UI code reads it, and the
-/// compiler checks every access. Commits made on the main thread are applied before
-/// `write` returns; commits from other threads and processes are applied in a block on the
-/// main queue. While the main actor is busy, further commits are coalesced into one update.
+/// compiler checks every access. A commit made on the main actor is applied before `write`
+/// returns (unless a change from another thread is still on its way to the main queue:
+/// then both arrive together, in that block); commits from other threads and processes are
+/// applied in a block on the main queue. While the main actor is busy, further commits are
+/// coalesced into one update.
 /// Code that wants results on another actor or queue uses ``Store/objectsPublisher(for:)``
 /// with `receive(on:)` or ``Store/objects(for:)``.
 ///

@@ -7,9 +7,10 @@ import OpenCombineShim
 /// It asks for one value, and for the next only once the main actor has taken it, so
 /// while the main actor is busy the subscription coalesces commits into one value instead
 /// of queueing a value per commit. A value sent while the main actor runs (a commit made
-/// there) is taken at once, so `write` followed by a read of the observable sees the commit;
-/// a value sent elsewhere is taken in a block queued on the main queue, which keeps order
-/// because only one value is ever in flight.
+/// there) is taken at once, so `write` followed by a read of the observable sees the commit
+/// (unless a value is already in flight: the commit then comes with the next one); a value
+/// sent elsewhere is taken in a block queued on the main queue, which keeps order because
+/// only one value is ever in flight.
 final class MainActorFeed<Value: Sendable>: Subscriber, Cancellable, @unchecked Sendable {
     typealias Input = Value
     typealias Failure = any Error
