@@ -87,31 +87,25 @@ enum DemoScript {
                 transcript.add("  (rolled back: no difference arrives)")
             }
         }
-        var milk = todo(1, "Buy milk", 2)
+        let milk = todo(1, "Buy milk", 2)
         let taxes = todo(2, "File taxes", 3)
-        var bike = todo(3, "Fix the bike", 1)
-        var plants = todo(4, "Water the plants", 2)
+        let bike = todo(3, "Fix the bike", 1)
+        let plants = todo(4, "Water the plants", 9)
 
         try step("1. insert \"Buy milk\"") { try $0.insert(milk) }
-        milk.title = "Buy oat milk"
-        try step("2. edit its title") { try $0.update(milk) }
+        try step("2. edit its title") { try $0.update(Todo.self, id: milk.id) { $0.title = "Buy oat milk" } }
         try step("3. insert two in one transaction") { try $0.insert(taxes); try $0.insert(bike) }
-        bike.priority = 5
-        try step("4. reprioritise \"Fix the bike\" to 5") { try $0.update(bike) }
-        milk.done = true
-        try step("5. complete \"Buy oat milk\"") { try $0.update(milk) }
+        try step("4. reprioritise \"Fix the bike\" to 5") { try $0.update(Todo.self, id: bike.id) { $0.priority = 5 } }
+        try step("5. complete \"Buy oat milk\"") { try $0.update(Todo.self, id: milk.id) { $0.done = true } }
         try step("6. delete \"File taxes\", then throw: the transaction rolls back") { tx in
             try tx.delete(taxes)
             throw Abandoned()
         }
         try step("7. delete \"File taxes\"") { try $0.delete(taxes) }
-        plants.priority = 9
-        bike.done = true
         try step("8. one transaction: add \"Water the plants\" at 9, complete the bike, reopen the milk") { tx in
             try tx.insert(plants)
-            try tx.update(bike)
-            milk.done = false
-            try tx.update(milk)
+            try tx.update(Todo.self, id: bike.id) { $0.done = true }
+            try tx.update(Todo.self, id: milk.id) { $0.done = false }
         }
         let fetched = try store.fetch(openByPriority).map(Row.init)
         transcript.add(fetched == rows.withLock({ $0 }) ? "rows kept by applyingChanges equal a fresh fetch" : "rows kept by applyingChanges DIFFER from a fresh fetch")

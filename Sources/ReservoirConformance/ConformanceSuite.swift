@@ -23,6 +23,7 @@ import Reservoir
 public enum ConformanceSuite {
     /// Every case, grouped and named `group/name`.
     public static let cases: [ConformanceCase] =
+        updateCases + countCases + sectionCases + observableCases +
         valueCases + crudCases + predicateCases + sortCases + transactionCases
         + changeSetCases + liveFetchCases + persistenceCases + [fallingBehindCase, commitSignalCase] + configurationCases + cacheCases
 

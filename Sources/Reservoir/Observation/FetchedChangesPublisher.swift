@@ -33,6 +33,6 @@ public struct FetchedChangesPublisher<T: Storable>: Publisher {
 
     /// Attaches `subscriber`: fetches now, then sends one difference per commit that changes the results.
     public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-        LiveSubscription<DifferenceOutput<T>, S>.attach(subscriber, to: store, request: request)
+        LiveSubscription<DifferenceOutput<T>, S>.attach(subscriber, to: store, request: request, output: DifferenceOutput())
     }
 }

@@ -23,6 +23,6 @@ public struct FetchedObjectsPublisher<T: Storable>: Publisher {
 
     /// Attaches `subscriber`: fetches now, then sends the results after every commit that changes them.
     public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-        LiveSubscription<ObjectsOutput<T>, S>.attach(subscriber, to: store, request: request)
+        LiveSubscription<ObjectsOutput<T>, S>.attach(subscriber, to: store, request: request, output: ObjectsOutput())
     }
 }

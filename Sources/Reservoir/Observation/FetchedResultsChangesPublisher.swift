@@ -25,7 +25,7 @@ public struct FetchedResultsChangesPublisher<T: Storable>: Publisher {
 
     /// Attaches `subscriber`: fetches now, then sends one change per commit that changes the results.
     public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-        LiveSubscription<ResultsChangeOutput<T>, S>.attach(subscriber, to: store, request: request)
+        LiveSubscription<ResultsChangeOutput<T>, S>.attach(subscriber, to: store, request: request, output: ResultsChangeOutput())
     }
 }
 

@@ -29,6 +29,7 @@ where Downstream.Input == Output.Value, Downstream.Failure == any Error {
 
     private let lock = NSLock()
     private let store: Store
+    private let output: Output
     private var downstream: Downstream?
     private var demand = Subscribers.Demand.none
     private var results: LiveResults<Output.Record>?
@@ -42,14 +43,15 @@ where Downstream.Input == Output.Value, Downstream.Failure == any Error {
     private var early: [ChangeSet]? = []
     private var token: UInt64?
 
-    private init(store: Store, downstream: Downstream) {
+    private init(store: Store, output: Output, downstream: Downstream) {
         self.store = store
+        self.output = output
         self.downstream = downstream
     }
 
     /// Attaches a subscriber: observes, fetches, hands over the subscription.
-    static func attach<T>(_ downstream: Downstream, to store: Store, request: FetchRequest<T>) where T == Output.Record {
-        let subscription = LiveSubscription(store: store, downstream: downstream)
+    static func attach<T>(_ downstream: Downstream, to store: Store, request: FetchRequest<T>, output: Output) where T == Output.Record {
+        let subscription = LiveSubscription(store: store, output: output, downstream: downstream)
         subscription.start(request)
         downstream.receive(subscription: subscription)
         subscription.lock.lock()
@@ -61,7 +63,9 @@ where Downstream.Input == Output.Value, Downstream.Failure == any Error {
         var fetched: LiveResults<Output.Record>?
         var fetchError: (any Error)?
         do {
-            fetched = try LiveResults(query: request.query(), backend: store.backend)
+            let query = try request.query()
+            try output.check(query)
+            fetched = try LiveResults(query: query, backend: store.backend)
         } catch {
             fetchError = error
         }
@@ -116,7 +120,7 @@ where Downstream.Input == Output.Value, Downstream.Failure == any Error {
         // Sending straight away can describe the change by its delta; otherwise keep the
         // list the subscriber holds, once, to compare against when it asks.
         var keptPrevious = false
-        if case .current = sent, Output.needsPreviousList || demand == .none || isSending || hasUnsent {
+        if case .current = sent, output.needsPreviousList || demand == .none || isSending || hasUnsent {
             sent = .list(pendingDelta.map { undo($0, from: results.entries) } ?? results.entries)
             pendingDelta = nil
             keptPrevious = true
@@ -155,10 +159,10 @@ where Downstream.Input == Output.Value, Downstream.Failure == any Error {
             do {
                 switch sent {
                 case .current:
-                    value = try Output.value(previous: ChunkedList(), current: results.entries,
+                    value = try output.value(previous: ChunkedList(), current: results.entries,
                                              delta: pendingDelta ?? LiveResults.Delta(removed: [], inserted: []), initial: !sentInitial)
                 case let .list(previous):
-                    value = try Output.value(previous: previous, current: results.entries,
+                    value = try output.value(previous: previous, current: results.entries,
                                              delta: identityDelta(from: previous.array, to: results.entries.array), initial: !sentInitial)
                 }
             } catch {

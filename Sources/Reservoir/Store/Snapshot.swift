@@ -53,6 +53,24 @@ public class Snapshot {
         return try RecordCoding.decode(T.self, from: row)
     }
 
+    /// The records with these ids, in the order of `ids`; an id with no record is left out,
+    /// and an id given twice gives its record twice.
+    ///
+    ///     let messages = try snapshot.get(Message.self, ids: [3, 5, 8])
+    public final func get<T: Storable, IDs: Sequence>(_ type: T.Type, ids: IDs) throws -> [T] where IDs.Element == T.ID {
+        try checkOpen()
+        try T.schema.validate()
+        let entity = T.schema.name
+        var records: [T] = []
+        records.reserveCapacity(ids.underestimatedCount)
+        for id in ids {
+            if let row = try reader.row(entity, id: id.toValue()) {
+                records.append(try RecordCoding.decode(T.self, from: row))
+            }
+        }
+        return records
+    }
+
     /// Whether a record with this id exists.
     public final func contains<T: Storable>(_ type: T.Type, id: T.ID) throws -> Bool {
         try checkOpen()

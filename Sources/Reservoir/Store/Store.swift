@@ -109,6 +109,11 @@ public final class Store: Sendable {
         try read { try $0.get(type, id: id) }
     }
 
+    /// The records with these ids, in the order of `ids`, leaving out ids with no record.
+    public func get<T: Storable, IDs: Sequence>(_ type: T.Type, ids: IDs) throws -> [T] where IDs.Element == T.ID {
+        try read { try $0.get(type, ids: ids) }
+    }
+
     // MARK: - Writing
 
     /// Runs `body` in a write transaction, committing when it returns and rolling back,

@@ -4,7 +4,7 @@
 /// Everything done through it commits together when the closure returns, or not at all
 /// when it throws.
 public final class Transaction: Snapshot {
-    private let writer: any WriteTransaction
+    let writer: any WriteTransaction
     @exclusivity(unchecked) private var tracker = ChangeTracker()
     /// The record type last written and its entity, once checked: a run of records of one
     /// type skips the schema checks (and their lock) after the first. Two properties rather
@@ -64,9 +64,11 @@ public final class Transaction: Snapshot {
         try delete(T.self, id: record.id)
     }
 
-    /// Deletes every record `request` selects; returns how many.
+    /// Deletes every record `request` selects (its limit and offset included); returns how many.
+    ///
+    ///     let removed = try tx.delete(matching: FetchRequest<Message>(where: \.channel == "old"))
     @discardableResult
-    public func delete<T: Storable>(_ request: FetchRequest<T>) throws -> Int {
+    public func delete<T: Storable>(matching request: FetchRequest<T>) throws -> Int {
         try checkOpen()
         let query = try request.query()
         let idColumn = query.entity.idColumn
@@ -77,6 +79,12 @@ public final class Transaction: Snapshot {
             tracker.note(query.entity, id: id, before: row, after: nil)
         }
         return rows.count
+    }
+
+    /// ``delete(matching:)`` without the label.
+    @discardableResult
+    public func delete<T: Storable>(_ request: FetchRequest<T>) throws -> Int {
+        try delete(matching: request)
     }
 
     /// Stores a raw row (insert or replace): for tools that copy stores without Swift types.
@@ -108,7 +116,7 @@ public final class Transaction: Snapshot {
 
     // MARK: - Internals
 
-    private func prepare<T: Storable>(_ record: T) throws -> (EntityDescription, Value, Row) {
+    func prepare<T: Storable>(_ record: T) throws -> (EntityDescription, Value, Row) {
         try checkOpen()
         if checkedType == ObjectIdentifier(T.self), let checkedEntity {
             // Another record of the type just written: its schema is known good.
@@ -124,7 +132,7 @@ public final class Transaction: Snapshot {
     }
 
     @discardableResult
-    private func store(_ entity: EntityDescription, id: Value, row: Row, previous: Row?) throws -> ChangeType? {
+    func store(_ entity: EntityDescription, id: Value, row: Row, previous: Row?) throws -> ChangeType? {
         if let previous, previous == row { return nil }
         try writer.put(entity, id: id, row: row)
         tracker.note(entity, id: id, before: previous, after: row)
