@@ -67,6 +67,7 @@ let package = Package(
             name: "ReservoirCLI",
             dependencies: [
                 "Reservoir",
+                "ReservoirMacros",
                 "ReservoirSQLite",
                 "ReservoirLMDB",
                 "ReservoirPostgres",
