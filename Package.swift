@@ -35,7 +35,7 @@ let package = Package(
             name: "ReservoirConformance",
             dependencies: ["Reservoir", .product(name: "OpenCombineShim", package: "OpenCombine")]
         ),
-        // `@RowMapped`, a separate product so that only apps using it build swift-syntax.
+        // `@Storable` and `@RowMapped`, a separate product so that only apps using them build swift-syntax.
         .macro(
             name: "ReservoirMacroPlugin",
             dependencies: [
@@ -69,6 +69,7 @@ let package = Package(
             name: "ReservoirCLI",
             dependencies: [
                 "Reservoir",
+                "ReservoirMacros",
                 "ReservoirSQLite",
                 "ReservoirLMDB",
                 "ReservoirPostgres",
@@ -97,6 +98,9 @@ let package = Package(
                 "ReservoirMacros",
                 "ReservoirMacroPlugin",
                 "Reservoir",
+                // @Storable records stored, fetched and observed on every built-in backend.
+                "ReservoirConformance", "ReservoirSQLite", "ReservoirLMDB", "ReservoirPostgres",
+                .product(name: "OpenCombineShim", package: "OpenCombine"),
                 .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]

@@ -3,5 +3,5 @@ import SwiftSyntaxMacros
 
 @main
 struct ReservoirMacroPlugin: CompilerPlugin {
-    let providingMacros: [any Macro.Type] = [RowMappedMacro.self]
+    let providingMacros: [any Macro.Type] = [RowMappedMacro.self, StorableMacro.self, StorableAttributeMacro.self]
 }

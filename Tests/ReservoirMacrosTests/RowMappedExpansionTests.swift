@@ -1,17 +1,5 @@
-import ReservoirMacroPlugin
-import SwiftSyntaxMacroExpansion
 import SwiftSyntaxMacrosGenericTestSupport
 import Testing
-
-private let macros: [String: MacroSpec] = ["RowMapped": MacroSpec(type: RowMappedMacro.self)]
-
-/// `assertMacroExpansion` reporting through Swift Testing.
-private func expand(_ source: String, to expanded: String, diagnostics: [DiagnosticSpec] = [],
-                    sourceLocation: SourceLocation = #_sourceLocation) {
-    assertMacroExpansion(source, expandedSource: expanded, diagnostics: diagnostics, macroSpecs: macros) { failure in
-        Issue.record(Comment(rawValue: failure.message), sourceLocation: sourceLocation)
-    }
-}
 
 @Suite("@RowMapped expansion")
 struct RowMappedExpansionTests {

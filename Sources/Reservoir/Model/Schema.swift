@@ -1,5 +1,6 @@
 /// Declares how a record type is stored: its entity name, the fields queries may
-/// name by key path, and which of them are indexed.
+/// name by key path, and which of them are indexed. `@Storable` (the `ReservoirMacros`
+/// product) writes it from the type's stored properties; by hand it reads:
 ///
 ///     struct Todo: Storable {
 ///         var id: UUID
@@ -11,7 +12,9 @@
 ///         ])
 ///     }
 ///
-/// A field's column is the name its `CodingKey` encodes under. By default it is
+/// A field of a nested `Codable` type (`[String: Int]`, a struct) may be listed too: it is
+/// stored as one opaque column, which queries cannot use. A field's column is the name its
+/// `CodingKey` encodes under. By default it is
 /// the key path's last component (`\.priority` → `"priority"`); pass `column:`
 /// when `CodingKeys` renames it. The id is always stored, indexed, used as the final
 /// sort key and queryable as `\.id` (listing `.field(\.id)` is allowed, not needed). Mistakes
@@ -20,13 +23,16 @@
 public struct Schema<Root: Storable>: @unchecked Sendable {
     // @unchecked: the only non-Sendable stored parts are key paths, which are immutable.
 
-    /// One queryable field.
+    /// One stored field: queryable when its type is ``ValueConvertible``, otherwise (a
+    /// nested `Codable` value) stored as one opaque column that queries cannot name.
     public struct Field: @unchecked Sendable {
         let keyPath: AnyKeyPath
         /// The column name the field is stored under.
         public let column: String
         /// Whether backends keep an ordered index on it.
         public let indexed: Bool
+        /// Whether predicates and sorts may use it: false for an opaque nested value.
+        public let queryable: Bool
         let extract: @Sendable (Root) throws -> Value
 
         /// A queryable field. `column` defaults to the key path's last component.
@@ -35,7 +41,7 @@ public struct Schema<Root: Storable>: @unchecked Sendable {
         ) -> Field {
             let name = column ?? Schema.defaultColumnName(for: keyPath)
             nonisolated(unsafe) let path = keyPath
-            return Field(keyPath: keyPath, column: name, indexed: indexed, extract: { try $0[keyPath: path].toValue() })
+            return Field(keyPath: keyPath, column: name, indexed: indexed, queryable: true, extract: { try $0[keyPath: path].toValue() })
         }
     }
 
@@ -43,10 +49,12 @@ public struct Schema<Root: Storable>: @unchecked Sendable {
     public let name: String
     /// The column the record id is stored under.
     public let idColumn: String
-    /// The queryable fields, the id first.
+    /// The fields, the id first: queryable ones and opaque nested values.
     public let fields: [Field]
     /// Problems found while building the schema, reported on first use.
     let problems: [String]
+    /// The record's properties that are not stored, so that errors can name them.
+    var unstored: [UnstoredProperty] = []
     /// ``entity``, built once: every insert, update and delete asks for it.
     private let entityDescription: EntityDescription
 
@@ -59,7 +67,7 @@ public struct Schema<Root: Storable>: @unchecked Sendable {
         self.name = name
         self.idColumn = idColumn
         let idPath = \Root.id
-        let idField = Field(keyPath: idPath, column: idColumn, indexed: false, extract: { try $0[keyPath: idPath].toValue() })
+        let idField = Field(keyPath: idPath, column: idColumn, indexed: false, queryable: true, extract: { try $0[keyPath: idPath].toValue() })
         // A listed `.field(\.id)` carries the concrete key path queries use; it stands in for the generic one.
         let listedID = fields.first { $0.column == idColumn }
         self.fields = [listedID ?? idField] + fields.filter { $0.column != idColumn }
@@ -79,7 +87,7 @@ public struct Schema<Root: Storable>: @unchecked Sendable {
         self.problems = problems
         self.entityDescription = EntityDescription(
             name: name, idColumn: idColumn,
-            fields: self.fields.map { $0.column },
+            fields: self.fields.filter(\.queryable).map(\.column),
             indexes: self.fields.filter { $0.indexed }.map { $0.column },
             integerIDs: Root.ID.self == Int.self || Root.ID.self == Int64.self
         )
@@ -96,14 +104,10 @@ public struct Schema<Root: Storable>: @unchecked Sendable {
         return nil
     }
 
-    /// The column for a key path; throws `.invalidQuery` naming the key path when the schema does not name it.
+    /// The column for a key path; throws `.invalidQuery` naming the property when the schema
+    /// does not name it or stores it as an opaque value.
     public func column(for keyPath: AnyKeyPath) throws -> String {
-        guard let field = field(for: keyPath) else {
-            throw ReservoirError(
-                .invalidQuery,
-                "\(keyPath) is not a queryable field of \(Root.self); the schema \"\(name)\" names \(fields.map(\.column).joined(separator: ", ")) (add .field(\(keyPath)) to it)"
-            )
-        }
+        guard let field = field(for: keyPath), field.queryable else { throw notQueryable(keyPath) }
         return field.column
     }
 

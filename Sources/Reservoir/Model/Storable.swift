@@ -1,6 +1,9 @@
 /// A value type an app stores: `Codable`, `Identifiable` by a ``RecordID``
 /// (`UUID`, `String` or `Int`), `Equatable` and `Sendable`, with a ``Schema``.
 ///
+/// The `@Storable("todos")` macro (the `ReservoirMacros` product) declares the conformance
+/// and derives the schema and row mapping from the stored properties. By hand:
+///
 ///     struct Todo: Storable {
 ///         var id: UUID
 ///         var title: String

@@ -1,0 +1,26 @@
+// swift-tools-version:6.0
+// The README's "Using the library" code as an app would build it: main.swift is the
+// README's snippet, word for word (a test checks), and scripts/test builds and runs it.
+import PackageDescription
+
+let package = Package(
+    name: "UsingTheLibrary",
+    platforms: [.macOS(.v13)],
+    dependencies: [
+        .package(name: "Reservoir", path: "../.."),
+        // Combine's API on Linux (on Apple platforms OpenCombineShim is Combine itself).
+        .package(url: "https://github.com/OpenCombine/OpenCombine.git", from: "0.14.0"),
+    ],
+    targets: [
+        .executableTarget(
+            name: "UsingTheLibrary",
+            dependencies: [
+                .product(name: "Reservoir", package: "Reservoir"),
+                .product(name: "ReservoirMacros", package: "Reservoir"),
+                .product(name: "ReservoirSQLite", package: "Reservoir"),
+                .product(name: "OpenCombineShim", package: "OpenCombine"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)
