@@ -130,6 +130,23 @@ final class ChangeHub: @unchecked Sendable {
     }
 }
 
+extension ChangeHub {
+    /// Returns once every change set up to `sequence` has reached every observer, without
+    /// delivering any itself: for a thread that enqueued none of them (the poller, woken by
+    /// this store's own commit). Every change set has a thread that will deliver it, the one
+    /// that enqueued it; were the poller to take over, a local commit's observers would hear
+    /// of it on the poller's thread instead of the committing one.
+    func waitUntilDelivered(through sequence: UInt64) {
+        condition.lock()
+        defer { condition.unlock() }
+        while delivered < sequence {
+            if let drainer, pthread_equal(drainer, pthread_self()) != 0 { return }
+            if drainer == nil && pending.isEmpty { return }  // a sequence skipped, or never enqueued here
+            condition.wait()
+        }
+    }
+}
+
 /// Something the ``ChangeHub`` delivers change sets to: subscriptions and publishers.
 protocol ChangeObserver: AnyObject, Sendable {
     /// Called on the delivering thread, outside the hub's lock, once per change set, in order.

@@ -45,14 +45,21 @@ extension Store {
         // tells those apart without waiting for a writer; an own commit not enqueued yet is
         // found below, under the lock, to need nothing.
         if let latest = try? backend.read({ try $0.lastSequence() }), latest <= hub.lastEnqueued {
-            return hub.deliver(through: hub.lastEnqueued)
+            return hub.waitUntilDelivered(through: hub.lastEnqueued)
         }
-        let published = try? writeLock.withLock { () -> UInt64 in
+        let found = try? writeLock.withLock { () -> Bool in
             let latest = try backend.read { try $0.lastSequence() }
-            if latest > hub.lastEnqueued { try enqueueExternalChanges(through: latest) }
-            return hub.lastEnqueued
+            guard latest > hub.lastEnqueued else { return false }
+            try enqueueExternalChanges(through: latest)
+            return true
         }
-        hub.deliver(through: published ?? hub.lastEnqueued)
+        // Deliver what this call enqueued (also after an error part-way, which may have
+        // enqueued some); a local commit's change set is its writer's to deliver.
+        if found == false {
+            hub.waitUntilDelivered(through: hub.lastEnqueued)
+        } else {
+            hub.deliver(through: hub.lastEnqueued)
+        }
     }
 
     /// Enqueues change sets from the log with sequences after the last enqueued, up to `sequence`.
