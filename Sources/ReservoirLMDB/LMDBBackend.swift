@@ -63,6 +63,15 @@ public final class LMDBBackend: StorageBackend {
         return try environment.lastTransactionID()
     }
 
+    /// Every page of every database read with `pread` and checked (``PageCheck``): LMDB
+    /// itself may crash on a damaged page, so when any is found the store is not readable.
+    public func verifyFiles() throws -> FileCheck {
+        try checkOpen()
+        try environment.checkNotTruncated()
+        let problems = try environment.pageProblems()
+        return FileCheck(problems: problems.map { "lmdb:\(environment.path): data.mdb: " + $0 }, readable: problems.isEmpty)
+    }
+
     public func close() {
         guard isClosed.set() else { return }
         environment.release()

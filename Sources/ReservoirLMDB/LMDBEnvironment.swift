@@ -184,7 +184,7 @@ final class LMDBEnvironment: @unchecked Sendable {
         }
         // A data.mdb shorter than its own pages (truncated by a copy, a full disk, a hand)
         // would make the first read of a missing page a SIGBUS: refuse it now instead.
-        if let damage = Self.truncation(env: env, path: path) {
+        if let damage = Self.truncation(env: env, path: path) ?? Self.pageDamage(env: env, path: path, depth: nil) {
             mdb_env_close(env)
             throw damage
         }
@@ -407,6 +407,42 @@ final class LMDBEnvironment: @unchecked Sendable {
             .corrupt,
             "lmdb:\(path): data.mdb is damaged: it is \(status.st_size) bytes, but its pages reach \(needed.overflow ? "beyond Int.max" : "\(needed.partialValue)") bytes (the file was truncated); restore it from a copy",
             nativeCode: CLMDB_CORRUPTED, nativeMessage: LMDBErrors.message(CLMDB_CORRUPTED))
+    }
+
+    /// Pages at or below this count are all checked when the environment opens (a few
+    /// milliseconds); above it only the meta pages, the main database and each database's
+    /// root page are (Backends.md § LMDB, "Damaged files").
+    static let fullCheckAtOpen: UInt64 = 2048
+
+    /// The first problems ``PageCheck`` finds in the newest snapshot, as a `.corrupt` error;
+    /// nil when none. `depth` nil: everything for small files, the roots otherwise.
+    static func pageDamage(env: OpaquePointer, path: String, depth: PageCheck.Depth?) -> ReservoirError? {
+        let problems = pageProblems(env: env, path: path, depth: depth)
+        guard let first = problems.first else { return nil }
+        let more = problems.count > 1 ? " (and \(problems.count - 1) more)" : ""
+        return ReservoirError(
+            .corrupt, "lmdb:\(path): data.mdb is damaged: \(first)\(more); restore it from a copy, or salvage what is readable with reservoir copy",
+            nativeCode: CLMDB_CORRUPTED, nativeMessage: LMDBErrors.message(CLMDB_CORRUPTED))
+    }
+
+    /// ``PageCheck``'s findings on the snapshot of a read transaction held meanwhile, so no
+    /// writer reuses the pages walked. Empty when the transaction cannot begin (the caller's
+    /// next call reports why).
+    static func pageProblems(env: OpaquePointer, path: String, depth: PageCheck.Depth?) -> [String] {
+        var txn: OpaquePointer?
+        guard mdb_txn_begin(env, nil, CLMDB_RDONLY, &txn) == 0, let txn else { return [] }
+        defer { mdb_txn_abort(txn) }
+        var info = MDB_envinfo()
+        mdb_env_info(env, &info)
+        let chosen = depth ?? (UInt64(info.me_last_pgno) < fullCheckAtOpen ? .full : .roots)
+        return PageCheck.run(path: path, transactionID: UInt64(mdb_txn_id(txn)), depth: chosen)
+    }
+
+    /// Every page of every database checked (``PageCheck``), for `verify`.
+    func pageProblems() throws -> [String] {
+        try enter()
+        defer { exit() }
+        return Self.pageProblems(env: env, path: path, depth: .full)
     }
 
     /// How often this process grew the map, and how often it followed another process's growth.

@@ -44,6 +44,15 @@ public protocol StorageBackend: AnyObject, Sendable {
 
     /// Releases the engine's resources. Later calls throw `.closed`.
     func close()
+
+    /// The engine's own check of its files, for ``Store/verify()``: damage found, and
+    /// whether reading through the backend is still safe. The default finds nothing.
+    /// It must not crash on damage; it throws only when it cannot run at all (`.closed`).
+    func verifyFiles() throws -> FileCheck
+}
+
+extension StorageBackend {
+    public func verifyFiles() throws -> FileCheck { FileCheck() }
 }
 
 /// What a backend supports. The conformance suite skips, visibly, the cases that
