@@ -37,14 +37,18 @@ struct CopyCommand: ParsableCommand {
                 var inserted = 0, done = 0
                 var last: Value?
                 var lost: String?
+                var size = batch
                 while true {
                     // Pages by id, so memory stays bounded and each page is one indexed range read.
                     let page: [Row]
                     do {
                         page = try from.read { snapshot in
                             try snapshot.rows(Query(entity: entity, predicate: last.map { .compare(column: entity.idColumn, .greater, $0) },
-                                                    sort: [SortTerm(column: entity.idColumn)], limit: batch))
+                                                    sort: [SortTerm(column: entity.idColumn)], limit: size))
                         }
+                    } catch let error as ReservoirError where error.code != .closed && size > 1 {
+                        size /= 2  // a damaged source: read up to the damage in smaller pages
+                        continue
                     } catch let error as ReservoirError where error.code != .closed {
                         // A damaged source: save what lies beyond the damage, reading down from the top.
                         let (count, added, lowest) = try salvage(entity, above: last, from: from, to: to)
@@ -86,13 +90,19 @@ struct CopyCommand: ParsableCommand {
     private func salvage(_ entity: EntityDescription, above: Value?, from: Store, to: Store) throws -> (Int, Int, Value?) {
         var count = 0, inserted = 0
         var lowest: Value?
+        var size = batch
         while true {
             var parts: [RowPredicate] = []
             if let above { parts.append(.compare(column: entity.idColumn, .greater, above)) }
             if let lowest { parts.append(.compare(column: entity.idColumn, .less, lowest)) }
             let query = try Query(entity: entity, predicate: parts.isEmpty ? nil : .and(parts),
-                                  sort: [SortTerm(column: entity.idColumn, ascending: false)], limit: batch)
-            guard let page = try? from.read({ try $0.rows(query) }), let final = page.last else { return (count, inserted, lowest) }
+                                  sort: [SortTerm(column: entity.idColumn, ascending: false)], limit: size)
+            guard let page = try? from.read({ try $0.rows(query) }) else {
+                if size == 1 { return (count, inserted, lowest) }
+                size /= 2
+                continue
+            }
+            guard let final = page.last else { return (count, inserted, lowest) }
             inserted += try to.write { tx in
                 try page.reduce(0) { count, row in try tx.putRow(row, in: entity) == .inserted ? count + 1 : count }
             }

@@ -24,7 +24,7 @@ public enum ConformanceSuite {
     /// Every case, grouped and named `group/name`.
     public static let cases: [ConformanceCase] =
         valueCases + crudCases + predicateCases + sortCases + transactionCases
-        + changeSetCases + liveFetchCases + persistenceCases + [fallingBehindCase] + configurationCases + cacheCases
+        + changeSetCases + liveFetchCases + persistenceCases + [fallingBehindCase] + configurationCases + cacheCases + verifyCases
 
     /// The case called `group/name`, if any.
     public static func named(_ id: String) -> ConformanceCase? {

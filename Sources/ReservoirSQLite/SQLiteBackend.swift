@@ -255,8 +255,10 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
         var problems: [String] = []
         do {
             while try statement.step() {
-                if case let .text(line) = statement.value(at: 0), line != "ok" {
-                    problems.append("SQLite store \"\(location)\": \(line)")
+                if case let .text(text) = statement.value(at: 0), text != "ok" {
+                    for line in text.split(whereSeparator: \.isNewline) where !line.hasPrefix("***") {
+                        problems.append("SQLite store \"\(location)\": \(line)")
+                    }
                 }
             }
         } catch let error as ReservoirError {
