@@ -24,7 +24,7 @@ public enum ConformanceSuite {
     /// Every case, grouped and named `group/name`.
     public static let cases: [ConformanceCase] =
         valueCases + crudCases + predicateCases + sortCases + transactionCases
-        + changeSetCases + liveFetchCases + persistenceCases + [fallingBehindCase] + configurationCases + cacheCases + verifyCases
+        + changeSetCases + liveFetchCases + persistenceCases + [fallingBehindCase] + configurationCases + cacheCases + verifyCases + readOnlyCases
 
     /// The case called `group/name`, if any.
     public static func named(_ id: String) -> ConformanceCase? {
@@ -146,8 +146,11 @@ public final class ConformanceContext: @unchecked Sendable {
         opened = [store]
     }
 
-    /// Opens another store on the same configuration (a second handle on the same data).
-    public func openAnother() throws -> Store {
+    /// Opens another store on the same configuration (a second handle on the same data),
+    /// with `option` (such as `mode=readonly`) added to its options when given.
+    public func openAnother(adding option: String? = nil) throws -> Store {
+        var configuration = configuration
+        if let option { configuration += (configuration.contains("?") ? "&" : "?") + option }
         let another = try Store.open(configuration, registry: harness.registry)
         lock.lock()
         opened.append(another)

@@ -68,12 +68,16 @@ public struct BackendCapabilities: OptionSet, Sendable, Hashable, CustomStringCo
     public static let multiProcess = BackendCapabilities(rawValue: 1 << 1)
     /// The backend compiles predicates and sorts natively instead of using ``QueryEvaluator``.
     public static let nativeQueries = BackendCapabilities(rawValue: 1 << 2)
+    /// The backend opens `?mode=readonly` (and files it may not write) for reading and
+    /// observing, refusing writes with `.readOnly`.
+    public static let readOnlyOpening = BackendCapabilities(rawValue: 1 << 3)
 
     public var description: String {
         var names: [String] = []
         if contains(.persistent) { names.append("persistent") }
         if contains(.multiProcess) { names.append("multi-process") }
         if contains(.nativeQueries) { names.append("native queries") }
+        if contains(.readOnlyOpening) { names.append("read-only opening") }
         return names.isEmpty ? "none" : names.joined(separator: ", ")
     }
 }

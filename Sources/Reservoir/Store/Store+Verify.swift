@@ -31,16 +31,24 @@ extension Store {
             verify(entity, into: &report)
         }
         do {
-            let (last, log) = try backend.read { (try $0.lastSequence(), try $0.changeLog(after: 0, limit: Int.max)) }
-            report.lastSequence = last
-            report.changeLogEntries = log.count
-            var previous: UInt64 = 0
-            for entry in log {
-                if entry.sequence < previous || entry.sequence > last || entry.sequence == 0 {
-                    report.problems.append("the change log is out of order: sequence \(entry.sequence) after \(previous), the last being \(last)")
-                    break
+            // In one snapshot, 1,000 change sets at a time.
+            try backend.read { reader in
+                let last = try reader.lastSequence()
+                report.lastSequence = last
+                var previous: UInt64 = 0
+                while true {
+                    let log = try reader.changeLog(after: previous, limit: 1000)
+                    guard !log.isEmpty else { break }
+                    report.changeLogEntries += log.count
+                    let after = previous
+                    for entry in log {
+                        if entry.sequence <= after || entry.sequence < previous || entry.sequence > last {
+                            report.problems.append("the change log is out of order: sequence \(entry.sequence) after \(previous), the last being \(last)")
+                            return
+                        }
+                        previous = entry.sequence
+                    }
                 }
-                previous = entry.sequence
             }
         } catch let error as ReservoirError where error.code != .closed {
             report.problems.append("the change log cannot be read: \(error.description)")

@@ -14,12 +14,13 @@ final class Connection {
     /// costs no lookup (hashing their SQL).
     private var held: [Statement?] = Array(repeating: nil, count: HeldStatement.allCases.count)
 
-    /// Opens (creating when `create`) the database at `path`, with a busy timeout so
-    /// other processes' locks are waited for instead of failing at once.
-    init(path: String, create: Bool, busyTimeout: Int32) throws {
+    /// Opens (creating when `create`; for reading only when `readOnly`) the database at
+    /// `path`, with a busy timeout so other processes' locks are waited for instead of
+    /// failing at once.
+    init(path: String, create: Bool, busyTimeout: Int32, readOnly: Bool = false) throws {
         var database: OpaquePointer?
-        var flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX
-        if create { flags |= SQLITE_OPEN_CREATE }
+        var flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_NOMUTEX
+        if create && !readOnly { flags |= SQLITE_OPEN_CREATE }
         let result = sqlite3_open_v2(path, &database, flags, nil)
         guard result == SQLITE_OK, let database else {
             let message = database.map { String(cString: sqlite3_errmsg($0)) }

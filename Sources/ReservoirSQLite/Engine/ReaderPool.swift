@@ -16,7 +16,11 @@ final class ReaderPool: @unchecked Sendable {
     private let busyTimeout: Int32
     private let maxIdle: Int
 
-    init(path: String, busyTimeout: Int32, maxIdle: Int) {
+    /// Connections open the file for reading only (a read-only store).
+    private let readOnly: Bool
+
+    init(path: String, busyTimeout: Int32, maxIdle: Int, readOnly: Bool = false) {
+        self.readOnly = readOnly
         self.path = path
         self.busyTimeout = busyTimeout
         self.maxIdle = max(1, maxIdle)
@@ -33,7 +37,7 @@ final class ReaderPool: @unchecked Sendable {
             return session
         }
         lock.unlock()
-        let connection = try Connection(path: path, create: false, busyTimeout: busyTimeout)
+        let connection = try Connection(path: path, create: false, busyTimeout: busyTimeout, readOnly: readOnly)
         try connection.execute("PRAGMA query_only = 1")
         return Session(connection: connection)
     }
