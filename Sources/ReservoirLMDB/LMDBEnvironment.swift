@@ -178,6 +178,8 @@ final class LMDBEnvironment: @unchecked Sendable {
         case .full: break
         }
         if options.readOnly { flags |= CLMDB_RDONLY }
+        // A lock.mdb this process may not write: read without reader slots (Backends.md § LMDB, "Read-only").
+        if readOnlyByPermission, access(path + "/lock.mdb", W_OK) != 0 { flags |= CLMDB_NOLOCK }
         rc = mdb_env_set_maxreaders(env, UInt32(options.maxReaders))
         if rc == 0 { rc = mdb_env_set_maxdbs(env, MDB_dbi(options.maxDatabases)) }
         if rc == 0 { rc = mdb_env_set_mapsize(env, initial) }

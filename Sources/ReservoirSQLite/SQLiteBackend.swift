@@ -53,8 +53,12 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
         // An existing file this process may not write opens read-only, rather than not at all.
         isReadOnly = options.readOnly || (FileManager.default.fileExists(atPath: path) && access(path, W_OK) != 0)
         checkpointer = Checkpointer(path: path, synchronous: Self.synchronous(options))
+        // WAL readers need the -shm file; where it is missing and cannot be made, the file is
+        // read as immutable (Backends.md § SQLite, "Read-only").
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        let immutable = isReadOnly && !FileManager.default.fileExists(atPath: path + "-shm") && access(directory, W_OK) != 0
         if isReadOnly {
-            let reader = try Connection(path: path, create: false, busyTimeout: busyTimeout, readOnly: true)
+            let reader = try Connection(path: path, create: false, busyTimeout: busyTimeout, readOnly: true, immutable: immutable)
             guard try Metadata.isSetUp(reader) else {
                 throw ReservoirError(.cannotOpen, "SQLite store \"\(path)\": cannot open it read-only: it holds no Reservoir store yet (open it writable once to create one)")
             }
@@ -69,8 +73,8 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
             self.writer = writer
             checkpointer.install(on: writerConnection)
         }
-        self.pool = ReaderPool(path: path, busyTimeout: busyTimeout, maxIdle: options.readers, readOnly: isReadOnly)
-        let probe = try Connection(path: path, create: false, busyTimeout: busyTimeout, readOnly: isReadOnly)
+        self.pool = ReaderPool(path: path, busyTimeout: busyTimeout, maxIdle: options.readers, readOnly: isReadOnly, immutable: immutable)
+        let probe = try Connection(path: path, create: false, busyTimeout: busyTimeout, readOnly: isReadOnly, immutable: immutable)
         try probe.execute("PRAGMA query_only = 1")
         self.probe = probe
         self.lastDataVersion = try probe.scalar("PRAGMA data_version").integerValue

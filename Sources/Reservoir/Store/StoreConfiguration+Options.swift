@@ -50,7 +50,9 @@ extension StoreConfiguration {
 
     /// `.readOnly`, for a write to `store` (its location as messages name it).
     public static func readOnlyError(_ store: String, explicitly: Bool) -> ReservoirError {
-        ReservoirError(.readOnly, "\(store): the store is open read-only (\(explicitly ? "mode=readonly" : "its files are not writable by this process")), so writes are refused; open it without mode=readonly, with write permission, to write")
+        explicitly
+            ? ReservoirError(.readOnly, "\(store): the store is open read-only (mode=readonly), so writes are refused; open it without mode=readonly to write")
+            : ReservoirError(.readOnly, "\(store): the store is open read-only (its files are not writable by this process), so writes are refused; write as a user who may write them")
     }
 
     /// An integer option within `range`, or `default` when it is absent.
