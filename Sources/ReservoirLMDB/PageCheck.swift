@@ -81,7 +81,7 @@ struct PageCheck {
             guard let page = read(fd, at: UInt64(index * pageSize), count: pageSize) else {
                 return ["meta page \(index) cannot be read"]
             }
-            guard u16(page, 10) & meta != 0, u32(page, headerSize) == magic else {
+            guard page.count >= headerSize + 136, u16(page, 10) & meta != 0, u32(page, headerSize) == magic else {
                 return ["meta page \(index) is damaged (not an LMDB meta page)"]
             }
             let body = headerSize
