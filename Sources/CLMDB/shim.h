@@ -11,6 +11,7 @@ static const unsigned int CLMDB_NOTLS = MDB_NOTLS;
 static const unsigned int CLMDB_NOSYNC = MDB_NOSYNC;
 static const unsigned int CLMDB_NOMETASYNC = MDB_NOMETASYNC;
 static const unsigned int CLMDB_RDONLY = MDB_RDONLY;
+static const unsigned int CLMDB_NOLOCK = MDB_NOLOCK;
 static const unsigned int CLMDB_CREATE = MDB_CREATE;
 static const unsigned int CLMDB_NOOVERWRITE = MDB_NOOVERWRITE;
 static const unsigned int CLMDB_APPEND = MDB_APPEND;

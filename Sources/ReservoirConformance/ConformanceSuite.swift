@@ -25,7 +25,7 @@ public enum ConformanceSuite {
     public static let cases: [ConformanceCase] =
         updateCases + countCases + sectionCases + observableCases +
         valueCases + crudCases + predicateCases + sortCases + transactionCases
-        + changeSetCases + liveFetchCases + persistenceCases + [fallingBehindCase, commitSignalCase] + configurationCases + cacheCases
+        + changeSetCases + liveFetchCases + persistenceCases + [fallingBehindCase, commitSignalCase] + configurationCases + cacheCases + verifyCases + readOnlyCases
 
     /// The case called `group/name`, if any.
     public static func named(_ id: String) -> ConformanceCase? {
@@ -147,8 +147,11 @@ public final class ConformanceContext: @unchecked Sendable {
         opened = [store]
     }
 
-    /// Opens another store on the same configuration (a second handle on the same data).
-    public func openAnother() throws -> Store {
+    /// Opens another store on the same configuration (a second handle on the same data),
+    /// with `option` (such as `mode=readonly`) added to its options when given.
+    public func openAnother(adding option: String? = nil) throws -> Store {
+        var configuration = configuration
+        if let option { configuration += (configuration.contains("?") ? "&" : "?") + option }
         let another = try Store.open(configuration, registry: harness.registry)
         lock.lock()
         opened.append(another)

@@ -16,10 +16,15 @@ import Reservoir
 public final class LMDBBackend: StorageBackend {
     let environment: LMDBEnvironment
     private let isClosed = LockedFlag()
+    /// Whether writes are refused (`mode=readonly`, or files this process may not write).
+    public var isReadOnly: Bool { readOnly || environment.options.readOnly }
+    private let readOnly: Bool
 
     /// Opens (creating it when its parent directory exists) the environment at `path`.
     public init(path: String, options: LMDBOptions = LMDBOptions()) throws {
         environment = try LMDBEnvironment.acquire(path: path, options: options)
+        // The environment may be shared with a writable store in this process; this one stays read-only.
+        readOnly = options.readOnly
     }
 
     /// Opens the environment an `lmdb:` configuration names.
@@ -32,7 +37,7 @@ public final class LMDBBackend: StorageBackend {
 
     deinit { close() }
 
-    public var capabilities: BackendCapabilities { [.persistent, .multiProcess, .commitSignal] }
+    public var capabilities: BackendCapabilities { [.persistent, .multiProcess, .commitSignal, .readOnlyOpening] }
 
     /// The environment directory's canonical path.
     public var location: String { environment.path }
@@ -49,6 +54,9 @@ public final class LMDBBackend: StorageBackend {
 
     public func write<R>(_ body: (any WriteTransaction) throws -> R) throws -> R {
         try checkOpen()
+        if readOnly || environment.options.readOnly {
+            throw StoreConfiguration.readOnlyError("lmdb:\(environment.path)", explicitly: !environment.readOnlyByPermission)
+        }
         return try environment.withWriterLocks {
             let transaction = try LMDBTransaction(writingIn: environment)
             defer { transaction.end() }
@@ -69,6 +77,15 @@ public final class LMDBBackend: StorageBackend {
         FileChangeWatch.watching([environment.path + "/data.mdb"], wake: wake)
     }
 
+    /// Every page of every database read with `pread` and checked (``PageCheck``): LMDB
+    /// itself may crash on a damaged page, so when any is found the store is not readable.
+    public func verifyFiles() throws -> FileCheck {
+        try checkOpen()
+        try environment.checkNotTruncated()
+        let problems = try environment.pageProblems()
+        return FileCheck(problems: problems.map { "lmdb:\(environment.path): data.mdb: " + $0 }, readable: problems.isEmpty)
+    }
+
     public func close() {
         guard isClosed.set() else { return }
         environment.release()
@@ -82,10 +99,10 @@ public final class LMDBBackend: StorageBackend {
 }
 
 extension BackendFactory {
-    /// The factory for `lmdb:PATH[?durability=none|normal|full&mapsize=SIZE&maxmapsize=SIZE&maxreaders=N&maxdbs=N&retention=N]`.
+    /// The factory for `lmdb:PATH[?durability=none|normal|full&mapsize=SIZE&maxmapsize=SIZE&maxreaders=N&maxdbs=N&retention=N&mode=readonly]`.
     public static let lmdb = BackendFactory(
         scheme: "lmdb",
-        summary: "lmdb:PATH[?durability=none|normal|full&mapsize=SIZE&maxmapsize=SIZE&maxreaders=N&maxdbs=N&retention=N]"
+        summary: "lmdb:PATH[?durability=none|normal|full&mapsize=SIZE&maxmapsize=SIZE&maxreaders=N&maxdbs=N&retention=N&mode=readonly]"
     ) { configuration in
         try LMDBBackend(configuration: configuration)
     }

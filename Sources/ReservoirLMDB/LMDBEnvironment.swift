@@ -24,6 +24,8 @@ final class LMDBEnvironment: @unchecked Sendable {
 
     let path: String
     let options: LMDBOptions
+    /// Opened read-only because the files are not writable (not because `mode=readonly` asked).
+    let readOnlyByPermission: Bool
     let env: OpaquePointer
     let maxKeySize: Int
     let pageSize: Int
@@ -72,7 +74,7 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// Options of later opens do not change an environment already open in this process.
     static func acquire(path: String, options: LMDBOptions) throws -> LMDBEnvironment {
         try registry.withLock { environments in
-            let key = try prepareDirectory(path)
+            let key = try prepareDirectory(path, creating: !options.readOnly)
             if let existing = environments[key] {
                 existing.references += 1
                 return existing
@@ -99,7 +101,7 @@ final class LMDBEnvironment: @unchecked Sendable {
 
     /// Checks the location and creates the directory when its parent exists; returns the
     /// canonical path.
-    private static func prepareDirectory(_ path: String) throws -> String {
+    private static func prepareDirectory(_ path: String, creating: Bool) throws -> String {
         guard !path.isEmpty else {
             throw ReservoirError(.invalidConfiguration, "lmdb: needs a location: the path of an environment directory, as in lmdb:./app.lmdb")
         }
@@ -114,6 +116,8 @@ final class LMDBEnvironment: @unchecked Sendable {
             if !visible.isEmpty && !contents.contains("data.mdb") {
                 throw ReservoirError(.cannotOpen, "lmdb:\(path): is not an LMDB environment: the directory holds other files (\(visible.sorted().prefix(3).joined(separator: ", "))) and no data.mdb; give an empty or new directory")
             }
+        } else if !creating {
+            throw ReservoirError(.cannotOpen, "lmdb:\(path): no environment to open read-only: the directory does not exist", nativeCode: ENOENT, nativeMessage: LMDBErrors.message(ENOENT))
         } else {
             let parentPath = Self.parent(of: path)
             var parentIsDirectory: ObjCBool = false
@@ -148,8 +152,13 @@ final class LMDBEnvironment: @unchecked Sendable {
         return text
     }
 
-    private init(path: String, options: LMDBOptions) throws {
+    private init(path: String, options requested: LMDBOptions) throws {
         self.path = path
+        var options = requested
+        // A directory or data.mdb this process may not write opens read-only, rather than not at all.
+        readOnlyByPermission = !options.readOnly
+            && (access(path, W_OK) != 0 || (FileManager.default.fileExists(atPath: path + "/data.mdb") && access(path + "/data.mdb", W_OK) != 0))
+        if readOnlyByPermission { options.readOnly = true }
         self.options = options
         var handle: OpaquePointer?
         var rc = mdb_env_create(&handle)
@@ -168,6 +177,9 @@ final class LMDBEnvironment: @unchecked Sendable {
         case .normal: flags |= CLMDB_NOMETASYNC
         case .full: break
         }
+        if options.readOnly { flags |= CLMDB_RDONLY }
+        // A lock.mdb this process may not write: read without reader slots (Backends.md § LMDB, "Read-only").
+        if readOnlyByPermission, access(path + "/lock.mdb", W_OK) != 0 { flags |= CLMDB_NOLOCK }
         rc = mdb_env_set_maxreaders(env, UInt32(options.maxReaders))
         if rc == 0 { rc = mdb_env_set_maxdbs(env, MDB_dbi(options.maxDatabases)) }
         if rc == 0 { rc = mdb_env_set_mapsize(env, initial) }
@@ -184,7 +196,7 @@ final class LMDBEnvironment: @unchecked Sendable {
         }
         // A data.mdb shorter than its own pages (truncated by a copy, a full disk, a hand)
         // would make the first read of a missing page a SIGBUS: refuse it now instead.
-        if let damage = Self.truncation(env: env, path: path) {
+        if let damage = Self.truncation(env: env, path: path) ?? Self.pageDamage(env: env, path: path, depth: nil) {
             mdb_env_close(env)
             throw damage
         }
@@ -198,22 +210,25 @@ final class LMDBEnvironment: @unchecked Sendable {
         mdb_env_info(env, &info)
         currentMapSize = info.me_mapsize
         let lockPath = path + "/reservoir-writer.lock"
-        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else {
+        let fd = options.readOnly ? open(lockPath, O_RDONLY | O_CLOEXEC) : open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 || options.readOnly else {
             let code = errno
             mdb_env_close(env)
             throw LMDBErrors.error(code: code, "lmdb:\(path): cannot open the writer lock file \(lockPath)")
         }
         writerLockFD = fd
         do {
-            files = try ["data.mdb", "lock.mdb", "reservoir-writer.lock"].map { try FileIdentity(path: path + "/" + $0, store: "lmdb:\(path)") }
+            files = try ["data.mdb", "lock.mdb", "reservoir-writer.lock"]
+                .filter { !options.readOnly || FileManager.default.fileExists(atPath: path + "/" + $0) }
+                .map { try FileIdentity(path: path + "/" + $0, store: "lmdb:\(path)") }
         } catch {
             mdb_env_close(env)
             close(fd)
             throw error
         }
         do {
-            try initializeMetadata()
+            // A read-only environment cannot be given its metadata; one that has none reads as empty.
+            if !options.readOnly { try initializeMetadata() }
         } catch {
             mdb_env_close(env)
             close(fd)
@@ -381,32 +396,6 @@ final class LMDBEnvironment: @unchecked Sendable {
         var info = MDB_envinfo()
         mdb_env_info(env, &info)
         return info.me_mapsize
-    }
-
-    /// Throws `.corrupt` when data.mdb no longer holds every page its newest meta page
-    /// counts: reading a page past the end of a mapped file raises SIGBUS, which no error
-    /// handling survives. Called when a transaction begins; a file truncated while a
-    /// transaction is open is not caught (Backends.md § LMDB, "Damaged files").
-    func checkNotTruncated() throws {
-        if let damage = Self.truncation(env: env, path: path) { throw damage }
-    }
-
-    private static func truncation(env: OpaquePointer, path: String) -> ReservoirError? {
-        var fd: Int32 = -1
-        var status = stat()
-        var info = MDB_envinfo()
-        var pages = MDB_stat()
-        // The page count first, the file size second: a commit in between only grows the
-        // file (LMDB writes a commit's pages before the meta page naming them), whereas the
-        // other order could see an old size beside a newer commit's pages and cry truncation.
-        guard mdb_env_get_fd(env, &fd) == 0, mdb_env_info(env, &info) == 0, mdb_env_stat(env, &pages) == 0,
-              fstat(fd, &status) == 0 else { return nil }
-        let needed = (Int(info.me_last_pgno) + 1).multipliedReportingOverflow(by: Int(pages.ms_psize))
-        guard needed.overflow || Int(status.st_size) < needed.partialValue else { return nil }
-        return ReservoirError(
-            .corrupt,
-            "lmdb:\(path): data.mdb is damaged: it is \(status.st_size) bytes, but its pages reach \(needed.overflow ? "beyond Int.max" : "\(needed.partialValue)") bytes (the file was truncated); restore it from a copy",
-            nativeCode: CLMDB_CORRUPTED, nativeMessage: LMDBErrors.message(CLMDB_CORRUPTED))
     }
 
     /// How often this process grew the map, and how often it followed another process's growth.

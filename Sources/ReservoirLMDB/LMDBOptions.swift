@@ -24,6 +24,10 @@ public struct LMDBOptions: Sendable, Hashable {
     /// How many change sets the change log keeps for other processes to catch up on
     /// (`retention=`, 0 keeping all, as on every backend; `logretention=` is its old name).
     public var logRetention: Int = 10_000
+    /// `mode=readonly`: open for reading and observing only (`MDB_RDONLY`); writes throw
+    /// `.readOnly`. An environment whose directory or data.mdb this process may not write
+    /// opens read-only by itself.
+    public var readOnly = false
 
     public init() {}
 
@@ -32,7 +36,7 @@ public struct LMDBOptions: Sendable, Hashable {
     public static let largestMapSize = 1 << 46
 
     /// The option names `lmdb:` accepts.
-    public static let names = ["durability", "mapsize", "maxmapsize", "maxreaders", "maxdbs", "retention", "logretention"]
+    public static let names = ["durability", "mapsize", "maxmapsize", "maxreaders", "maxdbs", "mode", "retention", "logretention"]
 
     /// Reads the options of `configuration`; throws `.invalidConfiguration` naming a bad one.
     public init(_ configuration: StoreConfiguration) throws {
@@ -63,6 +67,7 @@ public struct LMDBOptions: Sendable, Hashable {
             maxDatabases = value
         }
         logRetention = try configuration.retention(default: logRetention)
+        readOnly = try configuration.readOnly()
         if let text = options["logretention"] {
             guard options["retention"] == nil else { throw bad("logretention", "no value: it is the old name of retention, which is given too") }
             guard let value = Int(text), value >= 1 else { throw bad("logretention", "a count of change sets, 1 or more (retention=0 keeps all)") }

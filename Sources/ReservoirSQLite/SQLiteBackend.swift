@@ -18,7 +18,10 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
 
     public let location: String
     public let options: SQLiteOptions
-    public var capabilities: BackendCapabilities { [.persistent, .multiProcess, .nativeQueries, .commitSignal] }
+    public var capabilities: BackendCapabilities { [.persistent, .multiProcess, .nativeQueries, .commitSignal, .readOnlyOpening] }
+    /// Whether the store was opened read-only: `mode=readonly`, or a file this process may
+    /// not write. Writes then throw `.readOnly`; reads and subscriptions work.
+    public let isReadOnly: Bool
 
     private let writerLock = NSLock()
     private var writer: Session?
@@ -47,16 +50,31 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
         self.location = path
         self.options = options
         let busyTimeout = options.busyTimeoutMilliseconds
-        let writerConnection = try Connection(path: path, create: true, busyTimeout: busyTimeout)
-        try Self.configureWriter(writerConnection, options: options)
-        try writerConnection.disableTriggers()
-        let writer = Session(connection: writerConnection)
-        try Self.setUp(writer, busyTimeout: busyTimeout)
-        self.writer = writer
+        // An existing file this process may not write opens read-only, rather than not at all.
+        isReadOnly = options.readOnly || (FileManager.default.fileExists(atPath: path) && access(path, W_OK) != 0)
         checkpointer = Checkpointer(path: path, synchronous: Self.synchronous(options))
-        checkpointer.install(on: writerConnection)
-        self.pool = ReaderPool(path: path, busyTimeout: busyTimeout, maxIdle: options.readers)
-        let probe = try Connection(path: path, create: false, busyTimeout: busyTimeout)
+        // WAL readers need the -shm file; where it is missing and cannot be made, the file is
+        // read as immutable (Backends.md § SQLite, "Read-only").
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        let immutable = isReadOnly && !FileManager.default.fileExists(atPath: path + "-shm") && access(directory, W_OK) != 0
+        if isReadOnly {
+            let reader = try Connection(path: path, create: false, busyTimeout: busyTimeout, readOnly: true, immutable: immutable)
+            guard try Metadata.isSetUp(reader) else {
+                throw ReservoirError(.cannotOpen, "SQLite store \"\(path)\": cannot open it read-only: it holds no Reservoir store yet (open it writable once to create one)")
+            }
+            try Metadata.checkFormat(reader)
+            self.writer = nil
+        } else {
+            let writerConnection = try Connection(path: path, create: true, busyTimeout: busyTimeout)
+            try Self.configureWriter(writerConnection, options: options)
+            try writerConnection.disableTriggers()
+            let writer = Session(connection: writerConnection)
+            try Self.setUp(writer, busyTimeout: busyTimeout)
+            self.writer = writer
+            checkpointer.install(on: writerConnection)
+        }
+        self.pool = ReaderPool(path: path, busyTimeout: busyTimeout, maxIdle: options.readers, readOnly: isReadOnly, immutable: immutable)
+        let probe = try Connection(path: path, create: false, busyTimeout: busyTimeout, readOnly: isReadOnly, immutable: immutable)
         try probe.execute("PRAGMA query_only = 1")
         self.probe = probe
         self.lastDataVersion = try probe.scalar("PRAGMA data_version").integerValue
@@ -165,6 +183,10 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
     public func write<R>(_ body: (any WriteTransaction) throws -> R) throws -> R {
         writerLock.lock()
         defer { writerLock.unlock() }
+        if isReadOnly {
+            try checkOpen()
+            throw StoreConfiguration.readOnlyError("SQLite store \"\(location)\"", explicitly: options.readOnly)
+        }
         guard let session = writer else { throw closedError() }
         try identity.check(store: "SQLite store \"\(location)\"")
         let connection = session.connection
@@ -209,7 +231,8 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
         guard let probe else { throw closedError() }
         try identity.check(store: "SQLite store \"\(location)\"")
         let version = try probe.scalar("PRAGMA data_version").integerValue
-        if version != lastDataVersion || pendingToNumber {
+        // A read-only store cannot number plain SQL writers' changes; a writable one will.
+        if !isReadOnly, version != lastDataVersion || pendingToNumber {
             lastDataVersion = version
             pendingToNumber = try ChangeLog.hasPending(probe)
             if pendingToNumber {
@@ -240,6 +263,38 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
         defer { writerLock.unlock() }
         guard let session = writer else { throw closedError() }
         try session.connection.execute(sql)
+    }
+
+    // MARK: - Verifying
+
+    /// `PRAGMA integrity_check` on a reader connection: every page, every index against its
+    /// table. SQLite reports damage as errors, never crashes on it, so the file stays readable.
+    public func verifyFiles() throws -> FileCheck {
+        try checkOpen()
+        let session = try pool.acquire()
+        var healthy = true
+        defer { pool.release(session, healthy: healthy) }
+        let statement: Statement
+        do {
+            statement = try session.connection.cached("PRAGMA integrity_check(100)")
+        } catch let error as ReservoirError {
+            return FileCheck(problems: ["SQLite store \"\(location)\": the check cannot start: \(error.description)"])
+        }
+        defer { statement.reset() }
+        var problems: [String] = []
+        do {
+            while try statement.step() {
+                if case let .text(text) = statement.value(at: 0), text != "ok" {
+                    for line in text.split(whereSeparator: \.isNewline) where !line.hasPrefix("***") {
+                        problems.append("SQLite store \"\(location)\": \(line)")
+                    }
+                }
+            }
+        } catch let error as ReservoirError {
+            healthy = false
+            problems.append("SQLite store \"\(location)\": the check stopped: \(error.description)")
+        }
+        return FileCheck(problems: problems)
     }
 
     // MARK: - Closing

@@ -15,6 +15,8 @@ public struct SQLiteOptions: Sendable, Hashable {
     public var retention: Int
     /// How many idle reader connections are kept for reuse.
     public var readers: Int
+    /// `mode=readonly`: open for reading and observing only; writes throw `.readOnly`.
+    public var readOnly = false
 
     public init(durability: Durability = .normal, busyTimeoutMilliseconds: Int32 = 5000, retention: Int = 10_000, readers: Int = 4) {
         self.durability = durability
@@ -24,7 +26,7 @@ public struct SQLiteOptions: Sendable, Hashable {
     }
 
     /// The option names a `sqlite:` configuration string accepts.
-    public static let names = ["busytimeout", "durability", "readers", "retention"]
+    public static let names = ["busytimeout", "durability", "mode", "readers", "retention"]
 
     /// Reads the options of `configuration`; throws `.invalidConfiguration` naming an unknown
     /// option or a bad value and what is accepted.
@@ -36,17 +38,18 @@ public struct SQLiteOptions: Sendable, Hashable {
             "busytimeout", in: 0...Int(Int32.max), default: Int(busyTimeoutMilliseconds), expected: "a number of milliseconds, 0 or more"))
         retention = try configuration.retention(default: retention)
         readers = try configuration.integer("readers", in: 1...64, default: readers, expected: "a number of idle reader connections from 1 to 64")
+        readOnly = try configuration.readOnly()
     }
 }
 
 extension BackendFactory {
-    /// The factory for `sqlite:PATH[?durability=normal|full&busytimeout=MS&retention=N&readers=N]`.
+    /// The factory for `sqlite:PATH[?durability=normal|full&busytimeout=MS&retention=N&readers=N&mode=readonly]`.
     ///
     ///     let registry = BackendRegistry([.sqlite])
     ///     let store = try Store.open("sqlite:./app.sqlite", registry: registry)
     public static let sqlite = BackendFactory(
         scheme: "sqlite",
-        summary: "sqlite:PATH[?durability=normal|full&busytimeout=MS&retention=N&readers=N]"
+        summary: "sqlite:PATH[?durability=normal|full&busytimeout=MS&retention=N&readers=N&mode=readonly]"
     ) { configuration in
         let options = try SQLiteOptions(configuration)
         guard !configuration.location.isEmpty else {

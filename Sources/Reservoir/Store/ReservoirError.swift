@@ -43,6 +43,9 @@ public struct ReservoirError: Error, Sendable, Equatable, CustomStringConvertibl
         /// with this error, rather than go on with data other processes no longer see.
         /// Open the store again to use what is at its location now.
         public static let gone = Code(rawValue: "gone")
+        /// A write to a store opened read-only (`?mode=readonly`, or files this process may
+        /// not write).
+        public static let readOnly = Code(rawValue: "readOnly")
         /// The database is busy or locked by another process for too long.
         public static let busy = Code(rawValue: "busy")
         /// The disk or the storage map is full.

@@ -54,6 +54,15 @@ public protocol StorageBackend: AnyObject, Sendable {
 
     /// Releases the engine's resources. Later calls throw `.closed`.
     func close()
+
+    /// The engine's own check of its files, for ``Store/verify()``: damage found, and
+    /// whether reading through the backend is still safe. The default finds nothing.
+    /// It must not crash on damage; it throws only when it cannot run at all (`.closed`).
+    func verifyFiles() throws -> FileCheck
+}
+
+extension StorageBackend {
+    public func verifyFiles() throws -> FileCheck { FileCheck() }
 }
 
 /// What a backend supports. The conformance suite skips, visibly, the cases that
@@ -74,6 +83,9 @@ public struct BackendCapabilities: OptionSet, Sendable, Hashable, CustomStringCo
     /// ``StorageBackend/watchCommits(_:)`` wakes the store when another process commits, so
     /// those commits arrive within about a millisecond instead of at the next 50 ms probe.
     public static let commitSignal = BackendCapabilities(rawValue: 1 << 3)
+    /// The backend opens `?mode=readonly` (and files it may not write) for reading and
+    /// observing, refusing writes with `.readOnly`.
+    public static let readOnlyOpening = BackendCapabilities(rawValue: 1 << 4)
 
     /// The capabilities' names, comma-separated, or "none".
     public var description: String {
@@ -82,6 +94,7 @@ public struct BackendCapabilities: OptionSet, Sendable, Hashable, CustomStringCo
         if contains(.multiProcess) { names.append("multi-process") }
         if contains(.nativeQueries) { names.append("native queries") }
         if contains(.commitSignal) { names.append("commit signal") }
+        if contains(.readOnlyOpening) { names.append("read-only opening") }
         return names.isEmpty ? "none" : names.joined(separator: ", ")
     }
 }

@@ -22,11 +22,16 @@ public final class ChildProcess: @unchecked Sendable {
         throw ConformanceFailure(message: "the executable \(name) was not found near \(CommandLine.arguments[0]); build it with swift build --build-tests", file: #fileID, line: #line)
     }
 
-    /// Starts `executable` with `arguments`.
-    public init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) throws {
+    /// Starts `executable` with `arguments`; its standard error goes to the file
+    /// `standardError` when given (a crashing child's last words), else to this process's.
+    public init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:], standardError: URL? = nil) throws {
         process.executableURL = executable
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        if let standardError {
+            _ = FileManager.default.createFile(atPath: standardError.path, contents: nil)
+            process.standardError = try FileHandle(forWritingTo: standardError)
+        }
         let pipe = Pipe()
         process.standardOutput = pipe
         pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
@@ -51,6 +56,18 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     public var isRunning: Bool { process.isRunning }
+
+    /// The signal that ended the process, once it has ended by one.
+    public var terminationSignal: Int32? {
+        guard !process.isRunning, process.terminationReason == .uncaughtSignal else { return nil }
+        return process.terminationStatus
+    }
+
+    /// The process's exit status, once it has exited normally.
+    public var exitStatus: Int32? {
+        guard !process.isRunning, process.terminationReason == .exit else { return nil }
+        return process.terminationStatus
+    }
 
     /// Waits until a line satisfying `predicate` has been printed, or `seconds` pass.
     public func waitForLine(within seconds: Double = 20, _ predicate: (String) -> Bool) async -> String? {

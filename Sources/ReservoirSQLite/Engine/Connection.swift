@@ -14,13 +14,22 @@ final class Connection {
     /// costs no lookup (hashing their SQL).
     private var held: [Statement?] = Array(repeating: nil, count: HeldStatement.allCases.count)
 
-    /// Opens (creating when `create`) the database at `path`, with a busy timeout so
-    /// other processes' locks are waited for instead of failing at once.
-    init(path: String, create: Bool, busyTimeout: Int32) throws {
+    /// Opens (creating when `create`; for reading only when `readOnly`) the database at
+    /// `path`, with a busy timeout so other processes' locks are waited for instead of
+    /// failing at once.
+    /// `immutable`: read-only without shared memory (`?immutable=1`), for a WAL file in a
+    /// directory this process may not write, where no `-shm` can be made.
+    init(path: String, create: Bool, busyTimeout: Int32, readOnly: Bool = false, immutable: Bool = false) throws {
         var database: OpaquePointer?
-        var flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX
-        if create { flags |= SQLITE_OPEN_CREATE }
-        let result = sqlite3_open_v2(path, &database, flags, nil)
+        var flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_NOMUTEX
+        if create && !readOnly { flags |= SQLITE_OPEN_CREATE }
+        var name = path
+        if immutable {
+            flags |= SQLITE_OPEN_URI
+            let escaped = path.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: "?", with: "%3f").replacingOccurrences(of: "#", with: "%23")
+            name = "file:" + escaped + "?immutable=1"
+        }
+        let result = sqlite3_open_v2(name, &database, flags, nil)
         guard result == SQLITE_OK, let database else {
             let message = database.map { String(cString: sqlite3_errmsg($0)) }
             sqlite3_close_v2(database)

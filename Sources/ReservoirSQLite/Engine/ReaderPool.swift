@@ -16,7 +16,13 @@ final class ReaderPool: @unchecked Sendable {
     private let busyTimeout: Int32
     private let maxIdle: Int
 
-    init(path: String, busyTimeout: Int32, maxIdle: Int) {
+    /// Connections open the file for reading only (a read-only store).
+    private let readOnly: Bool
+    private let immutable: Bool
+
+    init(path: String, busyTimeout: Int32, maxIdle: Int, readOnly: Bool = false, immutable: Bool = false) {
+        self.readOnly = readOnly
+        self.immutable = immutable
         self.path = path
         self.busyTimeout = busyTimeout
         self.maxIdle = max(1, maxIdle)
@@ -33,7 +39,7 @@ final class ReaderPool: @unchecked Sendable {
             return session
         }
         lock.unlock()
-        let connection = try Connection(path: path, create: false, busyTimeout: busyTimeout)
+        let connection = try Connection(path: path, create: false, busyTimeout: busyTimeout, readOnly: readOnly, immutable: immutable)
         try connection.execute("PRAGMA query_only = 1")
         return Session(connection: connection)
     }

@@ -1,0 +1,69 @@
+import CLMDB
+import Foundation
+import Reservoir
+
+/// Damage checks made before LMDB touches a page (Backends.md § LMDB, "Damaged files"):
+/// a truncated data.mdb, and pages that would make LMDB abort or fault (``PageCheck``).
+extension LMDBEnvironment {
+    /// Throws `.corrupt` when data.mdb no longer holds every page its newest meta page
+    /// counts: reading a page past the end of a mapped file raises SIGBUS, which no error
+    /// handling survives. Called when a transaction begins; a file truncated while a
+    /// transaction is open is not caught (Backends.md § LMDB, "Damaged files").
+    func checkNotTruncated() throws {
+        if let damage = Self.truncation(env: env, path: path) { throw damage }
+    }
+
+    static func truncation(env: OpaquePointer, path: String) -> ReservoirError? {
+        var fd: Int32 = -1
+        var status = stat()
+        var info = MDB_envinfo()
+        var pages = MDB_stat()
+        // The page count first, the file size second: a commit in between only grows the
+        // file (LMDB writes a commit's pages before the meta page naming them), whereas the
+        // other order could see an old size beside a newer commit's pages and cry truncation.
+        guard mdb_env_get_fd(env, &fd) == 0, mdb_env_info(env, &info) == 0, mdb_env_stat(env, &pages) == 0,
+              fstat(fd, &status) == 0 else { return nil }
+        let needed = (Int(info.me_last_pgno) + 1).multipliedReportingOverflow(by: Int(pages.ms_psize))
+        guard needed.overflow || Int(status.st_size) < needed.partialValue else { return nil }
+        return ReservoirError(
+            .corrupt,
+            "lmdb:\(path): data.mdb is damaged: it is \(status.st_size) bytes, but its pages reach \(needed.overflow ? "beyond Int.max" : "\(needed.partialValue)") bytes (the file was truncated); restore it from a copy",
+            nativeCode: CLMDB_CORRUPTED, nativeMessage: LMDBErrors.message(CLMDB_CORRUPTED))
+    }
+
+    /// Pages at or below this count are all checked when the environment opens (a few
+    /// milliseconds); above it only the meta pages, the main database and each database's
+    /// root page are (Backends.md § LMDB, "Damaged files").
+    static let fullCheckAtOpen: UInt64 = 2048
+
+    /// The first problems ``PageCheck`` finds in the newest snapshot, as a `.corrupt` error;
+    /// nil when none. `depth` nil: everything for small files, the roots otherwise.
+    static func pageDamage(env: OpaquePointer, path: String, depth: PageCheck.Depth?) -> ReservoirError? {
+        let problems = pageProblems(env: env, path: path, depth: depth)
+        guard let first = problems.first else { return nil }
+        let more = problems.count > 1 ? " (and \(problems.count - 1) more)" : ""
+        return ReservoirError(
+            .corrupt, "lmdb:\(path): data.mdb is damaged: \(first)\(more); restore it from a copy, or salvage what is readable with reservoir copy",
+            nativeCode: CLMDB_CORRUPTED, nativeMessage: LMDBErrors.message(CLMDB_CORRUPTED))
+    }
+
+    /// ``PageCheck``'s findings on the snapshot of a read transaction held meanwhile, so no
+    /// writer reuses the pages walked. Empty when the transaction cannot begin (the caller's
+    /// next call reports why).
+    static func pageProblems(env: OpaquePointer, path: String, depth: PageCheck.Depth?) -> [String] {
+        var txn: OpaquePointer?
+        guard mdb_txn_begin(env, nil, CLMDB_RDONLY, &txn) == 0, let txn else { return [] }
+        defer { mdb_txn_abort(txn) }
+        var info = MDB_envinfo()
+        mdb_env_info(env, &info)
+        let chosen = depth ?? (UInt64(info.me_last_pgno) < fullCheckAtOpen ? .full : .roots)
+        return PageCheck.run(path: path, transactionID: UInt64(mdb_txn_id(txn)), depth: chosen)
+    }
+
+    /// Every page of every database checked (``PageCheck``), for `verify`.
+    func pageProblems() throws -> [String] {
+        try enter()
+        defer { exit() }
+        return Self.pageProblems(env: env, path: path, depth: .full)
+    }
+}
