@@ -131,14 +131,9 @@ struct CLITests {
 
     @Test("copy to a PostgreSQL store and back, and the commands on it")
     func copyThroughPostgres() async throws {
-        guard let server = ProcessInfo.processInfo.environment["RESERVOIR_TEST_POSTGRES"], !server.isEmpty else {
-            Issue.record("RESERVOIR_TEST_POSTGRES is not set: run the tests with scripts/test, which starts a throwaway PostgreSQL server")
-            return
-        }
+        guard let (postgres, _) = postgresStore("cli_") else { return }
         let scratch = try Scratch()
         defer { scratch.remove() }
-        let schema = "cli_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
-        let postgres = server + (server.contains("?") ? "&" : "?") + "schema=\(schema)"
         for i in 0..<12 {
             _ = try await CLIProcess.run(["todo", "add", "task \(i)", "--priority", "\(i % 4)", "--store", "sqlite:./a.sqlite"], in: scratch.url)
         }
@@ -158,14 +153,10 @@ struct CLITests {
 
     @Test("watch on postgres:// shows rows written with psql and by another reservoir process")
     func watchPostgres() async throws {
-        guard let server = ProcessInfo.processInfo.environment["RESERVOIR_TEST_POSTGRES"], !server.isEmpty else {
-            Issue.record("RESERVOIR_TEST_POSTGRES is not set: run the tests with scripts/test, which starts a throwaway PostgreSQL server")
-            return
-        }
+        guard let (postgres, schema) = postgresStore("cliwatch_"), let server = ProcessInfo.processInfo.environment["RESERVOIR_TEST_POSTGRES"] else { return }
         let scratch = try Scratch()
         defer { scratch.remove() }
-        let schema = "cliwatch_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
-        let store = ["--store", server + (server.contains("?") ? "&" : "?") + "schema=\(schema)"]
+        let store = ["--store", postgres]
         defer { try? PSQL.run("DROP SCHEMA IF EXISTS \(schema) CASCADE", on: server) }
         _ = try await CLIProcess.run(["todo", "add", "Buy milk", "--priority", "2"] + store, in: scratch.url)
         let watch = try CLIProcess(["watch", "--json", "--count", "3"] + store, in: scratch.url)
@@ -212,6 +203,17 @@ struct CLITests {
         let result = try await CLIProcess.run(arguments, in: scratch.url)
         #expect(result.status == 0)
         #expect(result.output.contains("Example: reservoir"), "\(arguments): \(result.output)")
+    }
+
+    /// A store in a fresh schema (named `prefix` and a random suffix) on the test server, and
+    /// the schema; nil, with an issue recorded, when the tests run without a server.
+    private func postgresStore(_ prefix: String) -> (configuration: String, schema: String)? {
+        guard let server = ProcessInfo.processInfo.environment["RESERVOIR_TEST_POSTGRES"], !server.isEmpty else {
+            Issue.record("RESERVOIR_TEST_POSTGRES is not set: run the tests with scripts/test, which starts a throwaway PostgreSQL server")
+            return nil
+        }
+        let schema = prefix + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
+        return (server + (server.contains("?") ? "&" : "?") + "schema=\(schema)", schema)
     }
 
     /// A write by another SQLite client, not through Reservoir.
