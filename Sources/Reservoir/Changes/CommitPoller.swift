@@ -13,7 +13,7 @@ import Foundation
 ///
 /// Idle, a store with a signal wakes once a second and does one cheap probe.
 final class CommitPoller: @unchecked Sendable {
-    // @unchecked: `lastToken` and `generation` are touched only on `queue`; `control` is Locked.
+    // @unchecked: `lastToken`, `generation` and `hooks` are touched only on `queue`; `control` is Locked.
 
     /// What a probe calls: the backend's token, the catch-up when it moved, the stop when the
     /// store's files are gone.
@@ -38,9 +38,6 @@ final class CommitPoller: @unchecked Sendable {
     private var lastToken: UInt64?
     private var generation: UInt64 = 0
     private var hooks: Hooks?
-
-    /// Whether a commit signal drives the probes (false: the timer alone).
-    var isEventDriven: Bool { control.withLock { $0.watch != nil } }
 
     /// Starts probing: on `watch`'s wake-ups (see ``wake()``) if there is one, and every `interval`.
     func start(every interval: Duration, watch: (any CommitWatch)?, hooks: Hooks) {
