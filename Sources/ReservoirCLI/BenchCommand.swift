@@ -107,7 +107,7 @@ struct BenchRun {
         })
         step("live subscription")
         let received = Locked(0)
-        let subscription = store.changesPublisher(for: FetchRequest<BenchItem>(where: \.group < 50, sortBy: [.ascending(\.value)]))
+        let subscription = store.differencesPublisher(for: FetchRequest<BenchItem>(where: \.group < 50, sortBy: [.ascending(\.value)]))
             .sink(receiveCompletion: { _ in }, receiveValue: { _ in received.withLock { $0 += 1 } })
         defer { subscription.cancel() }
         let updates = 200

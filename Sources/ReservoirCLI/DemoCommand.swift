@@ -63,7 +63,7 @@ enum DemoScript {
     static func run(on store: Store, output: @escaping (String) -> Void) throws -> [String] {
         let transcript = Transcript(output)
         let rows = Locked<[Row]>([])
-        let subscription = store.changesPublisher(for: openByPriority)
+        let subscription = store.differencesPublisher(for: openByPriority)
             .handleEvents(receiveOutput: { difference in transcript.add("  diff  " + describe(difference)) })
             .applyingChanges([Row]()) { Row($0) }
             .sink(receiveCompletion: { completion in

@@ -39,7 +39,7 @@ struct LatencyCommand: ParsableCommand {
             }
             let marker = Int(Date().timeIntervalSince1970 * 1000) % 1_000_000_000
             let arrivals = Locked<[Int: UInt64]>([:])
-            let subscription = store.changesPublisher(for: FetchRequest<BenchItem>(where: \.group == marker))
+            let subscription = store.differencesPublisher(for: FetchRequest<BenchItem>(where: \.group == marker))
                 .sink(receiveCompletion: { _ in }, receiveValue: { difference in
                     let now = monotonicNanoseconds()
                     arrivals.withLock { seen in

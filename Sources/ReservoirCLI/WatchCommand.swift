@@ -34,7 +34,7 @@ struct WatchCommand: ParsableCommand {
             defer { store.close() }
             let interactive = isTerminal() && !json
             let view = WatchView(configuration: options.configuration, interactive: interactive, stopAfter: count)
-            let subscription = store.changesPublisher(for: Todo.request(openOnly: open, sort: sort, limit: limit))
+            let subscription = store.differencesPublisher(for: Todo.request(openOnly: open, sort: sort, limit: limit))
                 .sink(receiveCompletion: view.finish, receiveValue: view.show)
             let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: DispatchQueue(label: "reservoir.watch.sigint"))
             signal(SIGINT, SIG_IGN)

@@ -10,7 +10,7 @@ final class ChangeRecorder: @unchecked Sendable {
     private var cancellable: AnyCancellable?
 
     init(_ store: Store) {
-        cancellable = store.changes.sink { [weak self] changeSet in
+        cancellable = store.changeSets.sink { [weak self] changeSet in
             guard let self else { return }
             self.lock.lock()
             self.recorded.append(changeSet)

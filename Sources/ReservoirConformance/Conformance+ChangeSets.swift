@@ -92,7 +92,7 @@ extension ConformanceSuite {
 
         ConformanceCase("change sets", "a subscriber without demand gets them later, in order") { context in
             let subscriber = LiveRecorder<ChangeSet>(initialDemand: .none)
-            context.store.changes.setFailureType(to: (any Error).self).subscribe(subscriber)
+            context.store.changeSets.setFailureType(to: (any Error).self).subscribe(subscriber)
             for i in 1...3 { try context.store.write { tx in try tx.insert(Item(id: i, name: "n\(i)")) } }
             try expectEqual(subscriber.values.count, 0, "received before any demand")
             subscriber.request(.max(2))

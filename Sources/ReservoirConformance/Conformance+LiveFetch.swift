@@ -6,7 +6,7 @@ extension ConformanceSuite {
     static let liveFetchCases: [ConformanceCase] = [
         ConformanceCase("live fetch", "nothing is fetched before a subscriber attaches") { context in
             let request = FetchRequest<Item>(sortBy: [.ascending(\.rank)])
-            let publisher = context.store.changesPublisher(for: request)
+            let publisher = context.store.differencesPublisher(for: request)
             try context.store.insertItems(standardItems)
             let recorder = LiveRecorder<CollectionDifference<Item>>()
             publisher.subscribe(recorder)
@@ -19,10 +19,10 @@ extension ConformanceSuite {
         ConformanceCase("live fetch", "each subscriber gets its own results, late ones included") { context in
             let request = FetchRequest<Item>(where: \.group == "fruit", sortBy: [.descending(\.score)])
             let early = LiveRecorder<CollectionDifference<Item>>()
-            context.store.changesPublisher(for: request).subscribe(early)
+            context.store.differencesPublisher(for: request).subscribe(early)
             try context.store.insertItems(standardItems)
             let late = LiveRecorder<CollectionDifference<Item>>()
-            context.store.changesPublisher(for: request).subscribe(late)
+            context.store.differencesPublisher(for: request).subscribe(late)
             try context.store.write { tx in try tx.update(Item(id: 1, name: "apple", score: 99, rank: 1, group: "fruit")) }
             let expected = try context.store.fetch(request)
             try expectEqual(early.applied, expected, "early subscriber")
@@ -37,7 +37,7 @@ extension ConformanceSuite {
             try context.store.insertItems(standardItems)
             let request = FetchRequest<Item>(where: \.rank >= 2, sortBy: [.ascending(\.rank)])
             let recorder = LiveRecorder<CollectionDifference<Item>>()
-            context.store.changesPublisher(for: request).subscribe(recorder)
+            context.store.differencesPublisher(for: request).subscribe(recorder)
             try context.store.write { tx in try tx.insert(AllTypes.sample(1)) }                          // another entity
             try context.store.write { tx in try tx.insert(Item(id: 50, name: "low", rank: 0)) }          // does not match
             try context.store.write { tx in try tx.update(Item(id: 1, name: "still low", rank: 1)) }     // stays out
@@ -55,7 +55,7 @@ extension ConformanceSuite {
             try context.store.insertItems(standardItems)
             let request = FetchRequest<Item>(sortBy: [.descending(\.rank)])
             let recorder = LiveRecorder<CollectionDifference<Item>>(initialDemand: .max(1))
-            context.store.changesPublisher(for: request).subscribe(recorder)
+            context.store.differencesPublisher(for: request).subscribe(recorder)
             try expectEqual(recorder.values.count, 1, "initial value")
             try context.store.write { tx in try tx.insert(Item(id: 20, name: "new", rank: 4)) }
             try context.store.write { tx in try tx.delete(Item.self, id: 1) }
@@ -79,7 +79,7 @@ extension ConformanceSuite {
         ConformanceCase("live fetch", "demand returned from receive is honoured") { context in
             let request = FetchRequest<Item>()
             let recorder = LiveRecorder<CollectionDifference<Item>>(initialDemand: .max(1), demandPerValue: .max(1))
-            context.store.changesPublisher(for: request).subscribe(recorder)
+            context.store.differencesPublisher(for: request).subscribe(recorder)
             for i in 1...4 { try context.store.write { tx in try tx.insert(Item(id: i, name: "n\(i)")) } }
             try expectEqual(recorder.values.count, 5, "initial value plus one per commit")
             try expectEqual(recorder.applied, try context.store.fetch(request), "applied differences")
@@ -88,7 +88,7 @@ extension ConformanceSuite {
 
         ConformanceCase("live fetch", "a failing fetch completes with the error") { context in
             let recorder = LiveRecorder<CollectionDifference<Item>>()
-            context.store.changesPublisher(for: FetchRequest<Item>(where: \.note == "x")).subscribe(recorder)
+            context.store.differencesPublisher(for: FetchRequest<Item>(where: \.note == "x")).subscribe(recorder)
             guard case let .failure(error)? = recorder.completion else {
                 throw ConformanceFailure(message: "expected a failure completion, got \(String(describing: recorder.completion)) and \(recorder.values.count) values", file: #fileID, line: #line)
             }
@@ -102,7 +102,7 @@ extension ConformanceSuite {
             weak var released: AnyObject?
             do {
                 let request = FetchRequest<Item>()
-                context.store.changesPublisher(for: request).subscribe(recorder)
+                context.store.differencesPublisher(for: request).subscribe(recorder)
                 released = recorder.currentSubscription
                 try context.store.insertItems([Item(id: 1, name: "one")])
                 recorder.cancel()
@@ -122,12 +122,12 @@ extension ConformanceSuite {
                     try? context.store.write { tx in try tx.insert(Item(id: 2, name: "two", rank: 2)) }
                 }
             }
-            context.store.changesPublisher(for: request).subscribe(writer)
+            context.store.differencesPublisher(for: request).subscribe(writer)
             try expectEqual(writer.values.count, 2, "values: initial and the re-entrant write's")
             try expectEqual(writer.applied, try context.store.fetch(request), "applied differences")
             let canceller = LiveRecorder<CollectionDifference<Item>>()
             canceller.reaction = { _, recorder in if recorder.values.count == 2 { recorder.cancel() } }
-            context.store.changesPublisher(for: request).subscribe(canceller)
+            context.store.differencesPublisher(for: request).subscribe(canceller)
             try context.store.insertItems([Item(id: 3, name: "three", rank: 3)])
             try context.store.insertItems([Item(id: 4, name: "four", rank: 4)])
             try expectEqual(canceller.values.count, 2, "values before cancelling inside receive")
@@ -145,7 +145,7 @@ extension ConformanceSuite {
             ]
             let recorders = requests.map { label, request in
                 let recorder = LiveRecorder<CollectionDifference<Item>>()
-                context.store.changesPublisher(for: request).subscribe(recorder)
+                context.store.differencesPublisher(for: request).subscribe(recorder)
                 return (label, request, recorder)
             }
             let steps: [(Transaction) throws -> Void] = [
@@ -177,12 +177,12 @@ extension ConformanceSuite {
             // Unlimited demand, and demand that comes only now and then.
             let eager = requests.map { request in
                 let recorder = LiveRecorder<CollectionDifference<Item>>()
-                context.store.changesPublisher(for: request).subscribe(recorder)
+                context.store.differencesPublisher(for: request).subscribe(recorder)
                 return recorder
             }
             let lazy = requests.map { request in
                 let recorder = LiveRecorder<CollectionDifference<Item>>(initialDemand: .max(1))
-                context.store.changesPublisher(for: request).subscribe(recorder)
+                context.store.differencesPublisher(for: request).subscribe(recorder)
                 return recorder
             }
             for round in 0..<150 {
@@ -268,7 +268,7 @@ extension ConformanceSuite {
             let task = Task { () -> [Item] in
                 var list: [Item] = []
                 var count = 0
-                for try await difference in store.changes(for: request) {
+                for try await difference in store.differences(for: request) {
                     list = list.applying(difference) ?? []
                     count += 1
                     if count == 1 { try await store.write { tx in try tx.insert(Item(id: 2, name: "two", rank: 2)) } }
@@ -293,8 +293,8 @@ extension ConformanceSuite {
             let request = FetchRequest<Item>(where: \.rank >= 0, sortBy: [.descending(\.rank)], limit: 10)
             let eager = LiveRecorder<CollectionDifference<Item>>()
             let slow = LiveRecorder<CollectionDifference<Item>>(initialDemand: .max(1))
-            context.store.changesPublisher(for: request).subscribe(eager)
-            context.store.changesPublisher(for: request).subscribe(slow)
+            context.store.differencesPublisher(for: request).subscribe(eager)
+            context.store.differencesPublisher(for: request).subscribe(slow)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for t in 0..<4 {
                     group.addTask {
@@ -325,7 +325,7 @@ extension ConformanceSuite {
             let other = try context.openAnother()
             let request = FetchRequest<Item>(sortBy: [.ascending(\.rank)])
             let recorder = LiveRecorder<CollectionDifference<Item>>()
-            other.changesPublisher(for: request).subscribe(recorder)
+            other.differencesPublisher(for: request).subscribe(recorder)
             try await context.store.write { tx in
                 for item in standardItems { try tx.insert(item) }
             }

@@ -80,7 +80,7 @@ extension ConformanceSuite {
             defer { laggard.close() }
             let request = FetchRequest<Item>(sortBy: [.descending(\.rank)], limit: 10)
             let live = LiveRecorder<CollectionDifference<Item>>()
-            laggard.changesPublisher(for: request).subscribe(live)
+            laggard.differencesPublisher(for: request).subscribe(live)
             let announced = ChangeRecorder(laggard)
             // Well past the retention, even for a backend that trims only now and then.
             for i in 1...150 {
@@ -107,7 +107,7 @@ extension ConformanceSuite {
             defer { observer.close() }
             let request = FetchRequest<Item>(where: \.rank >= 0, sortBy: [.descending(\.rank)])
             let live = LiveRecorder<CollectionDifference<Item>>()
-            observer.changesPublisher(for: request).subscribe(live)
+            observer.differencesPublisher(for: request).subscribe(live)
             let announced = ChangeRecorder(observer)
             for i in 1...30 {
                 try await context.store.write { tx in try tx.insert(Item(id: i, name: "n\(i)", rank: i % 7)) }

@@ -21,7 +21,7 @@ import Testing
         #expect(initial == 64 * 1024)
         var published: [ChangeSet] = []
         let lock = NSLock()
-        let subscription = store.changes.sink { changeSet in
+        let subscription = store.changeSets.sink { changeSet in
             lock.lock()
             published.append(changeSet)
             lock.unlock()

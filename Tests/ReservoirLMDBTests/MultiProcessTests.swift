@@ -15,7 +15,7 @@ import Testing
         let store = try openStore(configuration)
         defer { store.close() }
         let received = Locked<[(ChangeSet, Double)]>([])
-        let subscription = store.changes.sink { changeSet in
+        let subscription = store.changeSets.sink { changeSet in
             let now = Date().timeIntervalSince1970
             received.withLock { $0.append((changeSet, now)) }
         }

@@ -24,7 +24,7 @@ import Testing
         defer { store.close() }
         try await store.write { try $0.insert(Note(id: 1, title: "one")) }
         let end = End()
-        let live = store.changesPublisher(for: FetchRequest<Note>()).sink(receiveCompletion: { end.set($0) }, receiveValue: { _ in })
+        let live = store.differencesPublisher(for: FetchRequest<Note>()).sink(receiveCompletion: { end.set($0) }, receiveValue: { _ in })
         defer { live.cancel() }
         let path = "\(dir.path)/env/\(file)"
         try FileManager.default.removeItem(atPath: path)

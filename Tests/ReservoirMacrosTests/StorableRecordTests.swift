@@ -97,7 +97,7 @@ struct StorableRecordTests {
         let general = FetchRequest<ChatMessage>(where: \.channel == "general" && \.score >= 2, sortBy: [.descending(\.sentAt)])
         let differences = Collected<CollectionDifference<ChatMessage>>()
         let failures = Collected<String>()
-        let watching = store.changesPublisher(for: general).sink(receiveCompletion: { completion in
+        let watching = store.differencesPublisher(for: general).sink(receiveCompletion: { completion in
             if case let .failure(error) = completion { failures.append("\(error)") }
         }, receiveValue: { differences.append($0) })
 

@@ -38,13 +38,13 @@ nonisolated func runClient() -> Never {
     }
 
     let state = Locked<(live: [Message], sequences: [UInt64], failure: String?)>(([], [], nil))
-    let live = store.changesPublisher(for: FetchRequest<Message>(sortBy: [.ascending(\.id)]))
+    let live = store.differencesPublisher(for: FetchRequest<Message>(sortBy: [.ascending(\.id)]))
         .sink(receiveCompletion: { completion in
             if case let .failure(error) = completion { state.withLock { $0.failure = "live subscription failed: \(error)" } }
         }, receiveValue: { difference in
             state.withLock { $0.live = $0.live.applying(difference) ?? $0.live }
         })
-    let changes = store.changes.sink { changeSet in
+    let changes = store.changeSets.sink { changeSet in
         state.withLock { $0.sequences.append(changeSet.sequence) }
     }
 

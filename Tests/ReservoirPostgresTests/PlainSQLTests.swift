@@ -28,7 +28,7 @@ struct PlainSQLTests {
         }
         let table = "\(Self.schema(of: configuration)).messages"
         let arrivals = Collected<ChangeSet>()
-        let changes = store.changes.sink { arrivals.append($0) }
+        let changes = store.changeSets.sink { arrivals.append($0) }
         defer { changes.cancel() }
         let lists = Collected<[Message]>()
         let live = store.objectsPublisher(for: FetchRequest<Message>(sortBy: [.ascending(\.id)]))
@@ -71,10 +71,10 @@ struct PlainSQLTests {
         let reader = try Store.open(configuration, registry: TestServer.registry)
         defer { reader.close() }
         let arrivals = Collected<ChangeSet>()
-        let changes = reader.changes.sink { arrivals.append($0) }
+        let changes = reader.changeSets.sink { arrivals.append($0) }
         defer { changes.cancel() }
         let own = Collected<ChangeSet>()
-        let ownChanges = writer.changes.sink { own.append($0) }
+        let ownChanges = writer.changeSets.sink { own.append($0) }
         defer { ownChanges.cancel() }
         for id in 2...21 {
             try await writer.write { try $0.insert(Message(id: id, author: 1, body: "message \(id)")) }
@@ -99,7 +99,7 @@ struct PlainSQLTests {
         let reader = try Store.open(configuration, registry: TestServer.registry)
         defer { reader.close() }
         let arrivals = Collected<(UInt64, ContinuousClock.Instant)>()
-        let changes = reader.changes.sink { arrivals.append(($0.sequence, ContinuousClock.now)) }
+        let changes = reader.changeSets.sink { arrivals.append(($0.sequence, ContinuousClock.now)) }
         defer { changes.cancel() }
         var latencies: [Duration] = []
         for id in 1...60 {
@@ -148,7 +148,7 @@ struct LostConnectionTests {
         let reader = try Store.open(configuration + "&application_name=reader-\(tag)", registry: TestServer.registry)
         defer { reader.close() }
         let arrivals = Collected<ChangeSet>()
-        let changes = reader.changes.sink { arrivals.append($0) }
+        let changes = reader.changeSets.sink { arrivals.append($0) }
         defer { changes.cancel() }
         let lists = Collected<[Int]>()
         let live = reader.objectsPublisher(for: FetchRequest<Message>(sortBy: [.ascending(\.id)]))

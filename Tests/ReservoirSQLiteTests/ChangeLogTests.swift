@@ -21,7 +21,7 @@ import Testing
             store = try openStore(directory.databasePath, options: options)
             let changes = self.changes
             let arrivals = self.arrivals
-            subscription = store.changes.sink {
+            subscription = store.changeSets.sink {
                 arrivals.append(ContinuousClock.now)
                 changes.append($0)
             }

@@ -68,7 +68,7 @@ import Testing
         defer { store.close() }
         try await store.write { try $0.insert(Todo(id: 1, title: "here", done: false, priority: 1)) }
         let arrivals = Collected<Arrival>()
-        let subscription = store.changes.sink { arrivals.append(Arrival(changeSet: $0, nanoseconds: Self.monotonicNanoseconds())) }
+        let subscription = store.changeSets.sink { arrivals.append(Arrival(changeSet: $0, nanoseconds: Self.monotonicNanoseconds())) }
         defer { subscription.cancel() }
         // A live fetch, as an app shows it: the whole sorted list after each change.
         let lists = Collected<[Int]>()
@@ -138,7 +138,7 @@ import Testing
         defer { store.close() }
         try await store.write { try $0.insert(Todo(id: 1, title: "here", done: false, priority: 1)) }
         let arrivals = Collected<ChangeSet>()
-        let subscription = store.changes.sink { arrivals.append($0) }
+        let subscription = store.changeSets.sink { arrivals.append($0) }
         defer { subscription.cancel() }
 
         // Two processes and this one write at the same time, each its own records.
@@ -170,7 +170,7 @@ import Testing
         defer { store.close() }
         try await store.write { try $0.insert(Todo(id: 1, title: "here", done: false, priority: 1)) }
         let arrivals = Collected<ChangeSet>()
-        let subscription = store.changes.sink { arrivals.append($0) }
+        let subscription = store.changeSets.sink { arrivals.append($0) }
         defer { subscription.cancel() }
         let process = try Process.run(shell, arguments: [directory.databasePath, "UPDATE todos SET title = 'from the shell' WHERE id = 1"])
         while process.isRunning { try await Task.sleep(for: .milliseconds(2)) }

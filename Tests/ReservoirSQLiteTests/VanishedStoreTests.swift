@@ -28,8 +28,8 @@ import Testing
         defer { store.close() }
         try await store.write { try $0.insert(Todo(id: 1, title: "one", done: false, priority: 1)) }
         let ends = Ends()
-        let live = store.changesPublisher(for: FetchRequest<Todo>()).sink(receiveCompletion: { ends.setLive($0) }, receiveValue: { _ in })
-        let raw = store.changes.sink(receiveCompletion: { ends.setRaw($0) }, receiveValue: { _ in })
+        let live = store.differencesPublisher(for: FetchRequest<Todo>()).sink(receiveCompletion: { ends.setLive($0) }, receiveValue: { _ in })
+        let raw = store.changeSets.sink(receiveCompletion: { ends.setRaw($0) }, receiveValue: { _ in })
         defer { live.cancel(); raw.cancel() }
 
         if how == "deleted" {
@@ -54,14 +54,14 @@ import Testing
         // A deleted file is usually recreated by the other store before the next probe, and
         // then reads as replaced.
         #expect(error.code == .gone && error.message.contains(path) && (error.message.contains("replaced") || error.message.contains(how)), "\(error)")
-        if case .finished = ends.rawEnd {} else { Issue.record("store.changes ended with \(String(describing: ends.rawEnd))") }
+        if case .finished = ends.rawEnd {} else { Issue.record("store.changeSets ended with \(String(describing: ends.rawEnd))") }
         let write = try #require(throws: ReservoirError.self) {
             try store.write { try $0.insert(Todo(id: 3, title: "lost?", done: false, priority: 1)) }
         }
         #expect(write.code == .gone, "\(write)")
         // A subscription made after the store stopped ends at once.
         let late = Ends()
-        let lateLive = store.changesPublisher(for: FetchRequest<Todo>()).sink(receiveCompletion: { late.setLive($0) }, receiveValue: { _ in })
+        let lateLive = store.differencesPublisher(for: FetchRequest<Todo>()).sink(receiveCompletion: { late.setLive($0) }, receiveValue: { _ in })
         defer { lateLive.cancel() }
         if case .failure = late.liveEnd {} else { Issue.record("a late subscription ended with \(String(describing: late.liveEnd))") }
     }

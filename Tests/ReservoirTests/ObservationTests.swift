@@ -66,8 +66,8 @@ struct ObservationTests {
             guard let store = try? Store.open("memory:", registry: BackendRegistry()) else { return #expect(Bool(false)) }
             let eager = Recorder<CollectionDifference<Card>>(initial: .unlimited)
             let slow = Recorder<CollectionDifference<Card>>(initial: .max(1))
-            store.changesPublisher(for: request).subscribe(eager)
-            store.changesPublisher(for: request).subscribe(slow)
+            store.differencesPublisher(for: request).subscribe(eager)
+            store.differencesPublisher(for: request).subscribe(slow)
             for step in steps {
                 _ = try? store.write { tx in
                     for upsert in step.upserts { try tx.upsert(Card(id: upsert.id, rank: upsert.rank, suit: upsert.suit)) }
@@ -92,7 +92,7 @@ struct ObservationTests {
         let store = try Store.open("memory:", registry: BackendRegistry())
         let transformed = Recorder<[String]>(initial: .unlimited)
         let calls = Locked(0)
-        store.changesPublisher(for: FetchRequest<Card>(sortBy: [.ascending(\.rank)]))
+        store.differencesPublisher(for: FetchRequest<Card>(sortBy: [.ascending(\.rank)]))
             .applyingChanges([String]()) { card in calls.withLock { $0 += 1 }; return "card \(card.id) rank \(card.rank)" }
             .subscribe(transformed)
         try store.write { tx in for i in 0..<5 { try tx.insert(Card(id: i, rank: i * 10, suit: nil)) } }

@@ -48,7 +48,7 @@ struct StoreTests {
     func reentrantWrite() throws {
         let store = try Store.open("memory:", registry: BackendRegistry())
         let seen = Locked<[UInt64]>([])
-        let cancellable = store.changes.sink { changeSet in
+        let cancellable = store.changeSets.sink { changeSet in
             seen.withLock { $0.append(changeSet.sequence) }
             if changeSet.sequence == 1 {
                 // Nested in the delivery of #1: committed now, delivered right after #1.
@@ -69,7 +69,7 @@ struct StoreTests {
     func concurrentDelivery() async throws {
         let store = try Store.open("memory:", registry: BackendRegistry())
         let seen = Locked<[UInt64]>([])
-        let cancellable = store.changes.sink { changeSet in seen.withLock { $0.append(changeSet.sequence) } }
+        let cancellable = store.changeSets.sink { changeSet in seen.withLock { $0.append(changeSet.sequence) } }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for t in 0..<8 {
                 group.addTask {

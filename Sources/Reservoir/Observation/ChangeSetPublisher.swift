@@ -7,10 +7,10 @@ extension Store {
     /// Values arrive synchronously on the committing thread, before that `write` returns.
     /// A subscriber sees the change sets committed after it subscribed; while it has no
     /// demand they are buffered (no change set is dropped) and sent when it asks again.
-    public var changes: ChangeSetPublisher { ChangeSetPublisher(store: self) }
+    public var changeSets: ChangeSetPublisher { ChangeSetPublisher(store: self) }
 }
 
-/// The publisher behind ``Store/changes``.
+/// The publisher behind ``Store/changeSets``.
 public struct ChangeSetPublisher: Publisher {
     /// Every committed change set.
     public typealias Output = ChangeSet
@@ -26,7 +26,7 @@ public struct ChangeSetPublisher: Publisher {
     }
 }
 
-/// ``Store/changes`` as a publisher that fails with the store's error when the store stops
+/// ``Store/changeSets`` as a publisher that fails with the store's error when the store stops
 /// (its files gone), for the publishers built on it whose failure type is `any Error`.
 struct FailingChangeSetPublisher: Publisher {
     typealias Output = ChangeSet

@@ -4,7 +4,7 @@ extension Store {
     /// A live count: how many records `request` selects (after its limit and offset, as
     /// ``count(_:)`` counts), when a subscriber attaches and then after each commit that
     /// changed the number. Commits that change which records match but not how many send
-    /// nothing. Demand rules are those of ``changesPublisher(for:)``: with no demand, only
+    /// nothing. Demand rules are those of ``differencesPublisher(for:)``: with no demand, only
     /// the latest count is sent later, and only if it differs from the one last sent.
     ///
     ///     let unread = store.countPublisher(for: FetchRequest<Message>(where: \.read == false))

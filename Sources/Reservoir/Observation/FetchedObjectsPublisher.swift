@@ -3,7 +3,7 @@ import OpenCombineShim
 extension Store {
     /// A live fetch as whole arrays: the current results when a subscriber attaches, then
     /// the new results after each commit that changed them. Demand rules are those of
-    /// ``changesPublisher(for:)``: with no demand, only the latest array is sent later.
+    /// ``differencesPublisher(for:)``: with no demand, only the latest array is sent later.
     public func objectsPublisher<T: Storable>(for request: FetchRequest<T>) -> FetchedObjectsPublisher<T> {
         FetchedObjectsPublisher(store: self, request: request)
     }

@@ -4,7 +4,7 @@ extension Store {
     /// A live fetch as identity-based ``ResultsChange``s, for table and collection views:
     /// per commit, the deleted, inserted, moved and updated records with their positions.
     /// The first value inserts every record. Demand rules are those of
-    /// ``changesPublisher(for:)``: coalesced changes arrive as one ``ResultsChange``
+    /// ``differencesPublisher(for:)``: coalesced changes arrive as one ``ResultsChange``
     /// against the list last sent.
     public func resultsChangesPublisher<T: Storable>(for request: FetchRequest<T>) -> FetchedResultsChangesPublisher<T> {
         FetchedResultsChangesPublisher(store: self, request: request)

@@ -6,7 +6,7 @@ extension Publisher {
     /// publishes the result. Only inserted elements go through `transform`; kept elements
     /// are kept as they are.
     ///
-    ///     store.changesPublisher(for: request).applyingChanges([TodoViewModel]()) { TodoViewModel($0) }
+    ///     store.differencesPublisher(for: request).applyingChanges([TodoViewModel]()) { TodoViewModel($0) }
     public func applyingChanges<Element, C: RangeReplaceableCollection>(
         _ initial: C, _ transform: @escaping (Element) -> C.Element
     ) -> Publishers.Scan<Self, C> where Output == CollectionDifference<Element>, C.Index == Int {

@@ -12,7 +12,7 @@ extension Store {
     /// `key` must be the request's first sort key (either direction), so each key's records
     /// are contiguous; otherwise the subscription fails with `.invalidQuery` naming both.
     /// Records fall into the same section when their stored key values are equal in the
-    /// contract's order (text byte-wise). Demand rules are those of ``changesPublisher(for:)``.
+    /// contract's order (text byte-wise). Demand rules are those of ``differencesPublisher(for:)``.
     public func sectionedChangesPublisher<T: Storable, Key: ValueConvertible>(
         for request: FetchRequest<T>, by key: KeyPath<T, Key>
     ) -> SectionedChangesPublisher<T, Key> {

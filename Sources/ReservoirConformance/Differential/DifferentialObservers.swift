@@ -39,7 +39,7 @@ final class DifferentialObservers: @unchecked Sendable {
     init(store: Store) {
         let requests = DifferentialNote.requests
         for index in Self.changesRequests {
-            subscribeChanges("changes r\(index)", store.changesPublisher(for: requests[index]))
+            subscribeChanges("changes r\(index)", store.differencesPublisher(for: requests[index]))
         }
         for index in Self.objectsRequests {
             let name = "objects r\(index)"
@@ -53,10 +53,10 @@ final class DifferentialObservers: @unchecked Sendable {
                 self?.receive(change, name: name)
             })
         }
-        subscribeChanges("resubscribed r\(Self.resubscribedRequest)", store.changesPublisher(for: requests[Self.resubscribedRequest]))
+        subscribeChanges("resubscribed r\(Self.resubscribedRequest)", store.differencesPublisher(for: requests[Self.resubscribedRequest]))
         let limitedName = "limited r\(Self.limitedRequest)"
         limited.reaction = { [weak self] difference, _ in self?.record(limitedName, Self.render(difference)) }
-        store.changesPublisher(for: requests[Self.limitedRequest]).subscribe(limited)
+        store.differencesPublisher(for: requests[Self.limitedRequest]).subscribe(limited)
         for id in Self.watchedIDs {
             let name = "record \(id)"
             keep(name, store.publisher(for: DifferentialNote(id: id, title: "")).sink(receiveCompletion: completion(name)) { [weak self] note, kind in
@@ -66,7 +66,7 @@ final class DifferentialObservers: @unchecked Sendable {
         keep("type", store.publisher(for: DifferentialNote.self).sink(receiveCompletion: completion("type")) { [weak self] groups in
             self?.receive(groups)
         })
-        keep("change sets", store.changes.sink { [weak self] changeSet in
+        keep("change sets", store.changeSets.sink { [weak self] changeSet in
             guard let self else { return }
             lock.lock()
             changeSets.append(DifferentialRender.changeSet(changeSet))
@@ -93,7 +93,7 @@ final class DifferentialObservers: @unchecked Sendable {
         folded[name] = nil
         lock.unlock()
         old?.cancel()
-        subscribeChanges(name, store.changesPublisher(for: DifferentialNote.requests[Self.resubscribedRequest]))
+        subscribeChanges(name, store.differencesPublisher(for: DifferentialNote.requests[Self.resubscribedRequest]))
     }
 
     func setExternalStep(_ external: Bool) {
@@ -133,7 +133,7 @@ final class DifferentialObservers: @unchecked Sendable {
 
     // MARK: - Receiving
 
-    private func subscribeChanges(_ name: String, _ publisher: FetchedChangesPublisher<DifferentialNote>) {
+    private func subscribeChanges(_ name: String, _ publisher: FetchedDifferencesPublisher<DifferentialNote>) {
         keep(name, publisher.sink(receiveCompletion: completion(name)) { [weak self] difference in
             guard let self else { return }
             lock.lock()

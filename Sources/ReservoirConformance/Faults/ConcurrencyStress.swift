@@ -40,13 +40,13 @@ public struct ConcurrencyStress: Sendable {
 
         let startSequence = try await store.read { try $0.lastSequence() }
         let shared = StressState()
-        let changes = store.changes.sink { changeSet in shared.noteChangeSet(changeSet.sequence) }
+        let changes = store.changeSets.sink { changeSet in shared.noteChangeSet(changeSet.sequence) }
         defer { changes.cancel() }
         let requests = DifferentialNote.requests
         var subscribers: [FoldingSubscriber] = []
         for (index, request) in requests.enumerated() {
             let subscriber = FoldingSubscriber(seed: seed &+ UInt64(index), shared: shared, store: store, reentrant: index == 1)
-            store.changesPublisher(for: request).subscribe(subscriber)
+            store.differencesPublisher(for: request).subscribe(subscriber)
             subscribers.append(subscriber)
         }
 
@@ -108,7 +108,7 @@ public struct ConcurrencyStress: Sendable {
             case 0:
                 subscriber.cancel()
                 let replacement = FoldingSubscriber(seed: g.next(), shared: shared, store: store, reentrant: false)
-                store.changesPublisher(for: requests[subscribers.firstIndex { $0 === subscriber } ?? 0]).subscribe(replacement)
+                store.differencesPublisher(for: requests[subscribers.firstIndex { $0 === subscriber } ?? 0]).subscribe(replacement)
                 subscribers[subscribers.firstIndex { $0 === subscriber } ?? 0] = replacement
                 shared.count(\.resubscriptions)
             default:

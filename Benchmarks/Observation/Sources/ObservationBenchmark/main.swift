@@ -69,7 +69,7 @@ func live(records: Int, subscribers: Int, commits: Int) throws -> Double {
     let received = Counter()
     var cancellables: [AnyCancellable] = []
     for _ in 0..<subscribers {
-        cancellables.append(store.changesPublisher(for: request).sink(receiveCompletion: { _ in }, receiveValue: { _ in received.add() }))
+        cancellables.append(store.differencesPublisher(for: request).sink(receiveCompletion: { _ in }, receiveValue: { _ in received.add() }))
     }
     let initial = received.count
     guard initial == subscribers else { throw ReservoirError(.backend, "initial values: \(initial)") }
@@ -86,7 +86,7 @@ func naive(records: Int, subscribers: Int, commits: Int) throws -> Double {
     for _ in 0..<subscribers {
         let previous = Locked([Task]())
         previous.set(try store.fetch(request))
-        cancellables.append(store.changes.sink { changeSet in
+        cancellables.append(store.changeSets.sink { changeSet in
             guard changeSet.touches("tasks"), let now = try? store.fetch(request) else { return }
             let difference = now.difference(from: previous.get())
             previous.set(now)

@@ -31,7 +31,7 @@ let request = FetchRequest<Message>(where: \.channel == "general" && \.score >= 
 print(try store.fetch(request).map(\.preview))   // ["Hello, every"]
 
 // Live: the current results as insertions, then one difference per commit that changes them.
-let watching = store.changesPublisher(for: request)
+let watching = store.differencesPublisher(for: request)
     .applyingChanges([String]()) { "\($0.channel): \($0.text)" }
     .sink(receiveCompletion: { print($0) }, receiveValue: { rows in print(rows) })
 try store.write { tx in
@@ -41,7 +41,7 @@ watching.cancel()
 
 // Or with async/await, here until the second difference.
 var seen = 0
-for try await difference in store.changes(for: request) {
+for try await difference in store.differences(for: request) {
     print("\(difference.insertions.count) inserted, \(difference.removals.count) removed")
     seen += 1
     if seen == 2 { break }

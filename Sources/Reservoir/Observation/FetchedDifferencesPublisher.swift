@@ -3,7 +3,7 @@ import OpenCombineShim
 extension Store {
     /// A live fetch: the request's results as a stream of `CollectionDifference`s.
     ///
-    ///     store.changesPublisher(for: FetchRequest<Todo>(where: \.done == false, sortBy: [.descending(\.priority)]))
+    ///     store.differencesPublisher(for: FetchRequest<Todo>(where: \.done == false, sortBy: [.descending(\.priority)]))
     ///         .applyingChanges([TodoRow]()) { TodoRow($0) }
     ///         .sink(receiveCompletion: { print($0) }, receiveValue: { rows = $0 })
     ///
@@ -14,13 +14,13 @@ extension Store {
     /// difference when it asks. Applying every difference in order to `[]` gives exactly
     /// what `fetch(request)` returns. Values arrive on the committing thread, before that
     /// `write` returns.
-    public func changesPublisher<T: Storable>(for request: FetchRequest<T>) -> FetchedChangesPublisher<T> {
-        FetchedChangesPublisher(store: self, request: request)
+    public func differencesPublisher<T: Storable>(for request: FetchRequest<T>) -> FetchedDifferencesPublisher<T> {
+        FetchedDifferencesPublisher(store: self, request: request)
     }
 }
 
-/// The publisher ``Store/changesPublisher(for:)`` returns.
-public struct FetchedChangesPublisher<T: Storable>: Publisher {
+/// The publisher ``Store/differencesPublisher(for:)`` returns.
+public struct FetchedDifferencesPublisher<T: Storable>: Publisher {
     /// Each difference from the results last sent to the results now.
     public typealias Output = CollectionDifference<T>
     /// The error a failing fetch or an undecodable row completes with.

@@ -1,11 +1,11 @@
 import OpenCombineShim
 
 extension Store {
-    /// ``changesPublisher(for:)`` as an async sequence: `for try await difference in store.changes(for: request)`.
+    /// ``differencesPublisher(for:)`` as an async sequence: `for try await difference in store.differences(for: request)`.
     /// Each `next()` asks for one value, so changes made while the loop body runs arrive
     /// coalesced into one difference; cancelling the task ends the subscription.
-    public func changes<T: Storable>(for request: FetchRequest<T>) -> AsyncThrowingPublisher<FetchedChangesPublisher<T>> {
-        changesPublisher(for: request).values
+    public func differences<T: Storable>(for request: FetchRequest<T>) -> AsyncThrowingPublisher<FetchedDifferencesPublisher<T>> {
+        differencesPublisher(for: request).values
     }
 
     /// ``objectsPublisher(for:)`` as an async sequence of arrays.
