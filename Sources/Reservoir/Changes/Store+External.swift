@@ -24,7 +24,7 @@ extension Store {
                 guard let self else { throw CancellationError() }
                 return try self.backend.commitToken()
             },
-            moved: { [weak self] in self?.pollExternalChanges() },
+            moved: { [weak self] in self?.catchUp() ?? false },
             gone: { [weak self] in self?.stop($0) }
         )
         poller.start(every: interval ?? (watch == nil ? .milliseconds(50) : .seconds(1)), watch: watch, hooks: hooks)
@@ -41,11 +41,18 @@ extension Store {
     /// every change set it knows of has reached every observer (also one the poller found
     /// first and is still delivering).
     public func pollExternalChanges() {
+        _ = catchUp()
+    }
+
+    /// ``pollExternalChanges()``, returning whether it found change sets this store had not
+    /// enqueued (another process's commits) rather than only this store's own.
+    func catchUp() -> Bool {
         // The token moves for this store's own commits too. A read outside the write lock
         // tells those apart without waiting for a writer; an own commit not enqueued yet is
         // found below, under the lock, to need nothing.
         if let latest = try? backend.read({ try $0.lastSequence() }), latest <= hub.lastEnqueued {
-            return hub.waitUntilDelivered(through: hub.lastEnqueued)
+            hub.waitUntilDelivered(through: hub.lastEnqueued)
+            return false
         }
         let found = try? writeLock.withLock { () -> Bool in
             let latest = try backend.read { try $0.lastSequence() }
@@ -60,6 +67,7 @@ extension Store {
         } else {
             hub.deliver(through: hub.lastEnqueued)
         }
+        return found == true
     }
 
     /// Enqueues change sets from the log with sequences after the last enqueued, up to `sequence`.

@@ -146,6 +146,7 @@ public final class Store: Sendable {
                 }
                 hub.enqueue(changeSet)
                 published = changeSet.sequence
+                poller.noteOwnCommit()
                 return result
             }
         } catch let error as ReservoirError {
