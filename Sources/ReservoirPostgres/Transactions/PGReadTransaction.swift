@@ -61,12 +61,14 @@ class PGReadTransaction: ReadTransaction {
 
     func changeLog(after sequence: UInt64, limit: Int) throws -> [ChangeLogEntry] {
         guard limit > 0 else { return [] }
+        // `sequence - limit` rather than `min + limit`: sequences are never negative, so the
+        // subtraction cannot leave bigint's range even for a limit of Int.max.
         let after = Int64(clamping: sequence)
         let result = try connection.run(
             """
             SELECT sequence, entity, kind, ids, key FROM \(layout.changes)
             WHERE sequence > $1::bigint
-              AND sequence < (SELECT min(sequence) FROM \(layout.changes) WHERE sequence > $1::bigint) + $2::bigint
+              AND sequence - $2::bigint < (SELECT min(sequence) FROM \(layout.changes) WHERE sequence > $1::bigint)
             ORDER BY sequence, change
             """,
             [.integer(after), .integer(Int64(clamping: limit))])
