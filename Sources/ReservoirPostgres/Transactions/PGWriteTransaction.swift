@@ -152,7 +152,6 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
     /// as mixed when it holds another kind.
     private func prepareColumn(_ column: String, for value: Value, in table: TableInfo) throws -> TableInfo {
         guard let needed = ColumnKind(of: value) else { return table }
-        let isID = column == table.entity.idColumn
         guard let existing = table.kinds[column] else {
             var table = table
             try schemaChanged()
@@ -164,7 +163,9 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
             catalog.tables[table.entity.name] = table
             return table
         }
-        if existing == .mixed || ColumnCodec.parameter(value, kind: existing, isID: isID) != nil { return table }
+        // The exact kind, even for ids: an integer id stored in a real column would come
+        // back as a real (-12 as -12.0), so a second kind of id makes the column mixed too.
+        if existing == .mixed || ColumnCodec.parameter(value, kind: existing, isID: false) != nil { return table }
         return try makeMixed(column, in: table)
     }
 
