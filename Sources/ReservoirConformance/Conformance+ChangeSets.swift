@@ -106,5 +106,25 @@ extension ConformanceSuite {
             try context.store.write { tx in try tx.insert(Item(id: 5, name: "n5")) }
             try expectEqual(subscriber.values.count, 4, "received after cancel")
         },
+
+        ConformanceCase("change sets", "the change log takes any limit, Int.max included") { context in
+            var sequences: [UInt64] = []
+            for i in 1...3 {
+                try context.store.write { tx in try tx.insert(Item(id: i, name: "n\(i)")) }
+                sequences.append(try context.store.read { try $0.lastSequence() })
+            }
+            // A limit is a count of change sets, not a bound to add to a sequence: callers
+            // wanting "everything" pass Int.max.
+            let all = try context.store.backend.read { try $0.changeLog(after: 0, limit: .max) }
+            let after = try context.store.backend.read { try $0.changeLog(after: sequences[0], limit: .max) }
+            let none = try context.store.backend.read { try $0.changeLog(after: sequences[2], limit: .max) }
+            try expect(none.isEmpty, "nothing after the newest sequence: \(none)")
+            if context.store.capabilities.contains(.multiProcess) {
+                // A shared store's log holds every commit; a single-process one may keep none.
+                try expectEqual(Array(Set(all.map(\.sequence))).sorted(), sequences, "sequences in the whole log")
+                try expectEqual(Array(Set(after.map(\.sequence))).sorted(), Array(sequences.dropFirst()), "sequences after the first")
+                try expectEqual(all.map(\.id), [.integer(1), .integer(2), .integer(3)], "logged ids")
+            }
+        },
     ]
 }

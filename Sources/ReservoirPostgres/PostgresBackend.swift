@@ -157,12 +157,14 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
         let result: R
         do {
             result = try body(transaction)
-            try connection.execute("COMMIT")
+            // The queued writes and change-log rows, then COMMIT: one round trip.
+            try connection.flush(then: "COMMIT")
         } catch {
+            connection.discardPending()
             if connection.inTransaction { _ = try? connection.execute("ROLLBACK") }
             if transaction.catalogChanged {
                 // DDL rolled back: statements prepared against it must go.
-                connection.dropPrepared()
+                try? connection.dropPrepared()
                 connection.preparedCatalog = -1
             }
             throw error
@@ -191,7 +193,7 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
         do {
             let catalog = try catalog(version, connection)
             if connection.preparedCatalog != version {
-                connection.dropPrepared()
+                try connection.dropPrepared()
                 connection.preparedCatalog = version
             }
             return (sequence, catalog)

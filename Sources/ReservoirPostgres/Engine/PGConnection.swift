@@ -17,6 +17,12 @@ final class PGConnection {
     /// The catalog version the prepared statements were made under; a schema change
     /// (another process's, or this connection's own DDL) drops them.
     var preparedCatalog: Int64 = -1
+    /// Writes whose results nobody waits for, sent together (``flush(then:)``) before the
+    /// next statement that reads, so a transaction still reads its own writes.
+    var queued: [(sql: String, parameters: [PGParameter])] = []
+    /// The `COPY … FROM STDIN (FORMAT binary)` rows are streamed into, while one is open.
+    var copyCommand: String?
+    var copyBuffer: [UInt8] = []
 
     init(conninfo: String, name: String) throws {
         guard let handle = PQconnectdb(conninfo) else {
@@ -58,19 +64,21 @@ final class PGConnection {
     /// Runs SQL without parameters (one or more statements; text results of the last).
     @discardableResult
     func execute(_ sql: String) throws -> PGResult {
-        try check(PQexec(handle, sql), sql)
+        if hasPending { try flush() }
+        return try check(PQexec(handle, sql), sql)
     }
 
     /// Runs `sql` with `parameters` bound in binary, preparing it on first use.
     @discardableResult
     func run(_ sql: String, _ parameters: [PGParameter] = [], binaryResults: Bool = true) throws -> PGResult {
+        if hasPending { try flush() }
         let statement = try statementName(for: sql)
         return try PGParameter.withBound(parameters) { values, lengths, formats in
             try check(PQexecPrepared(handle, statement, Int32(parameters.count), values, lengths, formats, binaryResults ? 1 : 0), sql)
         }
     }
 
-    private func statementName(for sql: String) throws -> String {
+    func statementName(for sql: String) throws -> String {
         if let name = prepared[sql] { return name }
         let name = "r\(prepared.count + 1)"
         _ = try check(PQprepare(handle, name, sql, 0, nil), sql)
@@ -80,13 +88,16 @@ final class PGConnection {
 
     /// Forgets every prepared statement (after a schema change: a prepared `SELECT` whose
     /// column changed type fails with "cached plan must not change result type").
-    func dropPrepared() {
+    func dropPrepared() throws {
+        // Queued writes go first, under the names they were prepared with, and their errors
+        // are thrown here rather than lost.
+        try flush()
         guard !prepared.isEmpty else { return }
         prepared.removeAll()
         _ = try? execute("DEALLOCATE ALL")
     }
 
-    private func check(_ result: OpaquePointer?, _ sql: String) throws -> PGResult {
+    func check(_ result: OpaquePointer?, _ sql: String) throws -> PGResult {
         guard let result else {
             throw ReservoirError(.backend, "\(name): \(PGFailure.connectionCause(Self.message(PQerrorMessage(handle))))")
         }

@@ -16,7 +16,7 @@ enum PGParameter {
         self = .bytes([UInt8](data))
     }
 
-    private var count: Int {
+    var count: Int {
         switch self {
         case .null: 0
         case .integer, .real: 8
@@ -37,6 +37,27 @@ enum PGParameter {
             text.withUTF8 { out.copyMemory(from: UnsafeRawBufferPointer($0)) }
         case let .bytes(bytes):
             bytes.withUnsafeBytes { out.copyMemory(from: $0) }
+        }
+    }
+
+    /// Appends the value as one field of a binary `COPY` row: its length (-1 for null), then
+    /// the bytes, as in a binary parameter.
+    func appendField(to buffer: inout [UInt8]) {
+        switch self {
+        case .null:
+            appendInt32(-1, to: &buffer)
+        case let .integer(value):
+            appendInt32(8, to: &buffer)
+            withUnsafeBytes(of: value.bigEndian) { buffer.append(contentsOf: $0) }
+        case let .real(value):
+            appendInt32(8, to: &buffer)
+            withUnsafeBytes(of: value.bitPattern.bigEndian) { buffer.append(contentsOf: $0) }
+        case var .text(text):
+            appendInt32(Int32(truncatingIfNeeded: text.utf8.count), to: &buffer)
+            text.withUTF8 { buffer.append(contentsOf: $0) }
+        case let .bytes(bytes):
+            appendInt32(Int32(truncatingIfNeeded: bytes.count), to: &buffer)
+            buffer.append(contentsOf: bytes)
         }
     }
 
@@ -74,6 +95,10 @@ enum PGParameter {
             }
         }
     }
+}
+
+func appendInt32(_ value: Int32, to buffer: inout [UInt8]) {
+    withUnsafeBytes(of: value.bigEndian) { buffer.append(contentsOf: $0) }
 }
 
 /// PostgreSQL's errors as ``ReservoirError``s. The native code is the SQLSTATE packed the

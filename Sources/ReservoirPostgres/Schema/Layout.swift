@@ -139,26 +139,41 @@ struct Layout: Sendable {
 
 /// One record type's table as the catalog describes it.
 struct TableInfo: Sendable {
-    var entity: EntityDescription
+    var entity: EntityDescription { didSet { refresh() } }
     /// Columns in table order, the id first.
-    var columns: [String]
-    var kinds: [String: ColumnKind]
+    var columns: [String] { didSet { refresh() } }
+    var kinds: [String: ColumnKind] { didSet { refresh() } }
+    /// How result rows become ``Row``s, kept with the table so a fetch of 100,000 rows or a
+    /// run of point reads works it out once, not per row.
+    private(set) var rowShape = RowShape(columns: [], positions: [], kinds: [])
+    /// `"id", "a", "b"`: the select list, in table order.
+    private(set) var selectList = ""
+
+    init(entity: EntityDescription, columns: [String], kinds: [String: ColumnKind]) {
+        self.entity = entity
+        self.columns = columns
+        self.kinds = kinds
+        refresh()
+    }
 
     var idKind: ColumnKind { kinds[entity.idColumn] ?? .mixed }
 
-    /// The columns rows are returned with (the entity's fields, then other table columns),
-    /// each with its position in ``selectList``, nil when the table has no such column.
-    var rowShape: (columns: [String], positions: [Int?]) {
+    private mutating func refresh() {
         var names = entity.fields
         for column in columns where !entity.fields.contains(column) { names.append(column) }
         let positions = names.map { name in columns.firstIndex(of: name) }
-        return (names, positions)
+        rowShape = RowShape(columns: names, positions: positions, kinds: names.map { kinds[$0] ?? .mixed })
+        selectList = columns.map(Layout.quote).joined(separator: ", ")
     }
+}
 
-    /// `"id", "a", "b"`: the select list, in table order.
-    var selectList: String {
-        columns.map(Layout.quote).joined(separator: ", ")
-    }
+/// The columns rows are returned with (the entity's fields, then other table columns),
+/// each with its position in ``TableInfo/selectList`` (nil when the table has no such
+/// column: it reads as null) and its kind.
+struct RowShape: Sendable {
+    let columns: [String]
+    let positions: [Int?]
+    let kinds: [ColumnKind]
 }
 
 /// The tables of a store at one catalog version (bumped by every schema change).

@@ -1,3 +1,4 @@
+import CLibPQ
 import Foundation
 import Reservoir
 
@@ -6,8 +7,12 @@ import Reservoir
 class PGReadTransaction: ReadTransaction {
     let connection: PGConnection
     let layout: Layout
-    var catalog: Catalog
+    /// Schema changes in a write transaction replace the tables' descriptions, and with them
+    /// the statements made for them.
+    var catalog: Catalog { didSet { statements.removeAll() } }
     var sequence: UInt64
+    /// SQL made once per table and shape, for runs of reads or writes.
+    var statements: [StatementKey: String] = [:]
 
     init(connection: PGConnection, layout: Layout, catalog: Catalog, sequence: UInt64) {
         self.connection = connection
@@ -19,7 +24,15 @@ class PGReadTransaction: ReadTransaction {
     func row(_ entity: String, id: Value) throws -> Row? {
         guard let table = catalog.tables[entity],
               let match = ColumnCodec.equality(table.entity.idColumn, kind: table.idKind, id.stored) else { return nil }
-        let result = try connection.run("SELECT \(table.selectList) FROM \(layout.table(entity)) WHERE \(match.sql)", match.parameters)
+        let key = StatementKey(entity: entity, kind: .byID, present: 0)
+        let sql: String
+        if let cached = statements[key] {
+            sql = cached
+        } else {
+            sql = "SELECT \(table.selectList) FROM \(layout.table(entity)) WHERE \(match.sql)"
+            statements[key] = sql
+        }
+        let result = try connection.run(sql, match.parameters)
         guard result.rowCount > 0 else { return nil }
         return try decodeRow(result, 0, table)
     }
@@ -61,12 +74,14 @@ class PGReadTransaction: ReadTransaction {
 
     func changeLog(after sequence: UInt64, limit: Int) throws -> [ChangeLogEntry] {
         guard limit > 0 else { return [] }
+        // `sequence - limit` rather than `min + limit`: sequences are never negative, so the
+        // subtraction cannot leave bigint's range even for a limit of Int.max.
         let after = Int64(clamping: sequence)
         let result = try connection.run(
             """
             SELECT sequence, entity, kind, ids, key FROM \(layout.changes)
             WHERE sequence > $1::bigint
-              AND sequence < (SELECT min(sequence) FROM \(layout.changes) WHERE sequence > $1::bigint) + $2::bigint
+              AND sequence - $2::bigint < (SELECT min(sequence) FROM \(layout.changes) WHERE sequence > $1::bigint)
             ORDER BY sequence, change
             """,
             [.integer(after), .integer(Int64(clamping: limit))])
@@ -106,17 +121,33 @@ class PGReadTransaction: ReadTransaction {
         let shape = table.rowShape
         var values: [Value] = []
         values.reserveCapacity(shape.columns.count)
-        for (column, position) in zip(shape.columns, shape.positions) {
-            guard let position, !result.isNull(index, position) else {
+        let row = Int32(index)
+        for slot in shape.columns.indices {
+            guard let position = shape.positions[slot] else {
                 values.append(.null)
                 continue
             }
-            let kind = table.kinds[column] ?? .mixed
-            guard let value = ColumnCodec.value(result.bytes(index, position), kind: kind) else {
-                throw ReservoirError(.corrupt, "\(connection.name): table \(table.entity.name), column \(column): a stored value does not decode as \(kind)")
+            let column = Int32(position)
+            if PQgetisnull(result.handle, row, column) == 1 {
+                values.append(.null)
+                continue
+            }
+            let raw = UnsafeRawBufferPointer(start: PQgetvalue(result.handle, row, column),
+                                             count: Int(PQgetlength(result.handle, row, column)))
+            guard let value = ColumnCodec.value(raw, kind: shape.kinds[slot]) else {
+                throw ReservoirError(.corrupt, "\(connection.name): table \(table.entity.name), column \(shape.columns[slot]): a stored value does not decode as \(shape.kinds[slot])")
             }
             values.append(value)
         }
         return Row(columns: shape.columns, values: values)
     }
+}
+
+/// Which statement for which table: the cache key of ``PGReadTransaction/statements``.
+struct StatementKey: Hashable {
+    enum Kind: Hashable { case byID, copy, insert, upsert }
+    let entity: String
+    let kind: Kind
+    /// For inserts and upserts: the table columns the row has values for, as bits.
+    let present: UInt64
 }

@@ -17,25 +17,57 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
     }
 
     func put(_ entity: EntityDescription, id: Value, row: Row) throws {
-        let (sql, parameters) = try upsert(entity, id: id, row: row, replacing: true)
-        if catalog.tables[entity.name]?.idKind == .mixed {
+        let id = id.stored
+        let table = try prepareRow(entity, id: id, row: row)
+        if table.idKind == .mixed {
             // The primary key holds the id's spelling (1 or 1.0); the record is the one equal
             // to it in any spelling, so replace that one.
             try delete(entity, id: id)
         }
-        try connection.run(sql, parameters)
+        raiseFloor(entity.name, id)
+        let (sql, parameters) = try upsert(table, id: id, row: row, replacing: true)
+        try connection.enqueue(sql, parameters)
     }
 
     func insert(_ entity: EntityDescription, id: Value, row: Row) throws -> Bool {
-        let (sql, parameters) = try upsert(entity, id: id, row: row, replacing: false)
-        if catalog.tables[entity.name]?.idKind == .mixed, try self.row(entity.name, id: id) != nil { return false }
-        return try connection.run(sql, parameters).affectedRows == 1
+        let id = id.stored
+        let table = try prepareRow(entity, id: id, row: row)
+        if case let .integer(key) = id, table.idKind == .integer, key > (try floor(table)) {
+            // Above every id the table holds: new for sure, so it streams into a COPY.
+            floors[entity.name] = key
+            try connection.copyRow(copyCommand(table), try fields(table, id: id, row: row))
+            return true
+        }
+        if table.idKind == .mixed, try self.row(entity.name, id: id) != nil { return false }
+        let (sql, parameters) = try upsert(table, id: id, row: row, replacing: false)
+        guard try connection.run(sql, parameters).affectedRows == 1 else { return false }
+        raiseFloor(entity.name, id)
+        return true
     }
 
     func delete(_ entity: EntityDescription, id: Value) throws {
         guard let table = catalog.tables[entity.name],
               let match = ColumnCodec.equality(table.entity.idColumn, kind: table.idKind, id.stored) else { return }
-        try connection.run("DELETE FROM \(layout.table(entity.name)) WHERE \(match.sql)", match.parameters)
+        try connection.enqueue("DELETE FROM \(layout.table(entity.name)) WHERE \(match.sql)", match.parameters)
+    }
+
+    // MARK: - Known new ids
+
+    /// Per entity with integer ids: no id above this is stored (the table's maximum when
+    /// first asked, raised by every id written since). The transaction holds the write lock,
+    /// so nobody else adds one meanwhile; deletes only lower the true maximum.
+    private var floors: [String: Int64] = [:]
+
+    private func floor(_ table: TableInfo) throws -> Int64 {
+        if let known = floors[table.entity.name] { return known }
+        let result = try connection.run("SELECT max(\(Layout.quote(table.entity.idColumn))) FROM \(layout.table(table.entity.name))")
+        let known = result.rowCount > 0 && !result.isNull(0, 0) ? result.int64(0, 0) : Int64.min
+        floors[table.entity.name] = known
+        return known
+    }
+
+    private func raiseFloor(_ entity: String, _ id: Value) {
+        if case let .integer(key) = id, let known = floors[entity], key > known { floors[entity] = key }
     }
 
     func record(_ changeSet: ChangeSet) throws {
@@ -44,18 +76,18 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
         }
         let log = "INSERT INTO \(layout.changes) (sequence, entity, kind, ids) VALUES ($1::bigint, $2::text, $3::text, $4::bytea)"
         func add(_ entity: String, _ kind: String, _ ids: some Collection<Value>) throws {
-            try connection.run(log, [.integer(sequence), .text(entity), .text(kind), .bytes([UInt8](PackedIDs.pack(ids)))])
+            try connection.enqueue(log, [.integer(sequence), .text(entity), .text(kind), .bytes([UInt8](PackedIDs.pack(ids)))])
         }
         for changes in changeSet.entities {
             if !changes.inserted.isEmpty { try add(changes.entity, "i", changes.inserted.lazy.map { $0.id }) }
             if !changes.updated.isEmpty { try add(changes.entity, "u", changes.updated.lazy.map { $0.id }) }
             if !changes.deleted.isEmpty { try add(changes.entity, "d", changes.deleted) }
         }
-        try connection.run(
+        try connection.enqueue(
             "UPDATE \(layout.meta) SET sequence = $1::bigint, xact = pg_current_xact_id()", [.integer(sequence)])
-        try connection.run("SELECT pg_notify($1::text, $2::text)", [.text(layout.channel), .text(String(sequence))])
+        try connection.enqueue("SELECT pg_notify($1::text, $2::text)", [.text(layout.channel), .text(String(sequence))])
         if retention > 0 && sequence % Self.trimInterval == 0 {
-            try connection.run("DELETE FROM \(layout.changes) WHERE sequence <= $1::bigint", [.integer(sequence - Int64(retention))])
+            try connection.enqueue("DELETE FROM \(layout.changes) WHERE sequence <= $1::bigint", [.integer(sequence - Int64(retention))])
         }
         self.sequence = changeSet.sequence
     }
@@ -65,9 +97,8 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
 
     // MARK: - Rows
 
-    /// The INSERT for `row` under `id`, after making the table and columns able to hold it.
-    private func upsert(_ entity: EntityDescription, id: Value, row: Row, replacing: Bool) throws -> (String, [PGParameter]) {
-        let id = id.stored
+    /// The table for `entity`, with its columns made able to hold `row` under `id`.
+    private func prepareRow(_ entity: EntityDescription, id: Value, row: Row) throws -> TableInfo {
         guard !id.isNull else {
             throw ReservoirError(.invalidQuery, "\(connection.name): a record of \(entity.name) has a null id; ids must not be null")
         }
@@ -76,27 +107,59 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
         for (column, value) in zip(row.columns, row.values) where column != entity.idColumn {
             table = try prepareColumn(column, for: value.stored, in: table)
         }
+        return table
+    }
+
+    /// `row`'s value for each of the table's columns, in table order (null where it has none).
+    private func fields(_ table: TableInfo, id: Value, row: Row) throws -> [PGParameter] {
+        let idColumn = table.entity.idColumn
+        return try table.columns.map { column in
+            let value = column == idColumn ? id : row.value(column).stored
+            guard let parameter = ColumnCodec.parameter(value, kind: table.kinds[column] ?? .mixed, isID: column == idColumn) else {
+                throw ReservoirError(.backend, "\(connection.name): column \(column) of \(table.entity.name) cannot hold \(value)")
+            }
+            return parameter
+        }
+    }
+
+    /// The `COPY` new rows of `table` stream into.
+    private func copyCommand(_ table: TableInfo) -> String {
+        let key = StatementKey(entity: table.entity.name, kind: .copy, present: 0)
+        if let cached = statements[key] { return cached }
+        let command = "COPY \(layout.table(table.entity.name)) (\(table.selectList)) FROM STDIN (FORMAT binary)"
+        statements[key] = command
+        return command
+    }
+
+    /// The INSERT for `row` under `id` (columns already prepared), for its non-null columns.
+    private func upsert(_ table: TableInfo, id: Value, row: Row, replacing: Bool) throws -> (String, [PGParameter]) {
+        let all = try fields(table, id: id, row: row)
+        var present: UInt64 = 0
+        var parameters: [PGParameter] = []
+        parameters.reserveCapacity(all.count)
+        for (index, field) in all.enumerated() {
+            if case .null = field { continue }
+            if index < 64 { present |= 1 << UInt64(index) }
+            parameters.append(field)
+        }
+        let key = StatementKey(entity: table.entity.name, kind: replacing ? .upsert : .insert, present: present)
+        if table.columns.count <= 64, let cached = statements[key] { return (cached, parameters) }
         var names: [String] = []
         var placeholders: [String] = []
-        var parameters: [PGParameter] = []
-        for column in table.columns {
-            let value = column == entity.idColumn ? id : row.value(column).stored
-            if value.isNull { continue }
-            let kind = table.kinds[column] ?? .mixed
-            guard let parameter = ColumnCodec.parameter(value, kind: kind, isID: column == entity.idColumn) else {
-                throw ReservoirError(.backend, "\(connection.name): column \(column) of \(entity.name) cannot hold \(value)")
-            }
+        for (column, field) in zip(table.columns, all) {
+            if case .null = field { continue }
             names.append(Layout.quote(column))
-            parameters.append(parameter)
-            placeholders.append("$\(parameters.count)::\(kind.castType)")
+            placeholders.append("$\(placeholders.count + 1)::\((table.kinds[column] ?? .mixed).castType)")
         }
-        var sql = "INSERT INTO \(layout.table(entity.name)) (\(names.joined(separator: ", "))) VALUES (\(placeholders.joined(separator: ", "))) ON CONFLICT (\(Layout.quote(entity.idColumn))) DO "
-        let others = table.columns.filter { $0 != entity.idColumn }
+        let idColumn = table.entity.idColumn
+        var sql = "INSERT INTO \(layout.table(table.entity.name)) (\(names.joined(separator: ", "))) VALUES (\(placeholders.joined(separator: ", "))) ON CONFLICT (\(Layout.quote(idColumn))) DO "
+        let others = table.columns.filter { $0 != idColumn }
         if replacing && !others.isEmpty {
             sql += "UPDATE SET " + others.map { "\(Layout.quote($0)) = EXCLUDED.\(Layout.quote($0))" }.joined(separator: ", ")
         } else {
             sql += "NOTHING"
         }
+        if table.columns.count <= 64 { statements[key] = sql }
         return (sql, parameters)
     }
 
@@ -108,7 +171,7 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
             catalog.version = result.text(0, 0).flatMap { Int64($0) } ?? catalog.version + 1
             catalogChanged = true
         }
-        connection.dropPrepared()
+        try connection.dropPrepared()
         connection.preparedCatalog = catalog.version
     }
 
@@ -152,7 +215,6 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
     /// as mixed when it holds another kind.
     private func prepareColumn(_ column: String, for value: Value, in table: TableInfo) throws -> TableInfo {
         guard let needed = ColumnKind(of: value) else { return table }
-        let isID = column == table.entity.idColumn
         guard let existing = table.kinds[column] else {
             var table = table
             try schemaChanged()
@@ -164,7 +226,9 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
             catalog.tables[table.entity.name] = table
             return table
         }
-        if existing == .mixed || ColumnCodec.parameter(value, kind: existing, isID: isID) != nil { return table }
+        // The exact kind, even for ids: an integer id stored in a real column would come
+        // back as a real (-12 as -12.0), so a second kind of id makes the column mixed too.
+        if existing == .mixed || ColumnCodec.parameter(value, kind: existing, isID: false) != nil { return table }
         return try makeMixed(column, in: table)
     }
 
@@ -213,7 +277,7 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
         table.kinds[column] = .mixed
         if isID { try connection.execute(layout.trigger(for: table)) }
         catalog.tables[table.entity.name] = table
-        connection.dropPrepared()
+        try connection.dropPrepared()
         return table
     }
 

@@ -1,0 +1,132 @@
+import CLibPQ
+import Foundation
+import Reservoir
+
+/// Writes sent without waiting for each one's answer: a write transaction's puts, deletes and
+/// change-log rows are queued and go out together in libpq's pipeline mode (one round trip
+/// for the lot, the `COMMIT` included), and rows known to be new stream into a binary `COPY`.
+/// Any statement that reads (``PGConnection/execute(_:)``, ``PGConnection/run(_:_:binaryResults:)``)
+/// sends what is pending first, so a transaction always reads its own writes; an error in
+/// a queued write is thrown by the statement that sent it.
+extension PGConnection {
+    /// Queued statements sent in one pipeline at most: results are read only after the
+    /// sync, so a bounded batch keeps both sides' socket buffers from filling up.
+    static let pipelineLimit = 256
+
+    var hasPending: Bool { !queued.isEmpty || copyCommand != nil }
+
+    /// Queues a statement whose result is not needed (an upsert, a delete, a log row).
+    func enqueue(_ sql: String, _ parameters: [PGParameter]) throws {
+        if copyCommand != nil { try finishCopy() }
+        queued.append((sql, parameters))
+        if queued.count >= Self.pipelineLimit { try flush() }
+    }
+
+    /// Streams one row into `command` (`COPY t (…) FROM STDIN (FORMAT binary)`), opening it
+    /// (or replacing one open for other columns) first. `fields` follow the command's columns.
+    func copyRow(_ command: String, _ fields: [PGParameter]) throws {
+        if copyCommand != command {
+            try flush()
+            _ = try checkCopyStart(PQexec(handle, command), command)
+            copyCommand = command
+            copyBuffer.removeAll(keepingCapacity: true)
+            copyBuffer.append(contentsOf: Array("PGCOPY\n".utf8) + [0xFF, 0x0D, 0x0A, 0x00])
+            appendInt32(0, to: &copyBuffer)  // flags
+            appendInt32(0, to: &copyBuffer)  // header extension length
+        }
+        withUnsafeBytes(of: Int16(fields.count).bigEndian) { copyBuffer.append(contentsOf: $0) }
+        for field in fields { field.appendField(to: &copyBuffer) }
+        if copyBuffer.count >= 1 << 16 { try sendCopyBuffer(command) }
+    }
+
+    /// Sends everything pending: ends an open `COPY`, then runs the queued statements in one
+    /// pipeline, followed by `final` (say `COMMIT`) when given. Throws the first error.
+    func flush(then final: String? = nil) throws {
+        if copyCommand != nil { try finishCopy() }
+        guard !queued.isEmpty || final != nil else { return }
+        let batch = queued
+        queued.removeAll(keepingCapacity: true)
+        // Named statements are prepared before the pipeline (PQprepare waits for its answer).
+        let names = try batch.map { try statementName(for: $0.sql) }
+        guard PQenterPipelineMode(handle) == 1 else { throw connectionError() }
+        var sent = 0
+        var failure: ReservoirError?
+        for (statement, name) in zip(batch, names) {
+            let ok = PGParameter.withBound(statement.parameters) { values, lengths, formats in
+                PQsendQueryPrepared(handle, name, Int32(statement.parameters.count), values, lengths, formats, 1) == 1
+            }
+            guard ok else { failure = connectionError(); break }
+            sent += 1
+        }
+        if failure == nil, let final {
+            if PQsendQueryParams(handle, final, 0, nil, nil, nil, nil, 0) == 1 { sent += 1 } else { failure = connectionError() }
+        }
+        let synced = PQpipelineSync(handle) == 1
+        for index in 0..<sent {
+            while let result = PQgetResult(handle) {
+                if PQresultStatus(result) == PGRES_FATAL_ERROR, failure == nil {
+                    failure = PGFailure.error(result: result, connection: self, sql: index < batch.count ? batch[index].sql : final ?? "")
+                }
+                PQclear(result)
+            }
+        }
+        if synced, let sync = PQgetResult(handle) { PQclear(sync) }
+        _ = PQexitPipelineMode(handle)
+        if let failure { throw failure }
+        if !synced { throw connectionError() }
+    }
+
+    /// Drops what is pending (the transaction is being rolled back): an open `COPY` is
+    /// cancelled, queued statements are never sent.
+    func discardPending() {
+        queued.removeAll()
+        guard copyCommand != nil else { return }
+        copyCommand = nil
+        copyBuffer.removeAll(keepingCapacity: true)
+        _ = PQputCopyEnd(handle, "rolled back")
+        while let result = PQgetResult(handle) { PQclear(result) }
+    }
+
+    private func finishCopy() throws {
+        guard let command = copyCommand else { return }
+        copyCommand = nil
+        withUnsafeBytes(of: Int16(-1).bigEndian) { copyBuffer.append(contentsOf: $0) }
+        var failure: ReservoirError?
+        do {
+            try sendCopyBuffer(command)
+        } catch let error as ReservoirError {
+            failure = error
+        }
+        if PQputCopyEnd(handle, nil) != 1, failure == nil { failure = connectionError() }
+        while let result = PQgetResult(handle) {
+            if PQresultStatus(result) != PGRES_COMMAND_OK, failure == nil {
+                failure = PGFailure.error(result: result, connection: self, sql: command)
+            }
+            PQclear(result)
+        }
+        if let failure { throw failure }
+    }
+
+    private func sendCopyBuffer(_ command: String) throws {
+        defer { copyBuffer.removeAll(keepingCapacity: true) }
+        let ok = copyBuffer.withUnsafeBufferPointer { bytes in
+            bytes.baseAddress.map { base in
+                base.withMemoryRebound(to: CChar.self, capacity: bytes.count) { PQputCopyData(handle, $0, Int32(bytes.count)) == 1 }
+            } ?? true
+        }
+        if !ok { throw connectionError() }
+    }
+
+    private func checkCopyStart(_ result: OpaquePointer?, _ sql: String) throws -> Bool {
+        guard let result else { throw connectionError() }
+        defer { PQclear(result) }
+        guard PQresultStatus(result) == PGRES_COPY_IN else {
+            throw PGFailure.error(result: result, connection: self, sql: sql)
+        }
+        return true
+    }
+
+    private func connectionError() -> ReservoirError {
+        ReservoirError(.backend, "\(name): \(PGFailure.connectionCause(Self.message(PQerrorMessage(handle))))")
+    }
+}
