@@ -77,4 +77,30 @@ struct TextFoldingTests {
         #expect(TextFolding.shadowColumn(for: "title", options: .diacriticInsensitive) == "title__di")
         #expect(TextFolding.shadowColumn(for: "title", options: Self.both) == "title__cidi")
     }
+
+    @Test("RowPredicate.folded names the shadow column and folds the needle, for rows without Swift types")
+    func rowPredicate() {
+        let predicate = RowPredicate.folded("title", "CAFÉ", options: [.caseInsensitive, .diacriticInsensitive]) { .contains(column: $0, $1) }
+        #expect(predicate == .contains(column: "title__cidi", "cafe"))
+    }
+
+    @Test("only String and String? fields can be searchable: another type is a schema error naming the field")
+    func searchableType() throws {
+        let error = #expect(throws: ReservoirError.self) { try Counted.schema.validate() }
+        #expect(error?.code == .invalidSchema)
+        #expect(error?.message.contains("\"count\" is searchable but holds Int") == true, "\(error?.message ?? "")")
+        #expect(throws: Never.self) { try Titled.schema.validate() }
+    }
+}
+
+private struct Counted: Storable {
+    var id: Int
+    var count: Int
+    static let schema = Schema<Counted>("counted", fields: [.field(\.count, searchable: true)])
+}
+
+private struct Titled: Storable {
+    var id: Int
+    var title: String?
+    static let schema = Schema<Titled>("titled", fields: [.field(\.title, searchable: true)])
 }
