@@ -130,6 +130,17 @@ extension ConformanceSuite {
             try expectEqual(try store.fetch(FetchRequest<PlainPhrase>()).map(\.text), ["Café", "CAFE", "café crème"], "records unchanged")
         },
 
+        ConformanceCase("folded", "update and delete by a folded request refold older rows first, so they select them") { context in
+            try context.store.write { tx in
+                for (id, text) in [(1, "Café"), (2, "CAFE"), (3, "tea")] { try tx.insert(PlainPhrase(id: id, text: text)) }
+            }
+            let cafe = FetchRequest<Phrase>(where: .equals(\.text, "cafe", options: both))
+            try expectEqual(try context.store.write { tx in try tx.update(matching: cafe) { $0.note = "seen" } }, 2, "updated by a folded request")
+            try expectEqual(try context.store.fetch(FetchRequest<Phrase>(where: \.note == "seen")).map(\.id), [1, 2], "the rows it updated")
+            try expectEqual(try context.store.write { tx in try tx.delete(matching: cafe) }, 2, "deleted by a folded request")
+            try expectEqual(try context.store.fetch(FetchRequest<Phrase>()).map(\.id), [3], "what is left")
+        },
+
         ConformanceCase("folded", "a searchable field whose shadow column name is taken is a schema error") { context in
             let error = try expectError(.invalidSchema, "column text__ci next to searchable text") {
                 try context.store.write { tx in try tx.insert(Clashing(id: 1, text: "a", text__ci: "b")) }

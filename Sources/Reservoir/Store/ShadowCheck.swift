@@ -57,8 +57,11 @@ extension Transaction {
         return try refold(T.self, rows: writer.fetch(Query(entity: T.schema.entity)))
     }
 
-    /// Refolds the `T` rows that lack shadow columns: the store's first write of `T` runs it.
-    func refoldMissing<T: Storable>(_ type: T.Type) throws {
+    /// Refolds the `T` rows that lack shadow columns unless this store did already: its first
+    /// write of `T` runs it (and `update`/`delete(matching:)` before selecting, so that a folded
+    /// request misses no older row).
+    func refoldIfNeeded<T: Storable>(_ type: T.Type) throws {
+        guard T.schema.hasSearchableFields, let shadowCheck, !shadowCheck.isCurrent(T.self) else { return }
         _ = try refold(T.self, rows: writer.fetch(Query(entity: T.schema.entity, predicate: ShadowCheck.staleRows(T.self))))
     }
 

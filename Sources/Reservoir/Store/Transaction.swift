@@ -70,6 +70,7 @@ public final class Transaction: Snapshot {
     @discardableResult
     public func delete<T: Storable>(matching request: FetchRequest<T>) throws -> Int {
         try checkOpen()
+        try refoldIfNeeded(T.self)
         let query = try request.query()
         let idColumn = query.entity.idColumn
         let rows = try writer.fetch(query)
@@ -129,7 +130,7 @@ public final class Transaction: Snapshot {
         let entity = schema.entity
         if schema.hasSearchableFields {
             row = schema.addingShadows(to: row)
-            if let shadowCheck, !shadowCheck.isCurrent(T.self) { try refoldMissing(T.self) }
+            try refoldIfNeeded(T.self)
         }
         checkedType = ObjectIdentifier(T.self)
         checkedEntity = entity
