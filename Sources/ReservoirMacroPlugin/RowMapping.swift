@@ -12,6 +12,8 @@ struct MappedField {
     var decodes: Bool = true
     /// `@Indexed`: the schema asks backends for an ordered index on it.
     var indexed: Bool = false
+    /// `@Searchable`: the core keeps folded shadow columns of it for folded predicates.
+    var searchable: Bool = false
 
     /// The column name as Swift source, escaped.
     var columnLiteral: String { StringLiteralExprSyntax(content: column).description }

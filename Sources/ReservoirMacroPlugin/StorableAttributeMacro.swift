@@ -2,7 +2,7 @@ import SwiftDiagnostics
 import SwiftSyntax
 import SwiftSyntaxMacros
 
-/// `@Indexed`, `@Transient` and `@Column("name")`: markers that `@Storable` reads from the
+/// `@Indexed`, `@Searchable`, `@Transient` and `@Column("name")`: markers that `@Storable` reads from the
 /// struct's members. They expand to nothing; on their own they only check that they stand
 /// where `@Storable` will see them, since anywhere else they would silently do nothing.
 public struct StorableAttributeMacro: PeerMacro {

@@ -1,14 +1,15 @@
 import SwiftSyntax
 
-/// The `@Indexed`, `@Transient` and `@Column("name")` attributes on one property, which
+/// The `@Indexed`, `@Searchable`, `@Transient` and `@Column("name")` attributes on one property, which
 /// `@Storable` reads (they expand to nothing themselves).
 struct StorableAttributes {
     var indexed: AttributeSyntax?
+    var searchable: AttributeSyntax?
     var transient: AttributeSyntax?
     var column: AttributeSyntax?
 
     /// The names the attributes are declared under in `ReservoirMacros`.
-    static let names: Set<String> = ["Indexed", "Transient", "Column"]
+    static let names: Set<String> = ["Indexed", "Searchable", "Transient", "Column"]
 
     /// The name `@Column` gives, when its argument is one string literal without interpolation.
     var columnName: String? {
@@ -29,6 +30,7 @@ struct StorableAttributes {
             }
             switch attribute.simpleName {
             case "Indexed": found.indexed = attribute
+            case "Searchable": found.searchable = attribute
             case "Transient": found.transient = attribute
             case "Column": found.column = attribute
             default: others.append(element)

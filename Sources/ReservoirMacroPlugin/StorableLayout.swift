@@ -34,7 +34,8 @@ struct StorableLayout {
                 } else {
                     let column = property.attributes.columnName ?? property.key
                     fields.append(MappedField(name: property.name, column: column, position: fields.count,
-                                              decodes: !property.encodeOnly, indexed: property.attributes.indexed != nil))
+                                              decodes: !property.encodeOnly, indexed: property.attributes.indexed != nil,
+                                              searchable: property.attributes.searchable != nil))
                 }
             }
             let renamed = fields.contains { field in members.stored.contains { $0.name == field.name && $0.key != field.column } }
@@ -78,15 +79,18 @@ struct StorableLayout {
                 problems.append(Diagnostic(node: column, message: StorableDiagnostic.columnDisagrees(property.key, name, key.column)))
             }
             fields.append(MappedField(name: property.name, column: key.column, position: fields.count,
-                                      decodes: !property.encodeOnly, indexed: attributes.indexed != nil))
+                                      decodes: !property.encodeOnly, indexed: attributes.indexed != nil,
+                                      searchable: attributes.searchable != nil))
         }
         for property in members.stored where !keys.contains(where: { $0.name == property.key }) {
             let attributes = property.attributes
             if let column = attributes.column, attributes.transient == nil {
                 problems.append(Diagnostic(node: column, message: StorableDiagnostic.notInCodingKeys(property.key, "Column")))
             }
-            if let indexed = attributes.indexed, attributes.transient == nil {
-                problems.append(Diagnostic(node: indexed, message: StorableDiagnostic.notInCodingKeys(property.key, "Indexed")))
+            for (attribute, name) in [(attributes.indexed, "Indexed"), (attributes.searchable, "Searchable")] where attributes.transient == nil {
+                if let attribute {
+                    problems.append(Diagnostic(node: attribute, message: StorableDiagnostic.notInCodingKeys(property.key, name)))
+                }
             }
             unstored.append((property.name, attributes.transient == nil ? "notInCodingKeys" : "transient"))
         }
@@ -103,7 +107,7 @@ struct StorableLayout {
         if !property.hasDefault {
             problems.append(Diagnostic(node: transient, message: StorableDiagnostic.transientNeedsDefault(property.key)))
         }
-        for (attribute, name) in [(attributes.column, "Column"), (attributes.indexed, "Indexed")] {
+        for (attribute, name) in [(attributes.column, "Column"), (attributes.indexed, "Indexed"), (attributes.searchable, "Searchable")] {
             if let attribute {
                 problems.append(Diagnostic(node: attribute, message: StorableDiagnostic.transientAndStored(property.key, name)))
             }

@@ -31,7 +31,7 @@ public struct StorableMacro: ExtensionMacro, MemberMacro {
         let entityLiteral = StringLiteralExprSyntax(content: entity).description
         let idArgument = layout.idColumn == "id" ? "" : ", idColumn: \(StringLiteralExprSyntax(content: layout.idColumn))"
         let fields = layout.fields.map { field in
-            ".field(\\.\(field.name), column: \(field.columnLiteral)\(field.indexed ? ", indexed: true" : "")),"
+            ".field(\\.\(field.name), column: \(field.columnLiteral)\(field.indexed ? ", indexed: true" : "")\(field.searchable ? ", searchable: true" : "")),"
         }
         let unstored = layout.unstored.map { property in
             ".\(property.reason)(\\.\(property.name), \(StringLiteralExprSyntax(content: property.name.unescaped))),"

@@ -46,6 +46,13 @@ public macro Storable(_ name: String) = #externalMacro(module: "ReservoirMacroPl
 @attached(peer)
 public macro Indexed() = #externalMacro(module: "ReservoirMacroPlugin", type: "StorableAttributeMacro")
 
+/// Marks a `String` or `String?` property of a ``Storable(_:)`` struct as searchable: the
+/// core keeps folded shadow columns of it (``Reservoir/TextFolding``), so folded predicates
+/// such as `.contains(\.text, "cafe", options: [.caseInsensitive, .diacriticInsensitive])`
+/// can use it on every backend.
+@attached(peer)
+public macro Searchable() = #externalMacro(module: "ReservoirMacroPlugin", type: "StorableAttributeMacro")
+
 /// Marks a stored property of a ``Storable(_:)`` struct as not stored: records keep it in
 /// memory, and a record read from the store has its default value, which it must declare.
 @attached(peer)

@@ -8,6 +8,7 @@ private let macros: [String: MacroSpec] = [
     "RowMapped": MacroSpec(type: RowMappedMacro.self),
     "Storable": MacroSpec(type: StorableMacro.self, conformances: ["Storable"]),
     "Indexed": MacroSpec(type: StorableAttributeMacro.self),
+    "Searchable": MacroSpec(type: StorableAttributeMacro.self),
     "Transient": MacroSpec(type: StorableAttributeMacro.self),
     "Column": MacroSpec(type: StorableAttributeMacro.self),
 ]

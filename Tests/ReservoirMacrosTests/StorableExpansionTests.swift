@@ -148,6 +148,67 @@ struct StorableExpansionTests {
         )
     }
 
+    @Test("@Searchable asks the schema for folded shadow columns, with or without @Indexed")
+    func searchable() {
+        expand(
+            """
+            @Storable("notes")
+            struct Note {
+                var id: Int
+                @Searchable var title: String
+                @Indexed @Searchable var tag: String?
+            }
+            """,
+            to: """
+            struct Note {
+                var id: Int
+                var title: String
+                var tag: String?
+            }
+
+            extension Note: Reservoir.Storable {
+                static let schema: Reservoir.Schema<Self> = Reservoir.Schema<Self>("notes", fields: [
+                        .field(\\.id, column: "id"),
+                        .field(\\.title, column: "title", searchable: true),
+                        .field(\\.tag, column: "tag", indexed: true, searchable: true),
+                    ])
+                static let rowMappedColumns: [String] = ["id", "title", "tag"]
+                func makeRow() throws -> Reservoir.Row {
+                    let values: [Reservoir.Value] = [
+                        try Reservoir.Value.encoding(self.id, column: "id"),
+                        try Reservoir.Value.encoding(self.title, column: "title"),
+                        try Reservoir.Value.encoding(self.tag, column: "tag"),
+                    ]
+                    return Reservoir.Row(columns: Self.rowMappedColumns, values: values)
+                }
+                init(row: borrowing Reservoir.Row) throws {
+                    self.id = try row.decode("id", at: 0)
+                    self.title = try row.decode("title", at: 1)
+                    self.tag = try row.decode("tag", at: 2)
+                }
+            }
+            """
+        )
+        expand(
+            """
+            @Storable("notes")
+            struct Note {
+                var id: Int
+                @Searchable @Transient var draft: String = ""
+            }
+            """,
+            to: """
+            struct Note {
+                var id: Int
+                var draft: String = ""
+            }
+            """,
+            diagnostics: [
+                DiagnosticSpec(message: "'draft' is @Transient, so it is not stored; remove @Searchable or @Transient", line: 4, column: 5),
+            ]
+        )
+    }
+
     @Test("a generic struct builds its schema on each use: it cannot hold a static stored property")
     func genericStruct() {
         expand(

@@ -34,14 +34,26 @@ public struct Schema<Root: Storable>: @unchecked Sendable {
         /// Whether predicates and sorts may use it: false for an opaque nested value.
         public let queryable: Bool
         let extract: @Sendable (Root) throws -> Value
+        /// Whether the core keeps folded shadow columns of it for folded text predicates
+        /// (``TextMatchOptions``); only `String` and `String?` fields may be searchable.
+        public internal(set) var searchable = false
+        /// Set for a searchable field of a type other than `String` or `String?`.
+        var searchableTypeProblem: String?
 
-        /// A queryable field. `column` defaults to the key path's last component.
+        /// A queryable field. `column` defaults to the key path's last component. A
+        /// `searchable` text field also gets folded shadow columns for folded predicates
+        /// (see ``TextFolding``), written by the core on every write of the record.
         public static func field<V: ValueConvertible>(
-            _ keyPath: KeyPath<Root, V>, column: String? = nil, indexed: Bool = false
+            _ keyPath: KeyPath<Root, V>, column: String? = nil, indexed: Bool = false, searchable: Bool = false
         ) -> Field {
             let name = column ?? Schema.defaultColumnName(for: keyPath)
             nonisolated(unsafe) let path = keyPath
-            return Field(keyPath: keyPath, column: name, indexed: indexed, queryable: true, extract: { try $0[keyPath: path].toValue() })
+            var field = Field(keyPath: keyPath, column: name, indexed: indexed, queryable: true, extract: { try $0[keyPath: path].toValue() })
+            field.searchable = searchable
+            if searchable, V.self != String.self, V.self != String?.self {
+                field.searchableTypeProblem = "field \"\(name)\" is searchable but holds \(V.self); only String and String? fields can be searchable"
+            }
+            return field
         }
     }
 
@@ -53,6 +65,8 @@ public struct Schema<Root: Storable>: @unchecked Sendable {
     public let fields: [Field]
     /// Problems found while building the schema, reported on first use.
     let problems: [String]
+    /// The columns of searchable fields, whose folded forms the core writes to shadow columns.
+    let searchableColumns: [String]
     /// The record's properties that are not stored, so that errors can name them.
     var unstored: [UnstoredProperty] = []
     /// ``entity``, built once: every insert, update and delete asks for it.
@@ -83,12 +97,20 @@ public struct Schema<Root: Storable>: @unchecked Sendable {
             if !seen.insert(field.column).inserted {
                 problems.append("column \"\(field.column)\" is named by more than one field")
             }
+            if let problem = field.searchableTypeProblem { problems.append(problem) }
         }
+        problems += Schema.shadowColumnProblems(self.fields)
         self.problems = problems
+        let searchable = self.fields.filter(\.searchable)
+        let shadows = searchable.flatMap { field in TextMatchOptions.variants.map { TextFolding.shadowColumn(for: field.column, options: $0) } }
+        let indexedShadows = searchable.filter(\.indexed).flatMap { field in
+            TextMatchOptions.variants.map { TextFolding.shadowColumn(for: field.column, options: $0) }
+        }
+        self.searchableColumns = searchable.map(\.column)
         self.entityDescription = EntityDescription(
             name: name, idColumn: idColumn,
-            fields: self.fields.filter(\.queryable).map(\.column),
-            indexes: self.fields.filter { $0.indexed }.map { $0.column },
+            fields: self.fields.filter(\.queryable).map(\.column) + shadows,
+            indexes: self.fields.filter { $0.indexed }.map { $0.column } + indexedShadows,
             integerIDs: Root.ID.self == Int.self || Root.ID.self == Int64.self
         )
     }

@@ -49,6 +49,41 @@ public struct RecordPredicate<Root: Storable>: Sendable {
         return RecordPredicate { schema in try .contains(column: schema.column(for: path.path), part) }
     }
 
+    /// The field's text equals `text` once both are folded with `options` (``TextFolding``),
+    /// compared byte-wise against the field's shadow column. Empty `options` compare as `==`.
+    /// Throws `.invalidQuery` when the request runs if the field is not searchable.
+    ///
+    ///     .equals(\Message.author, "zoe", options: .caseInsensitive)
+    public static func equals<V: ValueConvertible>(_ keyPath: KeyPath<Root, V>, _ text: String, options: TextMatchOptions) -> RecordPredicate {
+        folded(keyPath, text, options) { .compare(column: $0, .equal, .text($1)) }
+    }
+
+    /// The field's text starts with `prefix` once both are folded with `options`; see
+    /// ``equals(_:_:options:)``.
+    public static func hasPrefix<V: ValueConvertible>(_ keyPath: KeyPath<Root, V>, _ prefix: String, options: TextMatchOptions) -> RecordPredicate {
+        folded(keyPath, prefix, options) { .hasPrefix(column: $0, $1) }
+    }
+
+    /// The field's text contains `part` once both are folded with `options`; see
+    /// ``equals(_:_:options:)``.
+    ///
+    ///     .contains(\Message.text, "creme brulee", options: [.caseInsensitive, .diacriticInsensitive])
+    public static func contains<V: ValueConvertible>(_ keyPath: KeyPath<Root, V>, _ part: String, options: TextMatchOptions) -> RecordPredicate {
+        folded(keyPath, part, options) { .contains(column: $0, $1) }
+    }
+
+    /// A predicate on the field's shadow column for `options`, with `text` folded once.
+    private static func folded<V: ValueConvertible>(
+        _ keyPath: KeyPath<Root, V>, _ text: String, _ options: TextMatchOptions,
+        _ make: @escaping @Sendable (String, String) -> RowPredicate
+    ) -> RecordPredicate {
+        let path = SendableKeyPath(keyPath)
+        return RecordPredicate { schema in
+            guard !options.isEmpty else { return make(try schema.column(for: path.path), text) }
+            return make(try schema.foldedColumn(for: path.path, options: options), TextFolding.fold(text, options: options))
+        }
+    }
+
     /// Records matching both predicates.
     public static func && (lhs: RecordPredicate, rhs: RecordPredicate) -> RecordPredicate {
         RecordPredicate { schema in .and([try lhs.resolve(schema), try rhs.resolve(schema)]) }

@@ -77,3 +77,14 @@ extension RowPredicate: CustomStringConvertible {
         }
     }
 }
+
+extension RowPredicate {
+    /// A folded comparison for rows without Swift types: `make` receives the shadow column of
+    /// `column` for `options` and `text` folded with them (``TextFolding``), for example
+    /// `RowPredicate.folded("title", "cafe", options: .caseInsensitive) { .contains(column: $0, $1) }`.
+    /// The entity's rows must carry the shadow columns, as a searchable field's do.
+    public static func folded(_ column: String, _ text: String, options: TextMatchOptions,
+                              _ make: (String, String) -> RowPredicate) -> RowPredicate {
+        make(TextFolding.shadowColumn(for: column, options: options), TextFolding.fold(text, options: options))
+    }
+}

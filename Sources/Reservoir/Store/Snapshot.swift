@@ -4,9 +4,12 @@
 public class Snapshot {
     @usableFromInline let reader: any ReadTransaction
     @exclusivity(unchecked) private(set) var isOpen = true
+    /// The store's record of which types' shadow columns are current; nil outside a store.
+    @usableFromInline let shadowCheck: ShadowCheck?
 
-    init(reader: any ReadTransaction) {
+    init(reader: any ReadTransaction, shadowCheck: ShadowCheck? = nil) {
         self.reader = reader
+        self.shadowCheck = shadowCheck
     }
 
     func invalidate() { isOpen = false }
@@ -26,6 +29,7 @@ public class Snapshot {
     public final func fetch<T: Storable>(_ request: FetchRequest<T>) throws -> [T] {
         try checkOpen()
         let query = try request.query()
+        try checkShadows(T.self, for: query)
         var records: [T] = []
         if let limit = query.limit { records.reserveCapacity(min(limit, 1024)) }
         try reader.fetch(query, expecting: { records.reserveCapacity($0) }) { records.append(try RecordCoding.decode(T.self, from: $0)) }
@@ -41,7 +45,9 @@ public class Snapshot {
     /// The number of records `request` selects (after offset and limit).
     public final func count<T: Storable>(_ request: FetchRequest<T>) throws -> Int {
         try checkOpen()
-        return try reader.count(request.query())
+        let query = try request.query()
+        try checkShadows(T.self, for: query)
+        return try reader.count(query)
     }
 
     /// The record with this id, or nil.

@@ -22,6 +22,8 @@ public final class Store: Sendable {
     let hub: ChangeHub
     let writeLock: WriteLock
     let poller: CommitPoller
+    /// Which record types' folded shadow columns this store has checked or refolded.
+    let shadowCheck = ShadowCheck()
 
     /// Opens the store a configuration string names: `memory:`, `sqlite:PATH`, `lmdb:PATH`,
     /// or any scheme registered in `registry`. Throws `.invalidConfiguration` naming the
@@ -73,7 +75,7 @@ public final class Store: Sendable {
     public func read<R>(_ body: (Snapshot) throws -> R) throws -> R {
         do {
             return try backend.read { reader in
-                let snapshot = Snapshot(reader: reader)
+                let snapshot = Snapshot(reader: reader, shadowCheck: shadowCheck)
                 defer { snapshot.invalidate() }
                 return try body(snapshot)
             }
@@ -130,7 +132,7 @@ public final class Store: Sendable {
         do {
             result = try writeLock.withWriter { () -> R in
                 let result = try backend.write { writer -> R in
-                    let transaction = Transaction(writer: writer)
+                    let transaction = Transaction(writer: writer, shadowCheck: shadowCheck)
                     defer { transaction.invalidate() }
                     let result = try body(transaction)
                     if let changeSet = try transaction.makeChangeSet(sequence: writer.lastSequence() + 1) {

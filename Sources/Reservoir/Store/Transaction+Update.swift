@@ -28,6 +28,7 @@ extension Transaction {
     @discardableResult
     public func update<T: Storable>(matching request: FetchRequest<T>, _ change: (inout T) throws -> Void) throws -> Int {
         try checkOpen()
+        try refoldIfNeeded(T.self)
         let rows = try writer.fetch(request.query())
         for previous in rows {
             var record = try RecordCoding.decode(T.self, from: previous)

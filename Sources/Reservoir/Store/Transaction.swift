@@ -12,9 +12,9 @@ public final class Transaction: Snapshot {
     @exclusivity(unchecked) private var checkedType: ObjectIdentifier?
     @exclusivity(unchecked) private var checkedEntity: EntityDescription?
 
-    init(writer: any WriteTransaction) {
+    init(writer: any WriteTransaction, shadowCheck: ShadowCheck? = nil) {
         self.writer = writer
-        super.init(reader: writer)
+        super.init(reader: writer, shadowCheck: shadowCheck)
     }
 
     /// Inserts a new record; throws `.duplicateID` when one with its id exists.
@@ -70,6 +70,7 @@ public final class Transaction: Snapshot {
     @discardableResult
     public func delete<T: Storable>(matching request: FetchRequest<T>) throws -> Int {
         try checkOpen()
+        try refoldIfNeeded(T.self)
         let query = try request.query()
         let idColumn = query.entity.idColumn
         let rows = try writer.fetch(query)
@@ -120,12 +121,17 @@ public final class Transaction: Snapshot {
         try checkOpen()
         if checkedType == ObjectIdentifier(T.self), let checkedEntity {
             // Another record of the type just written: its schema is known good.
-            return (checkedEntity, try record.id.toValue(), try RecordCoding.encodeChecked(record))
+            let row = try RecordCoding.encodeChecked(record)
+            return (checkedEntity, try record.id.toValue(), T.schema.hasSearchableFields ? T.schema.addingShadows(to: row) : row)
         }
         let schema = T.schema
         try schema.validate()
-        let row = try RecordCoding.encode(record)
+        var row = try RecordCoding.encode(record)
         let entity = schema.entity
+        if schema.hasSearchableFields {
+            row = schema.addingShadows(to: row)
+            try refoldIfNeeded(T.self)
+        }
         checkedType = ObjectIdentifier(T.self)
         checkedEntity = entity
         return (entity, try record.id.toValue(), row)

@@ -8,7 +8,7 @@ import ReservoirSQLite      // and/or ReservoirLMDB, ReservoirPostgres
 struct Message {
     var id: Int
     @Indexed var channel: String
-    var text: String
+    @Searchable var text: String                      // folded copies kept for case/diacritic-insensitive search
     var score: Int
     @Column("sent_at") var sentAt: Date
     var reactions: [String: Int] = [:]                // a nested value: stored as one opaque column
@@ -29,6 +29,8 @@ try store.write { tx in
 let request = FetchRequest<Message>(where: \.channel == "general" && \.score >= 2,
                                     sortBy: [.descending(\.sentAt)], limit: 50)
 print(try store.fetch(request).map(\.preview))   // ["Hello, every"]
+let lunch = FetchRequest<Message>(where: .contains(\.text, "LÜNCH", options: [.caseInsensitive, .diacriticInsensitive]))
+print(try store.fetch(lunch).map(\.id))          // [2]
 
 // Live: the current results as insertions, then one difference per commit that changes them.
 let watching = store.differencesPublisher(for: request)
