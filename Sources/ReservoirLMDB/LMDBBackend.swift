@@ -87,11 +87,7 @@ public final class LMDBBackend: StorageBackend {
     }
 
     public func close() {
-        let wasClosed = isClosed.withLock { closed in
-            defer { closed = true }
-            return closed
-        }
-        guard !wasClosed else { return }
+        guard isClosed.setOnce() else { return }
         environment.release()
     }
 
