@@ -15,7 +15,7 @@ import Reservoir
 /// when full. See Backends.md § "The LMDB backend" for layout, durability and limits.
 public final class LMDBBackend: StorageBackend {
     let environment: LMDBEnvironment
-    private let isClosed = LockedFlag()
+    private let isClosed = Locked(false)
     /// Whether writes are refused (`mode=readonly`, or files this process may not write).
     public var isReadOnly: Bool { readOnly || environment.options.readOnly }
     private let readOnly: Bool
@@ -87,12 +87,12 @@ public final class LMDBBackend: StorageBackend {
     }
 
     public func close() {
-        guard isClosed.set() else { return }
+        guard isClosed.setOnce() else { return }
         environment.release()
     }
 
     private func checkOpen() throws {
-        if isClosed.value {
+        if isClosed.withLock({ $0 }) {
             throw ReservoirError(.closed, "lmdb:\(environment.path): the store has been closed")
         }
     }
@@ -105,27 +105,5 @@ extension BackendFactory {
         summary: "lmdb:PATH[?durability=none|normal|full&mapsize=SIZE&maxmapsize=SIZE&maxreaders=N&maxdbs=N&retention=N&mode=readonly]"
     ) { configuration in
         try LMDBBackend(configuration: configuration)
-    }
-}
-
-/// A flag set once, thread-safely.
-final class LockedFlag: @unchecked Sendable {
-    // @unchecked: `flag` is guarded by `lock`.
-    private let lock = NSLock()
-    private var flag = false
-
-    var value: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return flag
-    }
-
-    /// Sets the flag; returns whether this call set it.
-    func set() -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        if flag { return false }
-        flag = true
-        return true
     }
 }

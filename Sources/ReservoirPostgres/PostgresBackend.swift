@@ -333,11 +333,7 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
     // MARK: - Closing
 
     public func close() {
-        let wasClosed = closed.withLock { closed in
-            defer { closed = true }
-            return closed
-        }
-        guard !wasClosed else { return }
+        guard closed.setOnce() else { return }
         writerLock.lock()
         writer = nil
         writerLock.unlock()

@@ -94,7 +94,7 @@ import Testing
             let backend = try #require(store.backend as? LMDBBackend)
             try backend.write { tx in
                 let t = try #require(tx as? LMDBTransaction)
-                try t.put(try #require(try t.database(Catalog.metaDatabase)), Catalog.formatKey, [0, 0, 0, 3])
+                try t.put(try #require(try t.database(StoreFormat.metaDatabase)), StoreFormat.formatKey, [0, 0, 0, 3])
             }
         }
         let error = try openError("lmdb:\(path)")
@@ -108,8 +108,8 @@ import Testing
         var txn: OpaquePointer?
         #expect(mdb_txn_begin(env, nil, CLMDB_RDONLY, &txn) == 0)
         var meta = MDB_dbi()
-        #expect(mdb_dbi_open(txn, Catalog.metaDatabase, 0, &meta) == 0)
-        var key = Catalog.formatKey
+        #expect(mdb_dbi_open(txn, StoreFormat.metaDatabase, 0, &meta) == 0)
+        var key = StoreFormat.formatKey
         var stored = MDB_val()
         let rc = key.withUnsafeMutableBytes { k in
             var mk = clmdb_val(k.baseAddress, k.count)

@@ -34,19 +34,19 @@ import Testing
     @Test(arguments: [false, true])
     func descriptionsRoundTripAndVersionOneStillDecodes(_ integerIDs: Bool) throws {
         let entity = EntityDescription(name: "e", idColumn: "key", fields: ["key", "a", "b"], indexes: ["b"], integerIDs: integerIDs)
-        let encoded = ReservoirLMDB.Catalog.encode(entity)
+        let encoded = ReservoirLMDB.StoreFormat.encode(entity)
         #expect(encoded.first == (integerIDs ? 2 : 1), "flagless descriptions keep the version 1 encoding")
-        #expect(encoded.withUnsafeBytes { ReservoirLMDB.Catalog.decodeEntity($0) } == entity)
+        #expect(encoded.withUnsafeBytes { ReservoirLMDB.StoreFormat.decodeEntity($0) } == entity)
         // Version 1, as written before the flag existed, decodes with the flag false.
         var old = encoded
         if integerIDs {
             old[0] = 1
             old.removeLast()
         }
-        #expect(old.withUnsafeBytes { ReservoirLMDB.Catalog.decodeEntity($0) }?.integerIDs == false)
+        #expect(old.withUnsafeBytes { ReservoirLMDB.StoreFormat.decodeEntity($0) }?.integerIDs == false)
         // Damaged: unknown version, unknown flag bits, missing or extra bytes.
         for damaged in [[9] + encoded.dropFirst(), [2] + old.dropFirst() + [2], [2] + old.dropFirst(), encoded + [0]] {
-            #expect(damaged.withUnsafeBytes { ReservoirLMDB.Catalog.decodeEntity($0) } == nil, "\(damaged)")
+            #expect(damaged.withUnsafeBytes { ReservoirLMDB.StoreFormat.decodeEntity($0) } == nil, "\(damaged)")
         }
     }
 }

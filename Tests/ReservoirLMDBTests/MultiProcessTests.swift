@@ -189,7 +189,7 @@ import Testing
         let numbers = try backend.read { tx in
             let t = try #require(tx as? LMDBTransaction)
             return try [("evolving", Value.text("a")), ("notes", .integer(1)), ("evolving", .text("c")), ("notes", .integer(3))].map { entity, id in
-                let rows = try #require(try t.database(Catalog.rowsDatabase(entity)))
+                let rows = try #require(try t.database(StoreFormat.rowsDatabase(entity)))
                 let bytes = try #require(try t.get(rows, KeyEncoding.encode(id)))
                 return try #require(RowCodec.header(bytes)).layout
             }

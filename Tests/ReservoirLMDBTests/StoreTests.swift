@@ -152,7 +152,7 @@ import Testing
         let numbers = try backend.read { tx in
             let t = try #require(tx as? LMDBTransaction)
             return try ["first", "second"].map { entity in
-                let rows = try #require(try t.database(Catalog.rowsDatabase(entity)))
+                let rows = try #require(try t.database(StoreFormat.rowsDatabase(entity)))
                 let bytes = try #require(try t.get(rows, KeyEncoding.encode(.integer(1))))
                 return try #require(RowCodec.header(bytes)).layout
             }
@@ -173,14 +173,14 @@ import Testing
             defer { backend.close() }
             try backend.write { tx in
                 let t = try #require(tx as? LMDBTransaction)
-                let meta = try #require(try t.database(Catalog.metaDatabase))
-                let rows = try #require(try t.database(Catalog.rowsDatabase(entity.name), create: true))
+                let meta = try #require(try t.database(StoreFormat.metaDatabase))
+                let rows = try #require(try t.database(StoreFormat.rowsDatabase(entity.name), create: true))
                 for (id, title) in [("a", "old"), ("b", "older")] {
                     let row = Row(columns: ["id", "title"], values: [.text(id), .text(title)])
                     try t.put(rows, KeyEncoding.encode(.text(id)), namedRowBytes(row))
                 }
-                try t.put(meta, Catalog.entityKey(entity.name), Catalog.encode(entity))
-                try t.put(meta, Catalog.formatKey, [0, 0, 0, 1])
+                try t.put(meta, StoreFormat.entityKey(entity.name), StoreFormat.encode(entity))
+                try t.put(meta, StoreFormat.formatKey, [0, 0, 0, 1])
             }
         }
         let store = try openStore("lmdb:\(path)")
@@ -195,9 +195,9 @@ import Testing
         let backend = try #require(store.backend as? LMDBBackend)
         let (format, versions) = try backend.read { tx in
             let t = try #require(tx as? LMDBTransaction)
-            let meta = try #require(try t.database(Catalog.metaDatabase))
-            let rows = try #require(try t.database(Catalog.rowsDatabase(entity.name)))
-            let format = try #require(try t.get(meta, Catalog.formatKey)).map { $0 }
+            let meta = try #require(try t.database(StoreFormat.metaDatabase))
+            let rows = try #require(try t.database(StoreFormat.rowsDatabase(entity.name)))
+            let format = try #require(try t.get(meta, StoreFormat.formatKey)).map { $0 }
             let versions = try ["a", "c"].map { id in try #require(try t.get(rows, KeyEncoding.encode(.text(id)))).first }
             return (format, versions)
         }
@@ -215,7 +215,7 @@ import Testing
         // Overwrite the row with garbage behind the backend's back.
         try backend.write { tx in
             let t = try #require(tx as? LMDBTransaction)
-            let rows = try #require(try t.database(Catalog.rowsDatabase("notes")))
+            let rows = try #require(try t.database(StoreFormat.rowsDatabase("notes")))
             try t.put(rows, KeyEncoding.encode(.integer(7)), [9, 9, 9])
         }
         let error = try #require(throws: ReservoirError.self) { try backend.read { try $0.row("notes", id: .integer(7)) } }

@@ -18,3 +18,15 @@ public final class Locked<State>: @unchecked Sendable {
         return try body(&state)
     }
 }
+
+extension Locked where State == Bool {
+    /// Sets the flag; returns whether this call set it (false when it was set already).
+    /// For a backend's `close()`, which must release its resources once however often it
+    /// is called, from any thread.
+    public func setOnce() -> Bool {
+        withLock { flag in
+            defer { flag = true }
+            return !flag
+        }
+    }
+}

@@ -159,8 +159,8 @@ extension LMDBTransaction {
         expecting(window.count)
         var row = Row()
         var reader = RowReader()
-        swap(&reader, &self.reader)
-        defer { swap(&reader, &self.reader) }
+        swap(&reader, &self.rowCoding.reader)
+        defer { swap(&reader, &self.rowCoding.reader) }
         // A plain loop over the array, not a closure: `row` stays a local that `body` borrows,
         // where a variable captured by a closure would be copied (two retains and releases a row).
         for position in window.indices {
@@ -236,8 +236,8 @@ extension LMDBTransaction {
     /// for exclusive access per row.
     private func withFilter<R>(_ predicate: RowPredicate?, entity: String, _ body: (inout RowFilter?) throws -> R) rethrows -> R {
         var filter = predicate.map { RowFilter(predicate: $0, entity: entity, reader: RowReader()) }
-        if filter != nil { swap(&filter!.reader, &reader) }
-        defer { if filter != nil { swap(&filter!.reader, &reader) } }
+        if filter != nil { swap(&filter!.reader, &rowCoding.reader) }
+        defer { if filter != nil { swap(&filter!.reader, &rowCoding.reader) } }
         return try body(&filter)
     }
 

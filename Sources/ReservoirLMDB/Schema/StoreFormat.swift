@@ -12,7 +12,7 @@ import Reservoir
 /// | `log` | sequence, 8 bytes big-endian | the change set's entries (the last key is the newest sequence) |
 /// | `rows/NAME` | encoded id | encoded row |
 /// | `index/NAME/COLUMN` | encoded value, then encoded id | empty |
-enum Catalog {
+enum StoreFormat {
     /// The format this library writes. Format 2 rows name a stored column layout (``RowLayout``);
     /// format 1 stores hold rows that spell their columns, and are upgraded when opened.
     static let formatVersion: UInt32 = 2

@@ -59,7 +59,7 @@ final class LayoutRegistry: Sendable {
     }
 }
 
-extension Catalog {
+extension StoreFormat {
     static let layoutKeyPrefix = Array("layout/".utf8)
 
     /// `layout/` then the number, 4 bytes big-endian: layouts sort by number.
@@ -92,13 +92,13 @@ extension LMDBTransaction {
     /// The layout numbered `number` as this transaction sees it: nil when it stores none.
     func layout(_ number: UInt32) throws -> RowLayout? {
         if let known = environment.layouts.layout(number) { return known }
-        if let mine = addedLayouts.first(where: { $0.number == number }) { return mine }
+        if let mine = rowCoding.addedLayouts.first(where: { $0.number == number }) { return mine }
         return try LMDBErrors.convert(path: path) { try storedLayout(number) }
     }
 
     private func storedLayout(_ number: UInt32) throws -> RowLayout? {
-        guard let meta = try database(Catalog.metaDatabase), let bytes = try get(meta, Catalog.layoutKey(number)) else { return nil }
-        guard let columns = Catalog.decodeLayout(bytes) else {
+        guard let meta = try database(StoreFormat.metaDatabase), let bytes = try get(meta, StoreFormat.layoutKey(number)) else { return nil }
+        guard let columns = StoreFormat.decodeLayout(bytes) else {
             throw ReservoirError(.corrupt, "lmdb:\(path): the stored column layout \(number) cannot be decoded")
         }
         let layout = RowLayout(number: number, columns: columns)
@@ -112,30 +112,30 @@ extension LMDBTransaction {
     func writeLayout(_ columns: [String]) throws -> UInt32 {
         // The columns of one record type's rows are usually one shared array, which compares
         // equal without looking at the names.
-        if let number = lastWrittenNumber, columns == lastWrittenColumns { return number }
+        if let number = rowCoding.lastWrittenNumber, columns == rowCoding.lastWrittenColumns { return number }
         let layout = try environment.layouts.layout(columns: columns)
-            ?? addedLayouts.first { $0.columns == columns }
+            ?? rowCoding.addedLayouts.first { $0.columns == columns }
             ?? storedLayout(columns)
-        lastWrittenColumns = columns
-        lastWrittenNumber = layout.number
+        rowCoding.lastWrittenColumns = columns
+        rowCoding.lastWrittenNumber = layout.number
         return layout.number
     }
 
     /// Reads every stored layout (another process may have added some) into the registry and
     /// returns the one with `columns`, or stores a new one after the greatest number.
     private func storedLayout(_ columns: [String]) throws -> RowLayout {
-        guard let meta = try database(Catalog.metaDatabase, create: true) else {
+        guard let meta = try database(StoreFormat.metaDatabase, create: true) else {
             throw ReservoirError(.backend, "lmdb:\(path): the metadata database is missing")
         }
         var committed: [RowLayout] = []
         var next: UInt64 = 0
-        try scan(meta, from: Catalog.layoutKeyPrefix) { key, value in
-            guard key.starts(with: Catalog.layoutKeyPrefix) else { return false }
-            guard let number = Catalog.layoutNumber(key), let stored = Catalog.decodeLayout(value) else {
+        try scan(meta, from: StoreFormat.layoutKeyPrefix) { key, value in
+            guard key.starts(with: StoreFormat.layoutKeyPrefix) else { return false }
+            guard let number = StoreFormat.layoutNumber(key), let stored = StoreFormat.decodeLayout(value) else {
                 throw ReservoirError(.corrupt, "lmdb:\(path): a stored column layout cannot be decoded")
             }
             next = max(next, UInt64(number) + 1)
-            if !addedLayouts.contains(where: { $0.number == number }) {
+            if !rowCoding.addedLayouts.contains(where: { $0.number == number }) {
                 committed.append(RowLayout(number: number, columns: stored))
             }
             return true
@@ -146,8 +146,8 @@ extension LMDBTransaction {
             throw ReservoirError(.valueOutOfRange, "lmdb:\(path): every column layout number is taken")
         }
         let layout = RowLayout(number: UInt32(next), columns: columns)
-        try put(meta, Catalog.layoutKey(layout.number), Catalog.encodeLayout(columns))
-        addedLayouts.append(layout)
+        try put(meta, StoreFormat.layoutKey(layout.number), StoreFormat.encodeLayout(columns))
+        rowCoding.addedLayouts.append(layout)
         return layout
     }
 }

@@ -1,0 +1,77 @@
+import CLMDB
+import Foundation
+import Reservoir
+
+/// The change log: one record per committed change set under its sequence number (encoded
+/// by ``StoreFormat/writeLogRecord(_:to:)``), written by the write that commits it, trimmed
+/// to the retention option, and read by other processes' stores to learn what changed.
+extension LMDBTransaction {
+    func lastSequence() throws -> UInt64 {
+        if let recorded = snapshot.recordedSequence { return recorded }
+        if let cached = environment.cachedSequence(at: snapshot.id) { return cached }
+        let newest = try newestLoggedSequence()
+        environment.cacheSequence(newest, at: snapshot.id)
+        return newest
+    }
+
+    /// The newest sequence in the change log, read with a cursor.
+    private func newestLoggedSequence() throws -> UInt64 {
+        try LMDBErrors.convert(path: path) {
+            // Retention always keeps the newest record, so the log's last key is the newest sequence.
+            guard let log = try logDatabase() else { return 0 }
+            var newest: UInt64?
+            var damaged = false
+            try scan(log, reverse: true) { key, _ in
+                newest = StoreFormat.readBigEndian(key)
+                damaged = newest == nil
+                return false
+            }
+            if damaged {
+                throw ReservoirError(.corrupt, "lmdb:\(path): the change log's newest key is not a sequence number")
+            }
+            return newest ?? 0
+        }
+    }
+
+    func changeLog(after sequence: UInt64, limit: Int) throws -> [ChangeLogEntry] {
+        try LMDBErrors.convert(path: path) {
+            guard limit > 0, sequence < UInt64.max, let log = try database(StoreFormat.logDatabase) else { return [] }
+            var entries: [ChangeLogEntry] = []
+            var sets = 0
+            try scan(log, from: StoreFormat.bigEndian(sequence + 1)) { key, value in
+                guard let number = StoreFormat.readBigEndian(key), let decoded = StoreFormat.decodeEntries(value, sequence: number) else {
+                    throw ReservoirError(.corrupt, "lmdb:\(path): a change-log record cannot be decoded")
+                }
+                entries.append(contentsOf: decoded)
+                sets += 1
+                return sets < limit
+            }
+            return entries
+        }
+    }
+
+    /// Writes the change set's log record, then deletes the records retention lets go.
+    func applyRecord(_ changeSet: ChangeSet) throws {
+        guard let log = try logDatabase(create: true) else { return }
+        let sequence = changeSet.sequence
+        _ = try withUnsafeBytes(of: sequence.bigEndian) { key in
+            try putReserved(log, key, size: StoreFormat.logRecordSize(changeSet), flags: 0, refused: false, "write a change-log record") {
+                StoreFormat.writeLogRecord(changeSet, to: $0)
+            }
+        }
+        snapshot.recordedSequence = sequence
+        let retention = UInt64(environment.options.logRetention)
+        guard retention > 0, sequence > retention else { return }  // 0 keeps all
+        // Usually one record falls out per commit: delete from the front with one cursor.
+        let cutoff = sequence - retention
+        try liveTransaction().withCursor(log, "open a cursor on the change log") { cursor in
+            var record = try cursor.first()
+            while let current = record {
+                guard let number = StoreFormat.readBigEndian(current.key), number <= cutoff else { return }
+                try cursor.deleteCurrent("delete an old change-log record")
+                // After a delete, MDB_NEXT returns the record that followed the deleted one.
+                record = try cursor.next()
+            }
+        }
+    }
+}

@@ -1,0 +1,178 @@
+import CLMDB
+import Foundation
+import Reservoir
+
+/// The writer locks, and the gate that lets the map be resized only while no transaction
+/// of this process is live (`mdb_env_set_mapsize`'s rule).
+extension LMDBEnvironment {
+    // MARK: - Writer locks
+
+    /// Runs `body` holding this process's writer mutex and the cross-process writer lock.
+    func withWriterLocks<R>(_ body: () throws -> R) throws -> R {
+        if let owner = writerOwner.withLock({ $0 }), pthread_equal(owner, pthread_self()) != 0 {
+            throw ReservoirError(.misuse, "lmdb:\(path): a write was started inside another write's closure on the same environment; do all the work in the outer transaction")
+        }
+        writerMutex.lock()
+        writerOwner.withLock { $0 = pthread_self() }
+        defer {
+            writerOwner.withLock { $0 = nil }
+            writerMutex.unlock()
+        }
+        while clmdb_flock_exclusive(writerLockFD) != 0 {
+            let code = errno
+            guard code == EINTR else {
+                throw LMDBErrors.error(code: code, "lmdb:\(path): cannot lock reservoir-writer.lock for writing")
+            }
+        }
+        defer { _ = clmdb_flock_unlock(writerLockFD) }
+        try checkFiles()
+        try lockOpener("a write was started while this thread is already writing to the environment")
+        defer { unlockOpener() }
+        return try body()
+    }
+
+    func lockOpener(_ misuse: @autoclosure () -> String) throws {
+        if let owner = openerOwner.withLock({ $0 }), pthread_equal(owner, pthread_self()) != 0 {
+            throw ReservoirError(.misuse, "lmdb:\(path): " + misuse())
+        }
+        openerLock.lock()
+        openerOwner.withLock { $0 = pthread_self() }
+    }
+
+    func unlockOpener() {
+        openerOwner.withLock { $0 = nil }
+        openerLock.unlock()
+    }
+
+    // MARK: - The gate
+
+    /// Counts a transaction as live; waits while the map is being resized.
+    /// Throws `.closed` once the environment is shutting down.
+    func enter() throws {
+        gate.lock()
+        defer { gate.unlock() }
+        let me = pthread_self()
+        while gated.resizing && gated.activeByThread[me] == nil { gate.wait() }
+        if gated.isShutDown {
+            throw ReservoirError(.closed, "lmdb:\(path): the store has been closed")
+        }
+        gated.activeByThread[me, default: 0] += 1
+        gated.activeCount += 1
+    }
+
+    func exit() {
+        gate.lock()
+        defer { gate.unlock() }
+        let me = pthread_self()
+        if let count = gated.activeByThread[me] {
+            gated.activeByThread[me] = count > 1 ? count - 1 : nil
+        }
+        gated.activeCount -= 1
+        if gated.activeCount == 0 { gate.broadcast() }
+    }
+
+    /// Runs `body` (which calls `mdb_env_set_mapsize`) once no transaction is live in this process.
+    private func whileNoTransactions(_ reason: String, _ body: () throws -> Void) throws {
+        gate.lock()
+        defer { gate.unlock() }
+        if gated.activeByThread[pthread_self()] != nil {
+            throw ReservoirError(.busy, "lmdb:\(path): the map must be \(reason), which needs every transaction in this process ended, but this thread has a read open on the environment (a write inside a read closure?); write outside the read")
+        }
+        gated.resizing = true
+        defer {
+            gated.resizing = false
+            gate.broadcast()
+        }
+        let deadline = Date().addingTimeInterval(30)
+        while gated.activeCount > 0 {
+            if !gate.wait(until: deadline) {
+                throw ReservoirError(.busy, "lmdb:\(path): the map must be \(reason), but read transactions in this process stayed open for 30 s")
+            }
+        }
+        try body()
+    }
+
+    /// Doubles the map (up to the configured maximum). Call with no transaction of this
+    /// thread live. Throws `.full` naming the sizes when it may not grow further.
+    func growMap() throws {
+        // Readers of dead processes pin old pages; freeing them may be all the room needed,
+        // but grow anyway: the write that filled the map is about to be replayed.
+        var dead: Int32 = 0
+        _ = mdb_reader_check(env, &dead)
+        try whileNoTransactions("grown") {
+            let current = gated.mapSize
+            guard current < options.maxMapSize else {
+                throw ReservoirError(
+                    .full,
+                    "lmdb:\(path): the map is full at \(current) bytes and may not grow beyond maxmapsize (\(options.maxMapSize) bytes); raise maxmapsize or delete data",
+                    nativeCode: CLMDB_MAP_FULL, nativeMessage: LMDBErrors.message(CLMDB_MAP_FULL))
+            }
+            var target = min(options.maxMapSize, current.multipliedReportingOverflow(by: 2).overflow ? Int.max : current * 2)
+            target = max(current + pageSize, target / pageSize * pageSize)
+            let rc = mdb_env_set_mapsize(env, target)
+            if rc != 0 {
+                throw LMDBErrors.error(code: rc, "lmdb:\(path): cannot grow the map from \(current) to \(target) bytes")
+            }
+            gated.mapSize = mapSizeNow()
+            gated.growths += 1
+        }
+    }
+
+    /// Adopts the larger map another process grew to (after `MDB_MAP_RESIZED`).
+    func adoptMapSize() throws {
+        try whileNoTransactions("remapped to the size another process grew it to") {
+            let rc = mdb_env_set_mapsize(env, 0)
+            if rc != 0 {
+                throw LMDBErrors.error(code: rc, "lmdb:\(path): cannot adopt the map size another process set")
+            }
+            gated.mapSize = mapSizeNow()
+            gated.adoptions += 1
+        }
+    }
+
+    private func mapSizeNow() -> Int {
+        var info = MDB_envinfo()
+        mdb_env_info(env, &info)
+        return info.me_mapsize
+    }
+
+    /// How often this process grew the map, and how often it followed another process's growth.
+    var resizes: (grown: Int, followed: Int) {
+        gate.lock()
+        defer { gate.unlock() }
+        return (gated.growths, gated.adoptions)
+    }
+
+    /// The current map size in bytes.
+    var mapSize: Int {
+        gate.lock()
+        defer { gate.unlock() }
+        return gated.mapSize
+    }
+
+
+    /// Begins an LMDB transaction counted in the gate. When another process grew the map
+    /// (`MDB_MAP_RESIZED`), leaves the gate, adopts the new size and tries again.
+    /// `prepare` runs in the gate before each attempt: what it reads (the committed handles)
+    /// is then as of before the transaction's snapshot. On failure the gate is left and an
+    /// ``LMDBFailure`` (or the gate's `.closed`) thrown; on success the caller ends the
+    /// transaction and then calls ``exit()``.
+    func beginTransaction<Prepared>(readOnly: Bool, _ prepare: () -> Prepared) throws -> (MDBTxn, Prepared) {
+        while true {
+            try enter()
+            let prepared = prepare()
+            var txn: OpaquePointer?
+            let rc = mdb_txn_begin(env, nil, readOnly ? CLMDB_RDONLY : 0, &txn)
+            if rc == CLMDB_MAP_RESIZED {
+                exit()
+                try adoptMapSize()
+                continue
+            }
+            guard rc == 0, let txn else {
+                exit()
+                throw LMDBFailure(code: rc, operation: readOnly ? "begin a read transaction" : "begin a write transaction")
+            }
+            return (MDBTxn(raw: txn), prepared)
+        }
+    }
+}

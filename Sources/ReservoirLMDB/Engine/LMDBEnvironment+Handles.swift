@@ -1,0 +1,133 @@
+import CLMDB
+import Foundation
+import Reservoir
+
+/// What this process knows of the environment's committed state, shared by its
+/// transactions: named-database handles, entity descriptions, the newest sequence.
+extension LMDBEnvironment {
+    // MARK: - Named-database handles
+
+    /// The committed handles, for a transaction about to begin.
+    func committedHandles() -> [String: MDB_dbi?] {
+        handlesLock.lock()
+        defer { handlesLock.unlock() }
+        return committed.all
+    }
+
+    /// The committed handles, and those of entities' row databases by entity name.
+    func committedHandlesAndRows() -> ([String: MDB_dbi?], [String: MDB_dbi]) {
+        handlesLock.lock()
+        defer { handlesLock.unlock() }
+        return (committed.all, committed.rowsByEntity)
+    }
+
+    /// Adds handles a committed transaction opened.
+    func addHandles(_ opened: [String: MDB_dbi?]) {
+        guard !opened.isEmpty else { return }
+        handlesLock.lock()
+        defer { handlesLock.unlock() }
+        committed.all.merge(opened) { old, _ in old }
+        let prefix = StoreFormat.rowsDatabase("")
+        for (name, handle) in opened where name.hasPrefix(prefix) {
+            if let handle, committed.rowsByEntity[String(name.dropFirst(prefix.count))] == nil {
+                committed.rowsByEntity[String(name.dropFirst(prefix.count))] = handle
+            }
+        }
+    }
+
+    // MARK: - Entity descriptions and the newest sequence
+
+    func cachedDescription(_ entity: String, at transactionID: Int) -> EntityDescription?? {
+        descriptionsLock.lock()
+        defer { descriptionsLock.unlock() }
+        guard let entry = cache.descriptions[entity], entry.transactionID == transactionID else { return nil }
+        return .some(entry.description)
+    }
+
+    func cacheDescription(_ entity: String, _ description: EntityDescription?, at transactionID: Int) {
+        descriptionsLock.lock()
+        defer { descriptionsLock.unlock() }
+        cacheLocked(entity, description, at: transactionID)
+    }
+
+    /// The change log's newest sequence as of commit `transactionID`, when known.
+    func cachedSequence(at transactionID: Int) -> UInt64? {
+        descriptionsLock.lock()
+        defer { descriptionsLock.unlock() }
+        guard let entry = cache.sequence, entry.transactionID == transactionID else { return nil }
+        return entry.sequence
+    }
+
+    func cacheSequence(_ sequence: UInt64, at transactionID: Int) {
+        descriptionsLock.lock()
+        defer { descriptionsLock.unlock() }
+        if let entry = cache.sequence, entry.transactionID > transactionID { return }
+        cache.sequence = (transactionID, sequence)
+    }
+
+    /// After this process's write transaction `commit` (begun on snapshot `snapshot`)
+    /// committed: descriptions cached as of the snapshot are still the state, except those
+    /// the transaction `changed`; so is the newest sequence, unless it `recorded` one.
+    /// One lock, no per-transaction copies.
+    func advanceDescriptions(from snapshot: Int, to commit: Int, changed: [String: EntityDescription], recorded: UInt64?) {
+        descriptionsLock.lock()
+        defer { descriptionsLock.unlock() }
+        if let recorded {
+            cache.sequence = (commit, recorded)
+        } else if let entry = cache.sequence, entry.transactionID == snapshot {
+            cache.sequence = (commit, entry.sequence)
+        }
+        // Walk by index, changing values in place: no copy of the dictionary.
+        var index = cache.descriptions.startIndex
+        while index != cache.descriptions.endIndex {
+            if cache.descriptions.values[index].transactionID == snapshot {
+                cache.descriptions.values[index].transactionID = commit
+            }
+            index = cache.descriptions.index(after: index)
+        }
+        for (entity, description) in changed { cacheLocked(entity, description, at: commit) }
+    }
+
+    private func cacheLocked(_ entity: String, _ description: EntityDescription?, at transactionID: Int) {
+        if let entry = cache.descriptions[entity], entry.transactionID > transactionID { return }
+        cache.descriptions[entity] = (transactionID, description)
+    }
+
+    /// Opens committed.all for named databases other processes created since this process last
+    /// looked, in a short read transaction of its own (so the reader that noticed them can
+    /// start again with every handle valid).
+    func refreshHandles() throws {
+        try lockOpener("another process created named databases (entities or indexes) that a read inside this thread's write would need; LMDB cannot open them while the write is open, so read them outside the write closure")
+        defer { unlockOpener() }
+        let (txn, known) = try LMDBErrors.convert(path: path) {
+            try beginTransaction(readOnly: true) { committedHandles() }
+        }
+        defer { exit() }
+        try LMDBErrors.convert(path: path) {
+            var opened: [String: MDB_dbi?] = [:]
+            do {
+                let names = try txn.withCursor(CLMDB_MAIN_DBI, "open a cursor on the main database") { cursor in
+                    var names: [String] = []
+                    var record = try cursor.first()
+                    while let current = record {
+                        let name = String(decoding: current.key, as: UTF8.self)
+                        if known[name] == nil { names.append(name) }
+                        record = try cursor.next()
+                    }
+                    return names
+                }
+                for name in names {
+                    // One that cannot be opened is recorded as not a database.
+                    let handle: MDB_dbi? = (try? txn.openDatabase(name, create: false)) ?? nil
+                    opened[name] = .some(handle)
+                }
+            } catch {
+                txn.abort()
+                throw error
+            }
+            // Committing a read transaction keeps the committed.all it opened.
+            try check(txn.commit(), "keep the committed.all of named databases")
+            addHandles(opened)
+        }
+    }
+}

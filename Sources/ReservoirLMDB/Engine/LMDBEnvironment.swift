@@ -1,0 +1,254 @@
+import CLMDB
+import Foundation
+import Reservoir
+
+/// Owns one `MDB_env`: opened in `init`, closed when the last backend on it is closed.
+///
+/// LMDB must not open the same environment twice in one process (closing the second
+/// handle would drop the first one's locks), so backends on the same directory share
+/// one environment through ``acquire(path:options:)``.
+///
+/// Besides the handle it keeps what LMDB leaves to the caller:
+/// - the *gate*, counting live transactions in this process, because the map may only be
+///   resized (`mdb_env_set_mapsize`) while none is active;
+/// - the named-database handles (`MDB_dbi`) this process has opened, because a handle
+///   may only be opened by one transaction at a time and only becomes visible to
+///   transactions begun after it was committed;
+/// - the writer locks: a mutex in this process and `flock` on `reservoir-writer.lock`
+///   across processes, held for the whole write so that growing the map (which ends the
+///   LMDB transaction and starts another) never lets another writer in between.
+final class LMDBEnvironment: @unchecked Sendable {
+    // @unchecked: mutable state is guarded by the lock each group below names; the
+    // MDB_env is thread-safe for the calls made on it under those rules.
+    // @exclusivity(unchecked) on state under those locks: see ChangeHub.
+
+    /// What the gate counts and what gated.resizing the map records. Guarded by ``gate``.
+    struct GateState {
+        /// Live transactions per thread, and in all.
+        var activeByThread: [pthread_t: Int] = [:]
+        var activeCount = 0
+        /// A resize is waiting for the live transactions to end.
+        var resizing = false
+        var isShutDown = false
+        var mapSize: Int
+        /// How often this process grew the map, and followed another process's growth.
+        var growths = 0
+        var adoptions = 0
+    }
+
+    /// Named-database handles known to be committed. Guarded by ``handlesLock``.
+    struct CommittedHandles {
+        /// By name (nil: not a database).
+        var all: [String: MDB_dbi?] = [:]
+        /// Those of entities' row databases, by entity name.
+        var rowsByEntity: [String: MDB_dbi] = [:]
+    }
+
+    /// Stored entity descriptions and the change log's newest sequence, each as of a
+    /// committed transaction id: valid for every transaction that sees exactly that commit.
+    /// Every write reads both (to check its entity, to number its change set). Guarded by
+    /// ``descriptionsLock``.
+    struct SnapshotCache {
+        var descriptions: [String: (transactionID: Int, description: EntityDescription?)] = [:]
+        var sequence: (transactionID: Int, sequence: UInt64)?
+    }
+
+    let path: String
+    let options: LMDBOptions
+    /// Opened read-only because the files are not writable (not because `mode=readonly` asked).
+    let readOnlyByPermission: Bool
+    let env: OpaquePointer
+    let maxKeySize: Int
+    let pageSize: Int
+    /// The committed column layouts this process has met (see ``RowLayout``).
+    let layouts = LayoutRegistry()
+    let writerLockFD: Int32
+    /// data.mdb, lock.mdb and reservoir-writer.lock as opened. A process that finds one
+    /// deleted makes a new one: a new lock.mdb or writer lock no longer serialises its
+    /// writers with ours, and a new data.mdb holds other data. Checked when the store is
+    /// probed and when a write begins (`.gone`).
+    private let files: [FileIdentity]
+
+    /// Serialises writers in this process.
+    let writerMutex = NSLock()
+    let writerOwner = Locked<pthread_t?>(nil)
+
+    let gate = NSCondition()
+    @exclusivity(unchecked) var gated: GateState
+
+    let handlesLock = NSLock()
+    @exclusivity(unchecked) var committed = CommittedHandles()
+
+    let descriptionsLock = NSLock()
+    @exclusivity(unchecked) var cache = SnapshotCache()
+
+    /// Held by the transaction that may call `mdb_dbi_open` (the writer, or a refresh).
+    let openerLock = NSLock()
+    let openerOwner = Locked<pthread_t?>(nil)
+
+    /// Backends sharing this environment. Guarded by the registry's lock (`+Registry`).
+    var references = 0
+    /// Reader slots of dead processes cleared when the environment was opened.
+    let staleReadersCleared: Int
+
+    init(path: String, options requested: LMDBOptions) throws {
+        self.path = path
+        var options = requested
+        // A directory or data.mdb this process may not write opens read-only, rather than not at all.
+        readOnlyByPermission = !options.readOnly
+            && (access(path, W_OK) != 0 || (FileManager.default.fileExists(atPath: path + "/data.mdb") && access(path + "/data.mdb", W_OK) != 0))
+        if readOnlyByPermission { options.readOnly = true }
+        self.options = options
+        var handle: OpaquePointer?
+        var rc = mdb_env_create(&handle)
+        guard rc == 0, let env = handle else {
+            throw LMDBErrors.error(code: rc, "lmdb:\(path): cannot create an environment handle")
+        }
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        pageSize = page > 0 ? page : 4096
+        let minimum = 16 * pageSize
+        // Options set in code skip the parser's bound: clamp before rounding up to a page.
+        let requested = min(options.mapSize, LMDBOptions.largestMapSize)
+        let initial = max(minimum, (requested + pageSize - 1) / pageSize * pageSize)
+        var flags = CLMDB_NOTLS
+        switch options.durability {
+        case .none: flags |= CLMDB_NOSYNC
+        case .normal: flags |= CLMDB_NOMETASYNC
+        case .full: break
+        }
+        if options.readOnly { flags |= CLMDB_RDONLY }
+        // A lock.mdb this process may not write: read without reader slots (Backends.md § LMDB, "Read-only").
+        if readOnlyByPermission, access(path + "/lock.mdb", W_OK) != 0 { flags |= CLMDB_NOLOCK }
+        rc = mdb_env_set_maxreaders(env, UInt32(options.maxReaders))
+        if rc == 0 { rc = mdb_env_set_maxdbs(env, MDB_dbi(options.maxDatabases)) }
+        if rc == 0 { rc = mdb_env_set_mapsize(env, initial) }
+        if rc == 0 { rc = mdb_env_open(env, path, flags, 0o644) }
+        if rc != 0 {
+            mdb_env_close(env)
+            var message = "lmdb:\(path): cannot open the environment"
+            if rc == EAGAIN || rc == EBUSY {
+                message += "; its lock file is held"
+            } else if rc == CLMDB_INVALID || rc == CLMDB_VERSION_MISMATCH {
+                message += "; data.mdb or lock.mdb is not an LMDB file of this version (delete lock.mdb if no process uses the environment)"
+            }
+            throw LMDBErrors.error(code: rc, message)
+        }
+        // A data.mdb shorter than its own pages (truncated by a copy, a full disk, a hand)
+        // would make the first read of a missing page a SIGBUS: refuse it now instead.
+        if let damage = Self.truncation(env: env, path: path) ?? Self.pageDamage(env: env, path: path, depth: nil) {
+            mdb_env_close(env)
+            throw damage
+        }
+        // Clear reader slots left by processes that died with a read transaction open.
+        var dead: Int32 = 0
+        _ = mdb_reader_check(env, &dead)
+        staleReadersCleared = Int(dead)
+        self.env = env
+        maxKeySize = Int(mdb_env_get_maxkeysize(env))
+        var info = MDB_envinfo()
+        mdb_env_info(env, &info)
+        gated = GateState(mapSize: info.me_mapsize)
+        let lockPath = path + "/reservoir-writer.lock"
+        let fd = options.readOnly ? open(lockPath, O_RDONLY | O_CLOEXEC) : open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 || options.readOnly else {
+            let code = errno
+            mdb_env_close(env)
+            throw LMDBErrors.error(code: code, "lmdb:\(path): cannot open the writer lock file \(lockPath)")
+        }
+        writerLockFD = fd
+        do {
+            files = try ["data.mdb", "lock.mdb", "reservoir-writer.lock"]
+                .filter { !options.readOnly || FileManager.default.fileExists(atPath: path + "/" + $0) }
+                .map { try FileIdentity(path: path + "/" + $0, store: "lmdb:\(path)") }
+        } catch {
+            mdb_env_close(env)
+            close(fd)
+            throw error
+        }
+        do {
+            // A read-only environment cannot be given its metadata; one that has none reads as empty.
+            if !options.readOnly { try initializeMetadata() }
+        } catch {
+            mdb_env_close(env)
+            close(fd)
+            throw error
+        }
+    }
+
+    /// Creates the metadata and change-log databases in a new environment; checks the
+    /// format of an existing one.
+    private func initializeMetadata() throws {
+        try withWriterLocks {
+            let transaction = try LMDBTransaction(writingIn: self)
+            defer { transaction.end() }
+            try transaction.prepareStore()
+            try transaction.commit()
+        }
+    }
+
+    /// Closes the handle once no transaction is live; returns false (leaving it open and
+    /// registered, to be reused) when transactions stay open for 10 s.
+    func shutDown() -> Bool {
+        // Wait for transactions still running on other threads, then close.
+        gate.lock()
+        gated.isShutDown = true
+        let deadline = Date().addingTimeInterval(10)
+        while gated.activeCount > 0 {
+            if !gate.wait(until: deadline) { break }
+        }
+        let idle = gated.activeCount == 0
+        if !idle { gated.isShutDown = false }
+        gate.unlock()
+        // A transaction that never ends keeps the environment: keeping it is better than crashing.
+        guard idle else { return false }
+        mdb_env_close(env)
+        close(writerLockFD)
+        return true
+    }
+
+
+    func checkFiles() throws {
+        for file in files { try file.check(store: "lmdb:\(path)") }
+    }
+
+    /// The id of the last committed transaction, whichever process committed it.
+    func lastTransactionID() throws -> UInt64 {
+        try checkFiles()
+        // The id a new reader would see, not `mdb_env_info`'s: that one comes from the newest
+        // meta page, which a commit writes a moment before it publishes the id to readers
+        // (in lock.mdb), and a probe in between would move the token while a read still saw
+        // the old data, losing the wake-up.
+        let (transaction, _) = try LMDBErrors.convert(path: path) { try beginTransaction(readOnly: true) {} }
+        defer {
+            transaction.abort()
+            exit()
+        }
+        return UInt64(transaction.id)
+    }
+
+    /// The error for a failed commit. LMDB reports a short write as `EIO`, which is what a
+    /// full disk or a file-size limit usually looks like; those are told apart by looking.
+    func diagnoseWriteFailure(code: Int32, _ message: String) -> ReservoirError {
+        var error = LMDBErrors.error(code: code, message)
+        guard code == EIO || code == ENOSPC || code == EFBIG || code == EDQUOT else { return error }
+        var stats = statvfs()
+        if statvfs(path, &stats) == 0 {
+            let free = UInt64(stats.f_bavail) * UInt64(stats.f_frsize)
+            if free < UInt64(max(1 << 20, 64 * pageSize)) {
+                error.code = .full
+                error.message = message + "; the disk is full (\(free) bytes free)"
+                return error
+            }
+        }
+        var limit = rlimit()
+        if getrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max,
+           let attributes = try? FileManager.default.attributesOfItem(atPath: path + "/data.mdb"),
+           let size = attributes[.size] as? NSNumber,
+           size.uint64Value + UInt64(16 * pageSize) >= UInt64(limit.rlim_cur) {
+            error.code = .full
+            error.message = message + "; data.mdb (\(size) bytes) reached this process's file size limit (\(limit.rlim_cur) bytes)"
+        }
+        return error
+    }
+
+}

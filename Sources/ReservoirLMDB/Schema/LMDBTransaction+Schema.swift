@@ -1,0 +1,71 @@
+import CLMDB
+import Foundation
+import Reservoir
+
+/// The store's own metadata as a write keeps it: the format version (checked and upgraded
+/// by the first write on open) and the stored entity descriptions with their indexes.
+extension LMDBTransaction {
+    /// Makes the stored description of `entity` match: builds indexes it adds, empties
+    /// indexes it drops.
+    func ensureEntity(_ entityIndex: Int) throws {
+        if descriptions.lastEnsured == entityIndex { return }
+        let entity = replay.entities[entityIndex]
+        let stored = try storedDescription(entity.name)
+        guard stored != entity else {
+            descriptions.lastEnsured = entityIndex
+            return
+        }
+        guard let meta = try database(StoreFormat.metaDatabase, create: true),
+              let rows = try rowsDatabase(entity.name, create: true)
+        else { return }
+        let previous = Set(stored?.indexes ?? [])
+        for column in stored?.indexes ?? [] where !entity.indexes.contains(column) {
+            if let index = try indexDatabase(entity.name, column) {
+                try liveTransaction().empty(index, "empty the index on \(entity.name).\(column)")
+            }
+        }
+        for column in entity.indexes where !previous.contains(column) {
+            guard let index = try indexDatabase(entity.name, column, create: true) else { continue }
+            try liveTransaction().empty(index, "empty the index on \(entity.name).\(column)")
+            var entries: [[UInt8]] = []
+            try scan(rows) { key, value in
+                if let row = try? decodeRow(value, entity: entity.name, key: key) {
+                    entries.append(withIndexKey(row.value(column), id: key) { Array($0) })
+                }
+                return true
+            }
+            for entry in entries { try put(index, entry, []) }
+        }
+        try put(meta, StoreFormat.entityKey(entity.name), StoreFormat.encode(entity))
+        descriptions.written[entity.name] = entity
+        descriptions.last = (entity.name, entity)
+        descriptions.lastEnsured = entityIndex
+    }
+
+    func applyPrepareStore() throws {
+        let txn = try liveTransaction()
+        if let meta = try database(StoreFormat.metaDatabase) {
+            if let bytes = try get(meta, StoreFormat.formatKey) {
+                let version = bytes.count == 4 ? bytes.reduce(UInt32(0)) { $0 << 8 | UInt32($1) } : 0
+                guard StoreFormat.readableFormats.contains(version) else {
+                    throw ReservoirError(.cannotOpen, "lmdb:\(path): the store has format version \(version); this library reads formats \(StoreFormat.readableFormats.lowerBound) to \(StoreFormat.formatVersion)")
+                }
+                _ = try database(StoreFormat.logDatabase, create: true)
+                // Format 1 stores hold only version 1 rows, which this library reads; from now
+                // on it writes version 2 rows, which libraries reading format 1 alone cannot.
+                if version < StoreFormat.formatVersion {
+                    try put(meta, StoreFormat.formatKey, withUnsafeBytes(of: StoreFormat.formatVersion.bigEndian) { Array($0) })
+                }
+                return
+            }
+        }
+        let stat = try txn.stat(CLMDB_MAIN_DBI, "list the named databases")
+        let ours = (try database(StoreFormat.metaDatabase) != nil ? 1 : 0) + (try database(StoreFormat.logDatabase) != nil ? 1 : 0)
+        guard stat.ms_entries <= ours else {
+            throw ReservoirError(.cannotOpen, "lmdb:\(path): is an LMDB environment, but not a Reservoir store (it holds \(stat.ms_entries) records or databases of something else)")
+        }
+        guard let meta = try database(StoreFormat.metaDatabase, create: true) else { return }
+        _ = try database(StoreFormat.logDatabase, create: true)
+        try put(meta, StoreFormat.formatKey, withUnsafeBytes(of: StoreFormat.formatVersion.bigEndian) { Array($0) })
+    }
+}

@@ -1,0 +1,38 @@
+import CLMDB
+import Foundation
+import Reservoir
+
+/// The read role: rows by id and the stored entities (fetching is in `Query/`, the change
+/// log in `Changes/`).
+extension LMDBTransaction {
+    func row(_ entity: String, id: Value) throws -> Row? {
+        try LMDBErrors.convert(path: path) {
+            guard let rows = try rowsDatabase(entity) else { return nil }
+            return try KeyEncoding.withEncoded(id) { key -> Row? in
+                guard key.count < environment.maxKeySize, let bytes = try get(rows, key) else { return nil }
+                return try decodeRow(bytes, entity: entity, key: key)
+            }
+        }
+    }
+
+    func entities() throws -> [EntityDescription] {
+        try LMDBErrors.convert(path: path) {
+            guard let meta = try database(StoreFormat.metaDatabase) else { return [] }
+            var found: [EntityDescription] = []
+            let prefix = StoreFormat.entityKeyPrefix
+            try scan(meta, from: prefix) { key, value in
+                guard key.starts(with: prefix) else { return false }
+                guard let entity = StoreFormat.decodeEntity(value) else {
+                    throw ReservoirError(.corrupt, "lmdb:\(path): a stored entity description cannot be decoded")
+                }
+                found.append(entity)
+                return true
+            }
+            return try found.filter { entity in
+                guard let rows = try rowsDatabase(entity.name) else { return false }
+                return try entryCount(rows) > 0
+            }.sorted { $0.name < $1.name }
+        }
+    }
+
+}

@@ -1,0 +1,131 @@
+import CLMDB
+import Foundation
+import Reservoir
+
+/// A write's operations as recorded for replaying. Confined, like all of a transaction's
+/// state, to the thread running the write's closure.
+///
+/// When LMDB reports the map full (`MDB_MAP_FULL`, from a put or from the commit), the
+/// transaction is aborted, the map grown, a new LMDB transaction begun on the same snapshot
+/// and the recorded operations replayed, so the caller's closure runs exactly once and
+/// nothing is lost or doubled. The writer locks stay held throughout, so no other writer can
+/// commit in between; should one have (a tool outside this library), the write fails with
+/// `.busy` and nothing is committed. Replaying on the same snapshot gives every operation
+/// the outcome it had, so an insert that stored its row stores it again.
+struct ReplayLog {
+    enum Operation {
+        /// `entity` indexes ``ReplayLog/entities``: one copy of each description, not one per
+        /// row. Ids are kept as values (no allocation for numbers) and encoded when applied.
+        case put(entity: Int, id: Value, row: Row)
+        /// An insert that stored its row; one that found its id taken wrote nothing and is
+        /// not kept.
+        case insert(entity: Int, id: Value, row: Row)
+        case delete(entity: Int, id: Value)
+        case record(ChangeSet)
+        case prepareStore
+    }
+
+    var operations: [Operation] = []
+    var entities: [EntityDescription] = []
+    /// The ``EntityDescription/identity`` of the last of ``entities``.
+    var lastIdentity: ObjectIdentifier?
+    /// Set when an operation failed half-way and replaying the others failed too: the
+    /// transaction may then only be abandoned.
+    var poisoned: ReservoirError?
+
+    /// The position of `entity` in ``entities``, adding it when it differs from the last.
+    mutating func entityIndex(_ entity: EntityDescription) -> Int {
+        let last = entities.count - 1
+        // A bulk write passes copies of one description: the same box as the last one's,
+        // which ``entities`` keeps alive. Comparing identities copies nothing.
+        if last >= 0, entity.identity == lastIdentity { return last }
+        if last >= 0, entities.withUnsafeBufferPointer({ $0[last] == entity }) { return last }
+        entities.append(entity)
+        lastIdentity = entity.identity
+        return entities.count - 1
+    }
+}
+
+extension LMDBTransaction {
+    /// Applies `operation` and records it; on a full map, grows and replays everything.
+    /// Returns what applying it returned: for an insert, whether it stored the row.
+    @discardableResult
+    func perform(_ operation: ReplayLog.Operation) throws -> Bool {
+        try perform(operation) { try apply(operation) }
+    }
+
+    /// ``perform(_:)`` with `body` applying `operation`: callers pass their arguments to
+    /// the apply function directly, so the operation is only built (its row retained) to
+    /// be kept in the log, once it has been applied (or the map filled while applying it).
+    @discardableResult @inline(__always)
+    func perform(_ operation: @autoclosure () -> ReplayLog.Operation, _ body: () throws -> Bool) throws -> Bool {
+        if let poisoned = replay.poisoned { throw poisoned }
+        guard txn != nil else {
+            throw ReservoirError(.misuse, "lmdb:\(path): the write transaction has ended")
+        }
+        do {
+            // An insert that found its id wrote nothing: nothing to replay.
+            let done = try body()
+            if done { replay.operations.append(operation()) }
+            return done
+        } catch let failure as LMDBFailure where failure.code == CLMDB_MAP_FULL {
+            replay.operations.append(operation())
+            let done = try rebuild(grow: true)
+            if !done { replay.operations.removeLast() }
+            return done
+        } catch {
+            // Undo the half-applied operation by replaying the others on a fresh transaction.
+            let reported = (error as? LMDBFailure).map { LMDBErrors.error($0, path: path) } ?? error
+            do {
+                try rebuild(grow: false)
+            } catch {
+                replay.poisoned = (error as? ReservoirError) ?? ReservoirError(.backend, "lmdb:\(path): \(error)")
+            }
+            throw reported
+        }
+    }
+
+    /// Ends the LMDB transaction, optionally grows the map, begins again on the same
+    /// snapshot and replays the recorded operations. Returns what the last one returned.
+    @discardableResult
+    func rebuild(grow: Bool) throws -> Bool {
+        var grow = grow
+        do {
+            while true {
+                end()
+                if grow { try environment.growMap() }
+                try LMDBErrors.convert(path: path) { try beginWriteTransaction() }
+                guard let txn, txn.id == snapshot.writeID else {
+                    throw ReservoirError(.busy, "lmdb:\(path): another writer outside this library committed while the map was growing; this transaction was rolled back, run it again")
+                }
+                do {
+                    var last = true
+                    // Set again by the record operation, if it is among those replayed.
+                    snapshot.recordedSequence = nil
+                    for operation in replay.operations { last = try apply(operation) }
+                    return last
+                } catch let failure as LMDBFailure where failure.code == CLMDB_MAP_FULL {
+                    grow = true
+                }
+            }
+        } catch {
+            end()
+            let failure = (error as? LMDBFailure).map { LMDBErrors.error($0, path: path) }
+                ?? (error as? ReservoirError) ?? ReservoirError(.backend, "lmdb:\(path): \(error)")
+            replay.poisoned = failure
+            throw failure
+        }
+    }
+
+    /// Applies one operation; false only for an insert whose id was taken.
+    private func apply(_ operation: ReplayLog.Operation) throws -> Bool {
+        switch operation {
+        case let .put(entity, id, row): return try applyPut(entity, id: id, row: row, onlyNew: false)
+        case let .insert(entity, id, row): return try applyPut(entity, id: id, row: row, onlyNew: true)
+        case let .delete(entity, id): try applyDelete(replay.entities[entity], id: id)
+        case let .record(changeSet): try applyRecord(changeSet)
+        case .prepareStore: try applyPrepareStore()
+        }
+        return true
+    }
+}

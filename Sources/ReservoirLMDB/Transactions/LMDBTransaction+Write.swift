@@ -1,0 +1,104 @@
+import CLMDB
+import Foundation
+import Reservoir
+
+/// The write role: each operation is performed through the replay log (`+Replay`), whose
+/// replays call the `apply` functions here again.
+extension LMDBTransaction {
+    func put(_ entity: EntityDescription, id: Value, row: Row) throws {
+        if !fitsKey(id) { _ = try idKey(id, entity: entity.name) }
+        let index = replay.entityIndex(entity)
+        try perform(.put(entity: index, id: id, row: row)) { try applyPut(index, id: id, row: row, onlyNew: false) }
+    }
+
+    /// One `mdb_put` with `MDB_NOOVERWRITE`: no separate read for the existing row.
+    func insert(_ entity: EntityDescription, id: Value, row: Row) throws -> Bool {
+        if !fitsKey(id) { _ = try idKey(id, entity: entity.name) }
+        let index = replay.entityIndex(entity)
+        return try perform(.insert(entity: index, id: id, row: row)) { try applyPut(index, id: id, row: row, onlyNew: true) }
+    }
+
+    func delete(_ entity: EntityDescription, id: Value) throws {
+        // An id too long for a key was never stored.
+        guard fitsKey(id) else { return }
+        try perform(.delete(entity: replay.entityIndex(entity), id: id))
+    }
+
+    func record(_ changeSet: ChangeSet) throws {
+        try perform(.record(changeSet))
+    }
+
+    /// Creates (or checks) the metadata of the store; run by the first write on open.
+    func prepareStore() throws {
+        try perform(.prepareStore)
+    }
+
+    // MARK: - Applying operations
+
+    /// Stores `row` under `id` and updates the entity's indexes. With `onlyNew` (an insert),
+    /// returns false, writing nothing at all, when a row has that id.
+    func applyPut(_ entityIndex: Int, id: Value, row: Row, onlyNew: Bool) throws -> Bool {
+        let (rows, indexed) = try putTarget(entityIndex)
+        return try KeyEncoding.withEncoded(id) { key in
+            var old: Row?
+            if onlyNew {
+                guard try putRow(rows, key, row, onlyNew: true) else { return false }
+                // After the row, so that an index this description adds is built including it
+                // (writing its entry again below is harmless).
+                try ensureEntity(entityIndex)
+            } else {
+                try ensureEntity(entityIndex)
+                if indexed, let bytes = try get(rows, key) {
+                    old = try? decodeRow(bytes, entity: replay.entities[entityIndex].name, key: key)
+                }
+                _ = try putRow(rows, key, row, onlyNew: false)
+            }
+            guard indexed else { return true }
+            let entity = replay.entities[entityIndex]
+            for column in entity.indexes {
+                guard let index = try indexDatabase(entity.name, column, create: true) else { continue }
+                let value = row.value(column)
+                if let old {
+                    let previous = old.value(column)
+                    // Values that compare equal encode identically: the entry stays.
+                    if Value.compare(previous, value) == 0 { continue }
+                    try withIndexKey(previous, id: key) { try del(index, $0) }
+                }
+                try withIndexKey(value, id: key) { try putEmpty(index, $0) }
+            }
+            return true
+        }
+    }
+
+    /// The row database of the entity at `entityIndex` in the replay log's entities (created when
+    /// missing) and whether it has indexes; kept for the next put, which in a bulk write goes
+    /// to the same entity, so that it neither copies the description nor looks its name up.
+    @inline(__always)
+    func putTarget(_ entityIndex: Int) throws -> (rows: MDB_dbi, indexed: Bool) {
+        if let last = handles.lastPut, last.entity == entityIndex { return (last.rows, last.indexed) }
+        let entity = replay.entities[entityIndex]
+        guard let rows = try rowsDatabase(entity.name, create: true) else {
+            throw ReservoirError(.backend, "lmdb:\(path): the row database of \"\(entity.name)\" could not be created")
+        }
+        handles.lastPut = (entityIndex, rows, !entity.indexes.isEmpty)
+        return (rows, !entity.indexes.isEmpty)
+    }
+
+    func applyDelete(_ entity: EntityDescription, id: Value) throws {
+        guard let rows = try rowsDatabase(entity.name) else { return }
+        try KeyEncoding.withEncoded(id) { key in
+            guard let bytes = try get(rows, key) else { return }
+            let stored = try storedDescription(entity.name) ?? entity
+            // A row that cannot be decoded is still deleted; its index entries then point
+            // nowhere, which lookups skip.
+            let old = stored.indexes.isEmpty ? nil : try? decodeRow(bytes, entity: entity.name, key: key)
+            try del(rows, key)
+            guard let old else { return }
+            for column in stored.indexes {
+                guard let index = try indexDatabase(entity.name, column) else { continue }
+                try withIndexKey(old.value(column), id: key) { try del(index, $0) }
+            }
+        }
+    }
+
+}

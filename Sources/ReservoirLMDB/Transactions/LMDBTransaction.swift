@@ -1,0 +1,261 @@
+import CLMDB
+import Foundation
+import Reservoir
+
+/// One LMDB transaction (`MDB_txn`), read-only or the write transaction.
+///
+/// The roles live in their own files: reading (`+Read`, and `+Fetch` in `Query/`), writing
+/// (`+Write`), recording and replaying writes when the map fills (`+Replay`), and the record
+/// access every role shares (`+Records`). The C calls themselves are ``MDBTxn``'s.
+///
+/// All state below is confined to the thread running the transaction's closure (a
+/// transaction is not `Sendable` and never leaves its closure), so no lock guards it; each
+/// group says what else it depends on. `@exclusivity(unchecked)`: see ChangeHub (the suite
+/// ran clean with the checks on).
+final class LMDBTransaction: WriteTransaction {
+    /// Named-database handles as this transaction sees them. Those opened by a write
+    /// become the environment's when it commits; the rest are caches, dropped when the LMDB
+    /// transaction ends (a replay begins a new one).
+    struct Handles {
+        /// Committed before the transaction began (nil: not a database). Kept after it ends,
+        /// so that a late use finds a handle and fails as a use after the end.
+        var committed: [String: MDB_dbi?] = [:]
+        /// Opened by this write transaction.
+        var opened: [String: MDB_dbi] = [:]
+        /// Row databases by entity name, and the one looked up last.
+        var rows: [String: MDB_dbi] = [:]
+        var lastRows: (entity: String, handle: MDB_dbi)?
+        /// Index databases by entity and column.
+        var indexes: [String: [String: MDB_dbi]] = [:]
+        /// The change log's, once looked up: every commit reads and writes it.
+        var log: MDB_dbi?
+        /// The entity the last put went to, as an index into the replay log's entities, its
+        /// row database, and whether it has indexes (see ``LMDBTransaction/putTarget(_:)``).
+        var lastPut: (entity: Int, rows: MDB_dbi, indexed: Bool)?
+
+        /// Forgets what the ended LMDB transaction opened or looked up.
+        mutating func forgetLookUps() {
+            opened = [:]
+            rows = [:]
+            lastRows = nil
+            indexes = [:]
+            log = nil
+            lastPut = nil
+        }
+    }
+
+    /// Entity descriptions this transaction wrote or read; valid for its snapshot.
+    struct Descriptions {
+        /// Stored by this write transaction; they override the snapshot's.
+        var written: [String: EntityDescription] = [:]
+        /// The description looked up last: repeated lookups skip the environment's lock.
+        var last: (entity: String, description: EntityDescription?)?
+        /// The description the last put made sure of, as an index into the replay log's entities.
+        var lastEnsured: Int?
+    }
+
+    /// Row decoding and the column layouts rows are written in (see ``RowLayout``).
+    struct RowCoding {
+        /// Decodes rows, keeping the last layout it met.
+        var reader = RowReader()
+        /// Stored by this write transaction; they join the environment's registry when it commits.
+        var addedLayouts: [RowLayout] = []
+        /// The columns of the last row put, and the number of the layout it was written in.
+        var lastWrittenColumns: [String] = []
+        var lastWrittenNumber: UInt32?
+
+        /// Forgets what the ended LMDB transaction stored (a replay stores it again).
+        mutating func forgetWrites() {
+            addedLayouts = []
+            lastWrittenColumns = []
+            lastWrittenNumber = nil
+        }
+    }
+
+    /// Which commit this transaction sees and which it makes.
+    struct Snapshot {
+        /// The id of the commit the snapshot shows.
+        var id = 0
+        /// The id this write transaction's commit gets; a replay must begin with the same.
+        var writeID = 0
+        /// The sequence this write transaction logged, once it has.
+        var recordedSequence: UInt64?
+    }
+
+    let environment: LMDBEnvironment
+    let isWrite: Bool
+    @exclusivity(unchecked) private(set) var txn: MDBTxn?
+    /// Whether this transaction is counted in the environment's gate.
+    @exclusivity(unchecked) private var inGate = false
+    @exclusivity(unchecked) var handles = Handles()
+    @exclusivity(unchecked) var descriptions = Descriptions()
+    @exclusivity(unchecked) var rowCoding = RowCoding()
+    @exclusivity(unchecked) var snapshot = Snapshot()
+    /// Where `MDB_APPEND` may be used (see ``putRow(_:_:_:onlyNew:)``).
+    @exclusivity(unchecked) var appending = Appending()
+    /// Reused for encoding index keys.
+    @exclusivity(unchecked) var keyScratch: [UInt8] = []
+    /// The write's operations, to replay when the map fills (see `+Replay`).
+    @exclusivity(unchecked) var replay = ReplayLog()
+
+    var path: String { environment.path }
+
+    private init(environment: LMDBEnvironment, isWrite: Bool) {
+        self.environment = environment
+        self.isWrite = isWrite
+    }
+
+    deinit { end() }
+
+    // MARK: - Lifecycle
+
+    /// Begins a read transaction whose handles cover every named database in its snapshot.
+    static func beginRead(in environment: LMDBEnvironment) throws -> LMDBTransaction {
+        let transaction = LMDBTransaction(environment: environment, isWrite: false)
+        var refreshes = 0
+        while true {
+            let (txn, (known, rows)) = try LMDBErrors.convert(path: environment.path) {
+                try environment.beginTransaction(readOnly: true) { environment.committedHandlesAndRows() }
+            }
+            do {
+                try environment.checkNotTruncated()
+            } catch {
+                txn.abort()
+                environment.exit()
+                throw error
+            }
+            let stat = Result { try txn.stat(CLMDB_MAIN_DBI, "read the list of named databases") }
+            if case .success(let named) = stat, named.ms_entries <= known.count {
+                transaction.txn = txn
+                transaction.inGate = true
+                transaction.handles.committed = known
+                transaction.handles.rows = rows
+                transaction.snapshot.id = txn.id
+                return transaction
+            }
+            txn.abort()
+            environment.exit()
+            _ = try LMDBErrors.convert(path: environment.path) { try stat.get() }
+            refreshes += 1
+            if refreshes > 50 {
+                throw ReservoirError(.backend, "lmdb:\(environment.path): the list of named databases kept changing while opening a read transaction")
+            }
+            try environment.refreshHandles()
+        }
+    }
+
+    /// Begins the write transaction. The caller holds the environment's writer locks.
+    convenience init(writingIn environment: LMDBEnvironment) throws {
+        self.init(environment: environment, isWrite: true)
+        try LMDBErrors.convert(path: environment.path) { try beginWriteTransaction() }
+        if let txn {
+            snapshot.writeID = txn.id
+            snapshot.id = snapshot.writeID - 1
+        }
+    }
+
+    /// Begins (or, replaying, begins again) the LMDB write transaction.
+    func beginWriteTransaction() throws {
+        let (txn, (known, rows)) = try environment.beginTransaction(readOnly: false) { environment.committedHandlesAndRows() }
+        handles.committed = known
+        handles.rows = rows
+        self.txn = txn
+        inGate = true
+        try environment.checkNotTruncated()  // end() aborts the transaction
+    }
+
+    /// Aborts the transaction if it is still open and leaves the gate. Safe to call twice.
+    func end() {
+        // Already ended (a commit ends before deinit does): the caches were cleared then.
+        guard txn != nil || inGate else { return }
+        if let txn {
+            txn.abort()
+            self.txn = nil
+        }
+        handles.forgetLookUps()
+        descriptions = Descriptions()
+        rowCoding.forgetWrites()
+        appending.target = nil
+        if inGate {
+            inGate = false
+            environment.exit()
+        }
+    }
+
+    /// Commits the write transaction, growing the map and replaying when it is full.
+    func commit() throws {
+        if let poisoned = replay.poisoned { throw poisoned }
+        while true {
+            guard let txn else {
+                throw ReservoirError(.misuse, "lmdb:\(path): commit of a transaction that has ended")
+            }
+            let rc = txn.commit()
+            self.txn = nil  // freed by LMDB whatever the outcome
+            let committed = handles.opened
+            let changed = descriptions.written
+            let layouts = rowCoding.addedLayouts
+            end()
+            if rc == 0 {
+                if !committed.isEmpty { environment.addHandles(committed.mapValues { Optional($0) }) }
+                if !layouts.isEmpty { environment.layouts.add(layouts) }
+                environment.advanceDescriptions(from: snapshot.id, to: snapshot.writeID, changed: changed, recorded: snapshot.recordedSequence)
+                return
+            }
+            guard rc == CLMDB_MAP_FULL else {
+                throw environment.diagnoseWriteFailure(code: rc, "lmdb:\(path): cannot commit the write transaction; nothing was committed")
+            }
+            try rebuild(grow: true)
+        }
+    }
+
+    /// The open LMDB transaction; throws when it has ended or a failed write poisoned it.
+    @inline(__always)
+    func liveTransaction() throws -> MDBTxn {
+        if let poisoned = replay.poisoned { throw poisoned }
+        guard let txn else {
+            throw ReservoirError(.misuse, "lmdb:\(path): a transaction was used after it ended; use it only inside its closure")
+        }
+        return txn
+    }
+
+    // MARK: - Named databases
+
+    /// The handle of a named database, or nil when it does not exist (and `create` is false).
+    func database(_ name: String, create: Bool = false) throws -> MDB_dbi? {
+        if let known = handles.committed[name] { return known }
+        if let handle = handles.opened[name] { return handle }
+        guard isWrite, let txn else { return nil }
+        guard let dbi = try txn.openDatabase(name, create: create) else { return nil }
+        handles.opened[name] = dbi
+        return dbi
+    }
+
+    /// The change log's database (cached).
+    func logDatabase(create: Bool = false) throws -> MDB_dbi? {
+        if let log = handles.log { return log }
+        handles.log = try database(StoreFormat.logDatabase, create: create)
+        return handles.log
+    }
+
+    /// The row database of `entity` (cached by entity name).
+    func rowsDatabase(_ entity: String, create: Bool = false) throws -> MDB_dbi? {
+        // Most transactions touch one entity: skip hashing its name.
+        if let last = handles.lastRows, last.entity == entity { return last.handle }
+        if let handle = handles.rows[entity] {
+            handles.lastRows = (entity, handle)
+            return handle
+        }
+        guard let handle = try database(StoreFormat.rowsDatabase(entity), create: create) else { return nil }
+        handles.rows[entity] = handle
+        handles.lastRows = (entity, handle)
+        return handle
+    }
+
+    /// The index database of `entity`'s `column` (cached).
+    func indexDatabase(_ entity: String, _ column: String, create: Bool = false) throws -> MDB_dbi? {
+        if let handle = handles.indexes[entity]?[column] { return handle }
+        guard let handle = try database(StoreFormat.indexDatabase(entity, column), create: create) else { return nil }
+        handles.indexes[entity, default: [:]][column] = handle
+        return handle
+    }
+}
