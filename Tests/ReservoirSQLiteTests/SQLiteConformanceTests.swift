@@ -10,16 +10,10 @@ import Testing
 struct SQLiteConformanceTests {
     static let harness = ConformanceHarness(
         registry: BackendRegistry([.sqlite]),
-        freshConfiguration: {
-            let directory = FileManager.default.temporaryDirectory
-                .appendingPathComponent("reservoir-sqlite-conformance-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            return "sqlite:" + directory.appendingPathComponent("db.sqlite").path
-        },
+        freshConfiguration: { "sqlite:" + (try TemporaryDirectory("reservoir-sqlite-conformance")).file("db.sqlite") },
         cleanup: { configuration in
             guard let parsed = try? StoreConfiguration(configuration) else { return }
-            let directory = URL(fileURLWithPath: parsed.location).deletingLastPathComponent()
-            try? FileManager.default.removeItem(at: directory)
+            try? FileManager.default.removeItem(at: URL(fileURLWithPath: parsed.location).deletingLastPathComponent())
         },
         shortChangeLog: "retention=5"
     )
