@@ -8,14 +8,8 @@ import Testing
 /// per case, one test case per conformance case.
 @Suite("Conformance: lmdb:")
 struct LMDBConformanceTests {
-    static let harness = ConformanceHarness(
-        registry: BackendRegistry([.lmdb]),
-        freshConfiguration: { "lmdb:" + (try TemporaryDirectory("reservoir-lmdb-conformance")).file("env") },
-        cleanup: { configuration in
-            guard let parsed = try? StoreConfiguration(configuration) else { return }
-            try? FileManager.default.removeItem(at: URL(fileURLWithPath: parsed.location).deletingLastPathComponent())
-        },
-        shortChangeLog: "retention=5"
+    static let harness = ConformanceHarness.inTemporaryDirectories(
+        registry: BackendRegistry([.lmdb]), scheme: "lmdb", file: "env", shortChangeLog: "retention=5"
     )
 
     @Test(arguments: ConformanceSuite.cases)

@@ -8,14 +8,8 @@ import Testing
 /// per case, one test case per conformance case.
 @Suite("Conformance: sqlite:")
 struct SQLiteConformanceTests {
-    static let harness = ConformanceHarness(
-        registry: BackendRegistry([.sqlite]),
-        freshConfiguration: { "sqlite:" + (try TemporaryDirectory("reservoir-sqlite-conformance")).file("db.sqlite") },
-        cleanup: { configuration in
-            guard let parsed = try? StoreConfiguration(configuration) else { return }
-            try? FileManager.default.removeItem(at: URL(fileURLWithPath: parsed.location).deletingLastPathComponent())
-        },
-        shortChangeLog: "retention=5"
+    static let harness = ConformanceHarness.inTemporaryDirectories(
+        registry: BackendRegistry([.sqlite]), scheme: "sqlite", file: "db.sqlite", shortChangeLog: "retention=5"
     )
 
     @Test(arguments: ConformanceSuite.cases)

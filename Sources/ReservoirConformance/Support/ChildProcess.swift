@@ -51,15 +51,15 @@ public final class ChildProcess: @unchecked Sendable {
         throw ConformanceFailure(message: "the executable \(name) was not found near \(starts.map(\.path)); build it with swift build --build-tests", file: #fileID, line: #line)
     }
 
-    /// Starts `executable` with `arguments`. `environment` is added to this process's,
-    /// without the variables named in `removing`; standard input is empty.
+    /// Starts `executable` with `arguments`, in this process's environment without the
+    /// variables named in `removing`, plus `environment`; standard input is empty.
     public init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:], removing: [String] = [],
                 standardError: StandardError = .inherited, in directory: URL? = nil) throws {
         process.executableURL = executable
         process.arguments = arguments
-        var merged = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-        for name in removing { merged[name] = nil }
-        process.environment = merged
+        var inherited = ProcessInfo.processInfo.environment
+        for name in removing { inherited[name] = nil }
+        process.environment = inherited.merging(environment) { _, new in new }
         process.standardInput = FileHandle.nullDevice
         if let directory { process.currentDirectoryURL = directory }
         switch standardError {
