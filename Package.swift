@@ -50,8 +50,6 @@ let package = Package(
             providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
         ),
         .target(name: "ReservoirSQLite", dependencies: ["Reservoir", "CSQLite"]),
-        // The second process of ReservoirSQLiteTests' multi-process tests.
-        .executableTarget(name: "reservoir-sqlite-writer", dependencies: ["ReservoirSQLite", "Reservoir", "CSQLite"]),
         .systemLibrary(
             name: "CLMDB",
             pkgConfig: "lmdb",
@@ -85,10 +83,17 @@ let package = Package(
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
+        // Each test target that needs a second process has its helper executable beside it,
+        // named Reservoir<Suite>TestHelper and started through ReservoirConformance's ChildProcess.
+        .executableTarget(
+            name: "ReservoirSQLiteTestHelper",
+            dependencies: ["ReservoirSQLite", "Reservoir", "CSQLite"],
+            path: "Tests/ReservoirSQLiteTestHelper"
+        ),
         .testTarget(
             name: "ReservoirSQLiteTests",
             dependencies: [
-                "ReservoirSQLite", "ReservoirConformance", "Reservoir", "CSQLite",
+                "ReservoirSQLite", "ReservoirConformance", "Reservoir", "CSQLite", "ReservoirSQLiteTestHelper",
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
             ]
         ),
@@ -106,15 +111,15 @@ let package = Package(
             ]
         ),
         .testTarget(name: "ReservoirCLITests", dependencies: ["ReservoirCLI", "CSQLite", "ReservoirConformance"]),
-        // Fault tests: SIGKILLs during commits (the child process below), damaged files.
+        // Fault tests: SIGKILLs during commits (in the helper below), damaged files.
         .executableTarget(
-            name: "ReservoirCrashChild",
+            name: "ReservoirFaultTestHelper",
             dependencies: ["Reservoir", "ReservoirConformance", "ReservoirSQLite", "ReservoirLMDB"],
-            path: "Tests/ReservoirCrashChild"
+            path: "Tests/ReservoirFaultTestHelper"
         ),
         .testTarget(
             name: "ReservoirFaultTests",
-            dependencies: ["Reservoir", "ReservoirConformance", "ReservoirSQLite", "ReservoirLMDB", "ReservoirCrashChild"]
+            dependencies: ["Reservoir", "ReservoirConformance", "ReservoirSQLite", "ReservoirLMDB", "ReservoirFaultTestHelper"]
         ),
         // The stateful differential test and the query fuzzer, on every built-in backend at once.
         .testTarget(
@@ -124,18 +129,17 @@ let package = Package(
         // The conformance suite and the multi-client tests against a PostgreSQL server
         // (scripts/with-postgres starts a throwaway one unless RESERVOIR_TEST_POSTGRES names one).
         .executableTarget(
-            name: "ReservoirPostgresClient",
-            dependencies: ["ReservoirPostgres", "Reservoir", .product(name: "OpenCombineShim", package: "OpenCombine")],
-            path: "Tests/ReservoirPostgresClient"
+            name: "ReservoirPostgresTestHelper",
+            dependencies: ["ReservoirPostgres", "Reservoir", "ReservoirConformance", .product(name: "OpenCombineShim", package: "OpenCombine")],
+            path: "Tests/ReservoirPostgresTestHelper"
         ),
         .testTarget(
             name: "ReservoirPostgresTests",
             dependencies: [
-                "ReservoirPostgres", "ReservoirConformance", "Reservoir", "ReservoirPostgresClient",
+                "ReservoirPostgres", "ReservoirConformance", "Reservoir", "ReservoirPostgresTestHelper",
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
             ]
         ),
-        // The second process of ReservoirLMDBTests' multi-process tests.
         .executableTarget(
             name: "ReservoirLMDBTestHelper",
             dependencies: ["ReservoirLMDB"],

@@ -64,6 +64,24 @@ public struct ConformanceHarness: Sendable {
     }
 }
 
+extension ConformanceHarness {
+    /// A harness for a file-backed backend: each store is `scheme:` + `file` + `options` in a
+    /// fresh `TemporaryDirectory`, removed with everything in it after the case.
+    public static func inTemporaryDirectories(
+        registry: BackendRegistry, scheme: String, file: String, options: String = "", shortChangeLog: String? = nil
+    ) -> ConformanceHarness {
+        ConformanceHarness(
+            registry: registry,
+            freshConfiguration: { "\(scheme):" + (try TemporaryDirectory("reservoir-\(scheme)-store")).file(file) + options },
+            cleanup: { configuration in
+                guard let parsed = try? StoreConfiguration(configuration) else { return }
+                try? FileManager.default.removeItem(at: URL(fileURLWithPath: parsed.location).deletingLastPathComponent())
+            },
+            shortChangeLog: shortChangeLog
+        )
+    }
+}
+
 /// What running a case came to when it did not throw.
 public enum ConformanceOutcome: Sendable, Equatable {
     case passed

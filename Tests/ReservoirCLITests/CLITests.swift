@@ -7,8 +7,8 @@ import Testing
 struct CLITests {
     @Test("todo add, list, done and rm, with ids given by prefix")
     func todoFlow() async throws {
-        let scratch = try Scratch()
-        defer { scratch.remove() }
+        let scratch = try TemporaryDirectory("reservoir-cli")
+        defer { scratch.cleanUp() }
         let store = ["--store", "sqlite:./todos.sqlite"]
         let added = try await CLIProcess.run(["todo", "add", "File taxes", "--priority", "3", "--due", "2026-12-01"] + store, in: scratch.url)
         #expect(added.status == 0, "\(added.errors)")
@@ -43,8 +43,8 @@ struct CLITests {
         (["todo", "list", "--store", "lmdb"], "has no scheme"),
     ])
     func errors(_ arguments: [String], _ expected: String) async throws {
-        let scratch = try Scratch()
-        defer { scratch.remove() }
+        let scratch = try TemporaryDirectory("reservoir-cli")
+        defer { scratch.cleanUp() }
         let result = try await CLIProcess.run(arguments, in: scratch.url, environment: ["RESERVOIR_STORE": "sqlite:./todos.sqlite"])
         #expect(result.status != 0)
         #expect(result.errors.contains(expected), "stderr: \(result.errors)")
@@ -54,8 +54,8 @@ struct CLITests {
 
     @Test("the store comes from --store, then RESERVOIR_STORE")
     func storeChoice() async throws {
-        let scratch = try Scratch()
-        defer { scratch.remove() }
+        let scratch = try TemporaryDirectory("reservoir-cli")
+        defer { scratch.cleanUp() }
         _ = try await CLIProcess.run(["todo", "add", "from env"], in: scratch.url, environment: ["RESERVOIR_STORE": "sqlite:./env.sqlite"])
         #expect(FileManager.default.fileExists(atPath: scratch.url.appendingPathComponent("env.sqlite").path))
         let info = try await CLIProcess.run(["info", "--json", "--store", "sqlite:./env.sqlite"], in: scratch.url)
@@ -66,8 +66,8 @@ struct CLITests {
 
     @Test("watch shows changes made by another reservoir process and by plain SQL")
     func watchAcrossProcesses() async throws {
-        let scratch = try Scratch()
-        defer { scratch.remove() }
+        let scratch = try TemporaryDirectory("reservoir-cli")
+        defer { scratch.cleanUp() }
         let store = ["--store", "sqlite:./todos.sqlite"]
         _ = try await CLIProcess.run(["todo", "add", "Buy milk", "--priority", "2"] + store, in: scratch.url)
         let watch = try CLIProcess(["watch", "--open", "--count", "4"] + store, in: scratch.url)
@@ -86,8 +86,8 @@ struct CLITests {
 
     @Test("watch on lmdb: shows another process's commits")
     func watchLMDB() async throws {
-        let scratch = try Scratch()
-        defer { scratch.remove() }
+        let scratch = try TemporaryDirectory("reservoir-cli")
+        defer { scratch.cleanUp() }
         let store = ["--store", "lmdb:./todos.lmdb"]
         let watch = try CLIProcess(["watch", "--json", "--count", "3"] + store, in: scratch.url)
         try await watch.waitForLines(1)
@@ -101,8 +101,8 @@ struct CLITests {
 
     @Test("watch quits cleanly on Ctrl-C")
     func watchInterrupt() async throws {
-        let scratch = try Scratch()
-        defer { scratch.remove() }
+        let scratch = try TemporaryDirectory("reservoir-cli")
+        defer { scratch.cleanUp() }
         let watch = try CLIProcess(["watch", "--store", "sqlite:./todos.sqlite"], in: scratch.url)
         try await watch.waitForLines(1)
         watch.interrupt()
@@ -111,8 +111,8 @@ struct CLITests {
 
     @Test("copy moves every record between stores and verifies the counts")
     func copy() async throws {
-        let scratch = try Scratch()
-        defer { scratch.remove() }
+        let scratch = try TemporaryDirectory("reservoir-cli")
+        defer { scratch.cleanUp() }
         for i in 0..<25 {
             _ = try await CLIProcess.run(["todo", "add", "task \(i)", "--priority", "\(i % 4)", "--store", "sqlite:./a.sqlite"], in: scratch.url)
         }
@@ -132,8 +132,8 @@ struct CLITests {
     @Test("copy to a PostgreSQL store and back, and the commands on it")
     func copyThroughPostgres() async throws {
         guard let (postgres, _) = postgresStore("cli_") else { return }
-        let scratch = try Scratch()
-        defer { scratch.remove() }
+        let scratch = try TemporaryDirectory("reservoir-cli")
+        defer { scratch.cleanUp() }
         for i in 0..<12 {
             _ = try await CLIProcess.run(["todo", "add", "task \(i)", "--priority", "\(i % 4)", "--store", "sqlite:./a.sqlite"], in: scratch.url)
         }
@@ -154,8 +154,8 @@ struct CLITests {
     @Test("watch on postgres:// shows rows written with psql and by another reservoir process")
     func watchPostgres() async throws {
         guard let (postgres, schema) = postgresStore("cliwatch_"), let server = ProcessInfo.processInfo.environment["RESERVOIR_TEST_POSTGRES"] else { return }
-        let scratch = try Scratch()
-        defer { scratch.remove() }
+        let scratch = try TemporaryDirectory("reservoir-cli")
+        defer { scratch.cleanUp() }
         let store = ["--store", postgres]
         defer { try? PSQL.run("DROP SCHEMA IF EXISTS \(schema) CASCADE", on: server) }
         _ = try await CLIProcess.run(["todo", "add", "Buy milk", "--priority", "2"] + store, in: scratch.url)
@@ -173,8 +173,8 @@ struct CLITests {
 
     @Test("demo runs the script on every backend and finds the streams identical")
     func demo() async throws {
-        let scratch = try Scratch()
-        defer { scratch.remove() }
+        let scratch = try TemporaryDirectory("reservoir-cli")
+        defer { scratch.cleanUp() }
         let result = try await CLIProcess.run(["demo"], in: scratch.url)
         #expect(result.status == 0, "\(result.errors)")
         #expect(result.output.contains("were identical"), "\(result.output)")
@@ -184,8 +184,8 @@ struct CLITests {
 
     @Test("bench measures a store and prints a table")
     func bench() async throws {
-        let scratch = try Scratch()
-        defer { scratch.remove() }
+        let scratch = try TemporaryDirectory("reservoir-cli")
+        defer { scratch.cleanUp() }
         let result = try await CLIProcess.run(["bench", "--store", "sqlite:./bench.sqlite", "--records", "300"], in: scratch.url)
         #expect(result.status == 0, "\(result.errors)")
         for operation in ["bulk insert", "fetch all", "point reads", "single-record commits", "live fetch"] {
@@ -198,8 +198,8 @@ struct CLITests {
         ["todo", "rm", "--help"], ["todo", "list", "--help"], ["watch", "--help"], ["copy", "--help"], ["info", "--help"], ["bench", "--help"],
     ])
     func help(_ arguments: [String]) async throws {
-        let scratch = try Scratch()
-        defer { scratch.remove() }
+        let scratch = try TemporaryDirectory("reservoir-cli")
+        defer { scratch.cleanUp() }
         let result = try await CLIProcess.run(arguments, in: scratch.url)
         #expect(result.status == 0)
         #expect(result.output.contains("Example: reservoir"), "\(arguments): \(result.output)")

@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import ReservoirConformance
 import Testing
 
 /// The tool on damaged stores: `info` and `verify` fail with one clear line or a report,
@@ -8,8 +9,8 @@ import Testing
 struct DamageTests {
     @Test("the issue's reproduction: 30 todos, data.mdb truncated to 16 KiB, then info and verify")
     func truncatedLMDB() async throws {
-        let scratch = try Scratch()
-        defer { scratch.remove() }
+        let scratch = try TemporaryDirectory("reservoir-cli")
+        defer { scratch.cleanUp() }
         let store = ["--store", "lmdb:./todos.lmdb"]
         for index in 0..<30 { _ = try await CLIProcess.run(["todo", "add", "todo \(index)"] + store, in: scratch.url) }
         let intact = try await CLIProcess.run(["verify"] + store, in: scratch.url)
@@ -25,8 +26,8 @@ struct DamageTests {
 
     @Test("copy from a SQLite store with a table page overwritten saves the records on either side of it")
     func salvagingCopy() async throws {
-        let scratch = try Scratch()
-        defer { scratch.remove() }
+        let scratch = try TemporaryDirectory("reservoir-cli")
+        defer { scratch.cleanUp() }
         _ = try await CLIProcess.run(["todo", "add", "first", "--store", "sqlite:./damaged.sqlite"], in: scratch.url)
         let path = scratch.url.appendingPathComponent("damaged.sqlite").path
         var db: OpaquePointer?

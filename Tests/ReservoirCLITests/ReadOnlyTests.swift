@@ -1,4 +1,5 @@
 import Foundation
+import ReservoirConformance
 import Testing
 
 /// A store whose files another user owns and this one may only read (the issue: a root-owned
@@ -13,8 +14,8 @@ struct ReadOnlyTests {
             withKnownIssue { Issue.record("skipped: needs root and runuser to act as another user") }
             return
         }
-        let scratch = try Scratch()
-        defer { scratch.remove() }
+        let scratch = try TemporaryDirectory("reservoir-cli")
+        defer { scratch.cleanUp() }
         let added = try await CLIProcess.run(["todo", "add", "written by its owner", "--store", store], in: scratch.url)
         try #require(added.status == 0, "\(added.errors)")
         // Only the owner may write: files 0444, directories 0555 (no -shm can be made).
@@ -26,7 +27,7 @@ struct ReadOnlyTests {
         }
         chmod(scratch.url.path, 0o555)
         defer { chmod(scratch.url.path, 0o755) }
-        let binary = try CLIProcess.binary().path
+        let binary = try ChildProcess.builtExecutable("reservoir").path
         let listed = try await run(["/usr/sbin/runuser", "-u", "nobody", "--", binary, "todo", "list", "--store", store], in: scratch.url)
         #expect(listed.status == 0 && listed.output.contains("written by its owner"), "\(listed.output) \(listed.errors)")
         let refused = try await run(["/usr/sbin/runuser", "-u", "nobody", "--", binary, "todo", "add", "x", "--store", store], in: scratch.url)
@@ -35,17 +36,10 @@ struct ReadOnlyTests {
     }
 
     func run(_ command: [String], in directory: URL) async throws -> (status: Int32, output: String, errors: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: command[0])
-        process.arguments = Array(command.dropFirst())
-        process.currentDirectoryURL = directory
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let output = out.fileHandleForReading.readDataToEndOfFile()
-        let errors = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: errors, as: UTF8.self))
+        let process = try ChildProcess(URL(fileURLWithPath: command[0]), Array(command.dropFirst()), standardError: .captured, in: directory)
+        guard let status = await process.waitForExit(within: 60) else {
+            throw CLIError("\(command) did not exit within 60 s: \(process.outputText) \(process.errorText)")
+        }
+        return (status, process.outputText, process.errorText)
     }
 }

@@ -9,18 +9,7 @@ import Testing
 
 /// A fresh temporary directory per store, removed after the run.
 private func fileHarness(_ scheme: String, factory: BackendFactory, file: String, options: String = "") -> ConformanceHarness {
-    ConformanceHarness(
-        registry: BackendRegistry([factory]),
-        freshConfiguration: {
-            let directory = FileManager.default.temporaryDirectory.path + "/reservoir-differential-" + UUID().uuidString
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            return "\(scheme):\(directory)/\(file)\(options)"
-        },
-        cleanup: { configuration in
-            guard let parsed = try? StoreConfiguration(configuration) else { return }
-            try? FileManager.default.removeItem(atPath: (parsed.location as NSString).deletingLastPathComponent)
-        }
-    )
+    .inTemporaryDirectories(registry: BackendRegistry([factory]), scheme: scheme, file: file, options: options)
 }
 
 /// A fresh schema on the test server (scripts/with-postgres starts one) per store, dropped after.

@@ -21,9 +21,9 @@ struct ConfigurationFuzzTests {
                          "\u{FFFD}", "\u{1F642}", "\u{2028}", "#", "*", "~", "$HOME", "\\"]
 
     @Test func randomConfigurationsOpenOrThrowCleanly() throws {
-        let directory = FileManager.default.temporaryDirectory.path + "/reservoir-config-fuzz-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temporary = try TemporaryDirectory("reservoir-config-fuzz")
+        defer { temporary.cleanUp() }
+        let directory = temporary.path
         let registry = BackendRegistry([.sqlite, .lmdb])
         var g = SeededGenerator(seed: 0xC0F1_6000)
         var opened = 0

@@ -14,11 +14,11 @@ struct CrashConsistencyTests {
 
     @Test(arguments: ["sqlite", "lmdb"], ["normal", "full"])
     func killedWritersLoseNothing(scheme: String, durability: String) async throws {
-        let directory = FileManager.default.temporaryDirectory.path + "/reservoir-crash-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temporary = try TemporaryDirectory("reservoir-crash")
+        defer { temporary.cleanUp() }
+        let directory = temporary.path
         let configuration = "\(scheme):\(directory)/\(scheme == "sqlite" ? "db.sqlite" : "env")?durability=\(durability)"
-        let test = CrashConsistency(child: try ChildProcess.builtExecutable("ReservoirCrashChild"), registry: BackendRegistry([.sqlite, .lmdb]))
+        let test = CrashConsistency(child: try ChildProcess.builtExecutable("ReservoirFaultTestHelper"), registry: BackendRegistry([.sqlite, .lmdb]))
         let report = try await test.run(configuration: configuration, trials: Self.trials, seed: scheme == "sqlite" ? 1 : 2)
         print("crash consistency, \(scheme) durability=\(durability): \(report)")
         #expect(report.trials == Self.trials)

@@ -16,11 +16,11 @@ struct DamagedFileTests {
 
     @Test(arguments: ["sqlite", "lmdb"])
     func damagedStoresFailCleanly(scheme: String) async throws {
-        let directory = FileManager.default.temporaryDirectory.path + "/reservoir-damage-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temporary = try TemporaryDirectory("reservoir-damage")
+        defer { temporary.cleanUp() }
+        let directory = temporary.path
         let configuration = "\(scheme):\(directory)/\(scheme == "sqlite" ? "db.sqlite" : "env")"
-        let test = DamagedFiles(child: try ChildProcess.builtExecutable("ReservoirCrashChild"), registry: BackendRegistry([.sqlite, .lmdb]))
+        let test = DamagedFiles(child: try ChildProcess.builtExecutable("ReservoirFaultTestHelper"), registry: BackendRegistry([.sqlite, .lmdb]))
         let report = try await test.run(configuration: configuration, mutants: Self.mutants, seed: scheme == "sqlite" ? 11 : 12)
         print("damaged files, \(scheme): \(report)")
         for crash in report.crashes.prefix(20) { print("  crash: \(crash)") }

@@ -20,9 +20,9 @@ struct ExhaustionTests {
 
     @Test(arguments: ["sqlite", "lmdb"])
     func aFullFileSystemIsReportedAsFullAndRecoveredFrom(scheme: String) throws {
-        let mountPoint = FileManager.default.temporaryDirectory.path + "/reservoir-full-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: mountPoint) }
+        let temporary = try TemporaryDirectory("reservoir-full")
+        defer { temporary.cleanUp() }
+        let mountPoint = temporary.path
         let mount = Process()
         mount.executableURL = URL(fileURLWithPath: "/bin/mount")
         mount.arguments = ["-t", "tmpfs", "-o", "size=4m", "tmpfs", mountPoint]
@@ -73,9 +73,9 @@ struct ExhaustionTests {
     }
 
     @Test func lmdbReaderSlotsExhaustedFailTheReadThatFoundNoneThenRecover() throws {
-        let directory = FileManager.default.temporaryDirectory.path + "/reservoir-readers-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temporary = try TemporaryDirectory("reservoir-readers")
+        defer { temporary.cleanUp() }
+        let directory = temporary.path
         let store = try Store.open("lmdb:\(directory)/env?maxreaders=3", registry: BackendRegistry([.lmdb]))
         defer { store.close() }
         try store.write { tx in try tx.insert(Blob(id: 1, text: "before")) }

@@ -1,6 +1,7 @@
 import CLMDB
 import Foundation
 import Reservoir
+import ReservoirConformance
 import Testing
 @testable import ReservoirLMDB
 

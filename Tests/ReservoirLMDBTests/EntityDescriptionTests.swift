@@ -1,6 +1,7 @@
 import Foundation
 import Reservoir
 @testable import ReservoirLMDB
+import ReservoirConformance
 import Testing
 
 /// Stored entity descriptions round-trip whole, so a typed write after reopening finds the

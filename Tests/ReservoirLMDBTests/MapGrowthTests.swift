@@ -2,6 +2,7 @@ import CLMDB
 import Foundation
 import OpenCombineShim
 import Reservoir
+import ReservoirConformance
 import Testing
 @testable import ReservoirLMDB
 
@@ -211,7 +212,7 @@ import Testing
         defer { dir.cleanUp() }
         let configuration = "lmdb:\(dir.path)/env?durability=none"
         // The helper limits its file size (RLIMIT_FSIZE), as a full disk would, and writes until it fails.
-        let helper = try Helper(["fill", configuration, "\(1 << 20)"])
+        let helper = try ChildProcess(built: "ReservoirLMDBTestHelper", ["fill", configuration, "\(1 << 20)"])
         #expect(await helper.waitForExit() == 0, "helper output: \(helper.output)")
         let output = helper.output
         let committedLine = try #require(output.first { $0.hasPrefix("committed ") })

@@ -1,12 +1,13 @@
 import Foundation
 import OpenCombineShim
 import Reservoir
+import ReservoirConformance
 import Testing
 @testable import ReservoirLMDB
 
 /// Several processes on one environment: commits reach the other process's change hub
 /// through the change log, and a process that dies holding LMDB's locks harms nothing.
-@Suite(.serialized) struct MultiProcessTests {
+@Suite("LMDB: several processes", .serialized) struct MultiProcessTests {
     @Test(.timeLimit(.minutes(1)))
     func commitInAnotherProcessReachesChangesQuickly() async throws {
         let dir = try TemporaryDirectory()
@@ -27,7 +28,7 @@ import Testing
         defer { liveSubscription.cancel() }
 
         let count = 8
-        let helper = try Helper(["write", configuration, "1", "\(count)", "150"])
+        let helper = try ChildProcess(built: "ReservoirLMDBTestHelper", ["write", configuration, "1", "\(count)", "150"])
         #expect(await helper.waitForExit() == 0)
         let committed = helper.output.compactMap { line -> (Int, Double)? in
             let parts = line.split(separator: " ")
@@ -35,10 +36,7 @@ import Testing
             return (id, time)
         }
         #expect(committed.count == count, "helper output: \(helper.output)")
-        let deadline = Date().addingTimeInterval(5)
-        while received.withLock({ $0.count }) < count && Date() < deadline {
-            try await Task.sleep(nanoseconds: 10_000_000)
-        }
+        _ = await eventually(timeout: .seconds(5)) { received.withLock { $0.count } >= count }
         let arrivals = received.withLock { $0 }
         #expect(arrivals.count == count, "change sets received: \(arrivals.map(\.0))")
         var latencies: [Double] = []
@@ -62,10 +60,7 @@ import Testing
         #expect((sorted.last ?? .infinity) < 1.0, "worst latency \(sorted.last ?? .infinity) s")
         // The live fetch ended at exactly what a fresh fetch returns.
         let expectedLive = Array((3...count).reversed())
-        let liveDeadline = Date().addingTimeInterval(5)
-        while live.withLock({ $0.last }) != expectedLive && Date() < liveDeadline {
-            try await Task.sleep(nanoseconds: 10_000_000)
-        }
+        _ = await eventually(timeout: .seconds(5)) { live.withLock { $0.last } == expectedLive }
         let liveHistory = live.withLock { $0 }
         #expect(liveHistory.first == [], "first value is the (empty) fetch at attach: \(liveHistory)")
         #expect(liveHistory.last == expectedLive, "live results: \(liveHistory)")
@@ -82,10 +77,10 @@ import Testing
         let store = try openStore(configuration)
         defer { store.close() }
         try await store.write { tx in try tx.insert(Note(id: 1, title: "before")) }
-        let helper = try Helper(["die-in-write", configuration, "2"])
+        let helper = try ChildProcess(built: "ReservoirLMDBTestHelper", ["die-in-write", configuration, "2"])
         #expect(await helper.waitForLine { $0 == "writing" } != nil)
         _ = await helper.waitForExit()
-        #expect(helper.process.terminationReason == .uncaughtSignal)
+        #expect(helper.terminationReason == .uncaughtSignal)
         // The dead process held LMDB's writer mutex and the writer lock file: both recover.
         try await store.write { tx in try tx.insert(Note(id: 3, title: "after")) }
         #expect(try store.fetch(Note.self).map(\.id) == [1, 3])
@@ -104,9 +99,9 @@ import Testing
         }
         // One reader stays alive (so the lock file is not reset on the next open), one dies
         // holding its reader slot.
-        let alive = try Helper(["hold-read", configuration])
+        let alive = try ChildProcess(built: "ReservoirLMDBTestHelper", ["hold-read", configuration])
         defer { alive.kill9() }
-        let dying = try Helper(["hold-read", configuration])
+        let dying = try ChildProcess(built: "ReservoirLMDBTestHelper", ["hold-read", configuration])
         #expect(await alive.waitForLine { $0 == "reading" } != nil)
         #expect(await dying.waitForLine { $0 == "reading" } != nil)
         dying.kill9()
@@ -126,7 +121,7 @@ import Testing
         let store = try openStore(configuration)
         defer { store.close() }
         let perProcess = 600
-        let helper = try Helper(["write", configuration, "\(perProcess)", "\(perProcess)", "0"], environment: ["PADDING": "2000"])
+        let helper = try ChildProcess(built: "ReservoirLMDBTestHelper", ["write", configuration, "\(perProcess)", "\(perProcess)", "0"], environment: ["PADDING": "2000"])
         for i in 0..<perProcess {
             try await store.write { tx in
                 try tx.insert(Note(id: i, title: String(repeating: "p", count: 2000), priority: i % 10))
@@ -149,7 +144,7 @@ import Testing
         let dir = try TemporaryDirectory()
         defer { dir.cleanUp() }
         let configuration = "lmdb:\(dir.path)/env" + options
-        let helper = try Helper(["write", configuration, "0", "100000", "0"])
+        let helper = try ChildProcess(built: "ReservoirLMDBTestHelper", ["write", configuration, "0", "100000", "0"])
         _ = await helper.waitForLine { $0.hasPrefix("committed 200 ") }
         helper.kill9()
         let reported = Set(helper.output.compactMap { line -> Int? in
@@ -175,12 +170,12 @@ import Testing
         let store = try openStore(configuration)
         defer { store.close() }
         try await store.write { tx in try tx.insert(NoteV1(id: "a", title: "first")) }
-        let first = try Helper(["write", configuration, "1", "2", "0"])
+        let first = try ChildProcess(built: "ReservoirLMDBTestHelper", ["write", configuration, "1", "2", "0"])
         #expect(await first.waitForExit() == 0)
         // This process never wrote a Note: it reads their layout from meta, and its own new
         // layout goes after the other process's.
         try await store.write { tx in try tx.insert(NoteV2(id: "c", title: "third", rating: 3)) }
-        let second = try Helper(["write", configuration, "3", "2", "0"])
+        let second = try ChildProcess(built: "ReservoirLMDBTestHelper", ["write", configuration, "3", "2", "0"])
         #expect(await second.waitForExit() == 0)
         #expect(try store.fetch(Note.self).map(\.title) == Array(repeating: "from another process", count: 4))
         #expect(try store.fetch(FetchRequest<NoteV2>(sortBy: [.ascending(\.title)]))

@@ -1,6 +1,7 @@
 import Foundation
 import OpenCombineShim
 import Reservoir
+import ReservoirConformance
 import Testing
 @testable import ReservoirLMDB
 
@@ -29,8 +30,7 @@ import Testing
         let path = "\(dir.path)/env/\(file)"
         try FileManager.default.removeItem(atPath: path)
 
-        let deadline = Date().addingTimeInterval(5)
-        while end.value == nil && Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        _ = await eventually(timeout: .seconds(5)) { end.value != nil }
         guard case let .failure(error as ReservoirError) = end.value else {
             Issue.record("the live subscription ended with \(String(describing: end.value)), not a ReservoirError")
             return

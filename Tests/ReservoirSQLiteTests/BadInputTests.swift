@@ -1,6 +1,7 @@
 import Foundation
 import Reservoir
 @testable import ReservoirSQLite
+import ReservoirConformance
 import Testing
 
 /// Bad paths, files that are not databases, locks held too long, a full disk: each is a
@@ -8,7 +9,7 @@ import Testing
 @Suite struct BadInputTests {
     @Test func aPathInAMissingDirectory() throws {
         let directory = try TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.cleanUp() }
         let path = directory.url.appendingPathComponent("no/such/dir/db.sqlite").path
         let error = try #require(throws: ReservoirError.self) { try openStore(path) }
         #expect(error.code == .cannotOpen)
@@ -19,7 +20,7 @@ import Testing
 
     @Test func aDirectoryInsteadOfAFile() throws {
         let directory = try TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.cleanUp() }
         let error = try #require(throws: ReservoirError.self) { try openStore(directory.url.path) }
         #expect(error.code == .cannotOpen)
         #expect(error.message.contains(directory.url.path))
@@ -31,7 +32,7 @@ import Testing
     ])
     func aFileThatIsNotADatabaseIsLeftAlone(contents: Data) throws {
         let directory = try TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.cleanUp() }
         let path = directory.databasePath
         try contents.write(to: URL(fileURLWithPath: path))
         let error = try #require(throws: ReservoirError.self) { try openStore(path) }
@@ -44,7 +45,7 @@ import Testing
 
     @Test func aDatabaseLockedTooLongIsBusyAndNothingIsLost() throws {
         let directory = try TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.cleanUp() }
         let store = try openStore(directory.databasePath, options: "?busytimeout=100")
         defer { store.close() }
         try store.write { try $0.insert(Todo(id: 1, title: "kept", done: false, priority: 1)) }
@@ -67,7 +68,7 @@ import Testing
 
     @Test func aFullDiskFailsTheWriteAndKeepsEarlierCommits() throws {
         let directory = try TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.cleanUp() }
         let store = try openStore(directory.databasePath)
         defer { store.close() }
         try store.write { try $0.insert(Todo(id: 1, title: "kept", done: false, priority: 1)) }
@@ -92,7 +93,7 @@ import Testing
 
     @Test func aNewerFormatIsRefused() throws {
         let directory = try TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.cleanUp() }
         try openStore(directory.databasePath).close()
         try RawConnection(directory.databasePath).execute("UPDATE _reservoir_meta SET value = 99 WHERE key = 'format_version'")
         let error = try #require(throws: ReservoirError.self) { try openStore(directory.databasePath) }
@@ -104,7 +105,7 @@ import Testing
     @Test(arguments: ["?durability=fast", "?busytimeout=-1", "?retention=many", "?readers=0", "?journal=delete"])
     func badOptionsAreRejectedByName(options: String) throws {
         let directory = try TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.cleanUp() }
         let error = try #require(throws: ReservoirError.self) { try openStore(directory.databasePath, options: options) }
         #expect(error.code == .invalidConfiguration)
         let key = String(options.dropFirst().prefix { $0 != "=" })
@@ -114,7 +115,7 @@ import Testing
 
     @Test func namesThatDifferOnlyInCaseAreRejected() throws {
         let directory = try TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.cleanUp() }
         let store = try openStore(directory.databasePath)
         defer { store.close() }
         try store.write { tx in
@@ -138,7 +139,7 @@ import Testing
     /// other table is left alone.
     @Test func anotherApplicationsTableIsNotTakenForAnEntity() throws {
         let directory = try TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.cleanUp() }
         let store = try openStore(directory.databasePath)
         defer { store.close() }
         // The other application creates its table while the store is open.
@@ -160,7 +161,7 @@ import Testing
 
     @Test func fullDurabilityIsAccepted() throws {
         let directory = try TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.cleanUp() }
         let store = try openStore(directory.databasePath, options: "?durability=full")
         defer { store.close() }
         try store.write { try $0.insert(Todo(id: 1, title: "synced", done: false, priority: 1)) }

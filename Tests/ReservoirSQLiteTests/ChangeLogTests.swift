@@ -30,7 +30,7 @@ import Testing
         func finish() {
             subscription.cancel()
             store.close()
-            directory.cleanup()
+            directory.cleanUp()
         }
 
         /// Waits for `count` change sets in all; returns them.
@@ -139,7 +139,7 @@ import Testing
 
     @Test func plainSQLWritesBeforeOpeningAreNumberedButNotReplayed() throws {
         let directory = try TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.cleanUp() }
         try writeOneTodoAndClose(directory.databasePath)
         let raw = try RawConnection(directory.databasePath)
         try raw.execute("DELETE FROM todos WHERE id = 1")
@@ -155,7 +155,7 @@ import Testing
 
     @Test func retentionKeepsTheNewestChangeSets() throws {
         let directory = try TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.cleanUp() }
         let store = try openStore(directory.databasePath, options: "?retention=10")
         defer { store.close() }
         for id in 1...200 {
@@ -184,7 +184,7 @@ import Testing
 
     @Test func ownWritesLogOneRowPerKindAndOtherStoresReadEveryID() throws {
         let directory = try TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.cleanUp() }
         let store = try openStore(directory.databasePath)
         defer { store.close() }
         try store.write { tx in
@@ -227,7 +227,7 @@ import Testing
 
     @Test func aVersionOneFileIsUpgradedAndItsLogStillReads() throws {
         let directory = try TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.cleanUp() }
         try writeOneTodoAndClose(directory.databasePath)
         // Make it what version 1 wrote: no ids column.
         let raw = try RawConnection(directory.databasePath)

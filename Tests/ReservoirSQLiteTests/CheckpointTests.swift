@@ -14,7 +14,7 @@ import Testing
 
     @Test func checkpointsRunInTheBackgroundWithoutLosingCommits() async throws {
         let directory = try TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.cleanUp() }
         let path = directory.databasePath
         let store = try openStore(path)
         let before = size(path)
@@ -44,7 +44,7 @@ import Testing
 
     @Test func theWALStaysBoundedUnderSteadyCommits() throws {
         let directory = try TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.cleanUp() }
         let path = directory.databasePath
         let store = try openStore(path)
         defer { store.close() }

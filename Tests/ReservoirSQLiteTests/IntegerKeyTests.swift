@@ -1,5 +1,6 @@
 import Foundation
 import Reservoir
+import ReservoirConformance
 import ReservoirSQLite
 import Testing
 
@@ -25,7 +26,7 @@ import Testing
 
     @Test func integerIDsGetRowidTablesAndOtherIDsWithoutRowid() throws {
         let directory = try TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.cleanUp() }
         let store = try openStore(directory.databasePath)
         defer { store.close() }
         try store.write { tx in
@@ -51,7 +52,7 @@ import Testing
 
     @Test func duplicateInsertIntoARowidTableIsDuplicateIDAndTheWriteGoesOn() throws {
         let directory = try TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.cleanUp() }
         let store = try openStore(directory.databasePath)
         defer { store.close() }
         let first = Todo(id: 1, title: "first", done: false, priority: 1, note: nil)
@@ -72,7 +73,7 @@ import Testing
     @Test(arguments: [Value.text("abc"), .text("1"), .text("3"), .real(3.0), .real(2.5), .blob(Data([1]))])
     func aNonIntegerIDIsAClearErrorAndNothingCommittedChanges(_ id: Value) throws {
         let directory = try TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.cleanUp() }
         let store = try openStore(directory.databasePath)
         defer { store.close() }
         let todo = Todo(id: 1, title: "kept", done: false, priority: 1, note: nil)
@@ -106,7 +107,7 @@ import Testing
     /// never equals a number. Every comparison must agree with the reference evaluator.
     @Test func textComparedWithAnIntegerIDFollowsTheContractOrder() throws {
         let directory = try TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.cleanUp() }
         let store = try openStore(directory.databasePath)
         defer { store.close() }
         let todos = (1...5).map { Todo(id: $0, title: "t\($0)", done: false, priority: $0, note: nil) }
@@ -139,7 +140,7 @@ import Testing
 
     @Test func entitiesReturnTheFlagAsWrittenAcrossReopening() throws {
         let directory = try TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.cleanUp() }
         do {
             let store = try openStore(directory.databasePath)
             try store.write { tx in
@@ -160,7 +161,7 @@ import Testing
     /// A table made before integer keys (or by a tool without Swift types) stays as it is.
     @Test func anOldWithoutRowidTableForIntegerIDsKeepsWorking() throws {
         let directory = try TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.cleanUp() }
         let old = EntityDescription(name: "todos", fields: Todo.schema.entity.fields, indexes: Todo.schema.entity.indexes)
         do {
             let store = try openStore(directory.databasePath)

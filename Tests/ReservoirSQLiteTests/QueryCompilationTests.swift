@@ -49,7 +49,7 @@ import Testing
     @Test(arguments: [1, 2, 3, 4] as [UInt64])
     func compiledQueriesMatchTheReferenceEvaluator(seed: UInt64) throws {
         let directory = try TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.cleanUp() }
         let backend = try SQLiteBackend(path: directory.databasePath)
         defer { backend.close() }
         var g = SeededGenerator(seed: seed)
@@ -83,7 +83,7 @@ import Testing
 
     @Test func storedValuesRoundTripExactly() throws {
         let directory = try TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.cleanUp() }
         let backend = try SQLiteBackend(path: directory.databasePath)
         defer { backend.close() }
         let entity = EntityDescription(name: "values", fields: ["id", "v"])

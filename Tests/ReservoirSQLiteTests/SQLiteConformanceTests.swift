@@ -8,20 +8,8 @@ import Testing
 /// per case, one test case per conformance case.
 @Suite("Conformance: sqlite:")
 struct SQLiteConformanceTests {
-    static let harness = ConformanceHarness(
-        registry: BackendRegistry([.sqlite]),
-        freshConfiguration: {
-            let directory = FileManager.default.temporaryDirectory
-                .appendingPathComponent("reservoir-sqlite-conformance-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            return "sqlite:" + directory.appendingPathComponent("db.sqlite").path
-        },
-        cleanup: { configuration in
-            guard let parsed = try? StoreConfiguration(configuration) else { return }
-            let directory = URL(fileURLWithPath: parsed.location).deletingLastPathComponent()
-            try? FileManager.default.removeItem(at: directory)
-        },
-        shortChangeLog: "retention=5"
+    static let harness = ConformanceHarness.inTemporaryDirectories(
+        registry: BackendRegistry([.sqlite]), scheme: "sqlite", file: "db.sqlite", shortChangeLog: "retention=5"
     )
 
     @Test(arguments: ConformanceSuite.cases)

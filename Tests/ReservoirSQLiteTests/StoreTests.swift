@@ -1,6 +1,7 @@
 import Foundation
 import OpenCombineShim
 import Reservoir
+import ReservoirConformance
 import ReservoirSQLite
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 @Suite struct StoreTests {
     @Test func insertFetchSortAndPredicatesWithNulls() throws {
         let directory = try TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.cleanUp() }
         let store = try openStore(directory.databasePath)
         defer { store.close() }
         let todos = [
@@ -37,7 +38,7 @@ import Testing
 
     @Test func mixedIntegersAndRealsCompareNumerically() throws {
         let directory = try TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.cleanUp() }
         let store = try openStore(directory.databasePath)
         defer { store.close() }
         let entity = Measurement.schema.entity
@@ -61,7 +62,7 @@ import Testing
 
     @Test func reopeningKeepsEverythingAndLayoutIsPlainSQL() throws {
         let directory = try TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.cleanUp() }
         let todo = Todo(id: 7, title: "Persist", done: true, priority: 5, note: nil)
         do {
             let store = try openStore(directory.databasePath)
@@ -94,7 +95,7 @@ import Testing
             static let schema = Schema<TodoV2>("todos", fields: [.field(\.title), .field(\.tag, indexed: true)])
         }
         let directory = try TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.cleanUp() }
         let store = try openStore(directory.databasePath)
         defer { store.close() }
         try store.write { try $0.insert(TodoV1(id: 1, title: "old")) }
@@ -131,7 +132,7 @@ import Testing
                               caption: index % 4 == 0 ? nil : String(repeating: "c", count: sizes[(index + 7) % sizes.count]))
         }
         let directory = try TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.cleanUp() }
         let store = try openStore(directory.databasePath)
         defer { store.close() }
         var expected = sizes.indices.map { attachment($0, size: sizes[$0]) } + (15..<60).map { attachment($0, size: next(3_000)) }
@@ -161,7 +162,7 @@ import Testing
             static let schema = Schema<Fresh>("fresh", fields: [.field(\.extra)])
         }
         let directory = try TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.cleanUp() }
         let store = try openStore(directory.databasePath)
         defer { store.close() }
         #expect(throws: Boom.self) {
@@ -178,7 +179,7 @@ import Testing
 
     @Test func readsDoNotWaitForTheWriter() throws {
         let directory = try TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.cleanUp() }
         let store = try openStore(directory.databasePath)
         defer { store.close() }
         try store.write { try $0.insert(Todo(id: 1, title: "one", done: false, priority: 1)) }

@@ -1,22 +1,12 @@
 import CSQLite
 import Foundation
 import Reservoir
+import ReservoirConformance
 import ReservoirSQLite
 
-/// A fresh temporary directory, removed by `cleanup()`.
-struct TemporaryDirectory {
-    let url: URL
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("reservoir-sqlite-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    var databasePath: String { url.appendingPathComponent("db.sqlite").path }
-
-    func cleanup() {
-        try? FileManager.default.removeItem(at: url)
-    }
+extension TemporaryDirectory {
+    /// The SQLite database file these tests open in the directory.
+    var databasePath: String { file("db.sqlite") }
 }
 
 let sqliteRegistry = BackendRegistry([.sqlite])

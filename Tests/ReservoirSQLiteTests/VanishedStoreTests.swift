@@ -22,7 +22,7 @@ import Testing
     @Test(arguments: ["deleted", "replaced"])
     func aVanishedDatabaseStopsTheStore(how: String) async throws {
         let directory = try TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.cleanUp() }
         let path = directory.databasePath
         let store = try openStore(path)
         defer { store.close() }

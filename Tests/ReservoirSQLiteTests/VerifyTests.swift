@@ -1,5 +1,6 @@
 import Foundation
 import Reservoir
+import ReservoirConformance
 import Testing
 
 /// `verify()` on a SQLite file with a page overwritten reports the damage (from
@@ -7,7 +8,7 @@ import Testing
 @Suite struct VerifyTests {
     @Test func anOverwrittenPageIsReportedNotThrown() throws {
         let dir = try TemporaryDirectory()
-        defer { dir.cleanup() }
+        defer { dir.cleanUp() }
         let store = try openStore(dir.databasePath)
         try store.write { tx in
             for id in 0..<3000 { try tx.insert(Todo(id: id, title: "todo \(id)", done: id % 2 == 0, priority: id % 7)) }

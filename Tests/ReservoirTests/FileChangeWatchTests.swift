@@ -15,12 +15,6 @@ import Testing
         func increment() { lock.withLock { count += 1 } }
     }
 
-    func makeDirectory() throws -> String {
-        let path = NSTemporaryDirectory() + "reservoir-watch-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
-        return path
-    }
-
     /// A watch on `files` counting its wake-ups in `counter`.
     func watch(_ files: [String], _ counter: Counter) throws -> FileChangeWatch {
         guard let watch = FileChangeWatch.watching(files, wake: { counter.increment() }) else {
@@ -38,8 +32,9 @@ import Testing
     }
 
     @Test func writesToAWatchedFileWakeAndOthersDoNot() async throws {
-        let directory = try makeDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temporary = try TemporaryDirectory("reservoir-watch")
+        defer { temporary.cleanUp() }
+        let directory = temporary.path
         let watched = directory + "/data", other = directory + "/unrelated"
         try append("", to: watched)
         let wakes = Counter()
@@ -55,8 +50,9 @@ import Testing
     }
 
     @Test func aFileDeletedAndCreatedAnewStaysWatched() async throws {
-        let directory = try makeDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temporary = try TemporaryDirectory("reservoir-watch")
+        defer { temporary.cleanUp() }
+        let directory = temporary.path
         let watched = directory + "/data-wal"
         let wakes = Counter()
         // Watched before it exists, as a WAL file may be.
@@ -72,8 +68,9 @@ import Testing
     }
 
     @Test func cancellingStopsTheWakeUps() async throws {
-        let directory = try makeDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temporary = try TemporaryDirectory("reservoir-watch")
+        defer { temporary.cleanUp() }
+        let directory = temporary.path
         let watched = directory + "/data"
         let kept = Counter(), cancelled = Counter()
         // Two watchers of one directory share its inotify watch: cancelling one leaves the other.
@@ -91,8 +88,9 @@ import Testing
 
     /// More watches than the kernel allows a user inotify instances (128 by default): they share one.
     @Test func manyWatchesShareOneInstance() async throws {
-        let directory = try makeDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temporary = try TemporaryDirectory("reservoir-watch")
+        defer { temporary.cleanUp() }
+        let directory = temporary.path
         let counters = (0..<300).map { _ in Counter() }
         let watches = try counters.enumerated().map { index, counter in try watch([directory + "/file\(index % 3)"], counter) }
         defer { watches.forEach { $0.cancel() } }

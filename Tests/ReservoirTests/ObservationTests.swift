@@ -2,6 +2,7 @@ import Foundation
 import OpenCombineShim
 import PropertyBased
 import Reservoir
+import ReservoirConformance
 import Testing
 
 private struct Card: Storable {
@@ -35,25 +36,6 @@ private let deleteSteps = zip(Gen.int(in: 0...15).array(of: 1...3), Gen.bool)
     .map { ids, demand in Step(upserts: [], deletes: ids, rollback: false, demand: demand) }
 private let stepGenerator = Gen<Step>.oneOf(upsertSteps.eraseToAnySequence(), deleteSteps.eraseToAnySequence())
 
-private final class Recorder<Value>: Subscriber, @unchecked Sendable {
-    typealias Input = Value
-    typealias Failure = any Error
-    private let lock = NSLock()
-    private var subscription: (any Subscription)?
-    private var received: [Value] = []
-    private let initial: Subscribers.Demand
-    init(initial: Subscribers.Demand) { self.initial = initial }
-    var values: [Value] { lock.lock(); defer { lock.unlock() }; return received }
-    func receive(subscription: any Subscription) {
-        lock.lock(); self.subscription = subscription; lock.unlock()
-        subscription.request(initial)
-    }
-    func receive(_ input: Value) -> Subscribers.Demand { lock.lock(); received.append(input); lock.unlock(); return .none }
-    func receive(completion: Subscribers.Completion<any Error>) {}
-    func request(_ demand: Subscribers.Demand) { lock.lock(); let s = subscription; lock.unlock(); s?.request(demand) }
-    func cancel() { lock.lock(); let s = subscription; subscription = nil; lock.unlock(); s?.cancel() }
-}
-
 @Suite("Observation")
 struct ObservationTests {
     @Test("applying every difference to [] gives a fresh fetch, for random histories, with and without limited demand",
@@ -64,8 +46,8 @@ struct ObservationTests {
     fileprivate func invariant(_ request: FetchRequest<Card>) async {
         await propertyCheck(count: 60, input: stepGenerator.array(of: 1...25)) { steps in
             guard let store = try? Store.open("memory:", registry: BackendRegistry()) else { return #expect(Bool(false)) }
-            let eager = Recorder<CollectionDifference<Card>>(initial: .unlimited)
-            let slow = Recorder<CollectionDifference<Card>>(initial: .max(1))
+            let eager = LiveRecorder<CollectionDifference<Card>>(initialDemand: .unlimited)
+            let slow = LiveRecorder<CollectionDifference<Card>>(initialDemand: .max(1))
             store.differencesPublisher(for: request).subscribe(eager)
             store.differencesPublisher(for: request).subscribe(slow)
             for step in steps {
@@ -90,7 +72,7 @@ struct ObservationTests {
     @Test("applyingChanges keeps a parallel collection in step, transforming only insertions")
     func applyingChanges() throws {
         let store = try Store.open("memory:", registry: BackendRegistry())
-        let transformed = Recorder<[String]>(initial: .unlimited)
+        let transformed = LiveRecorder<[String]>(initialDemand: .unlimited)
         let calls = Locked(0)
         store.differencesPublisher(for: FetchRequest<Card>(sortBy: [.ascending(\.rank)]))
             .applyingChanges([String]()) { card in calls.withLock { $0 += 1 }; return "card \(card.id) rank \(card.rank)" }
@@ -107,7 +89,7 @@ struct ObservationTests {
     @Test("ResultsChange marks a record that changed place as moved and one that stayed as updated")
     func movesAndUpdates() throws {
         let store = try Store.open("memory:", registry: BackendRegistry())
-        let recorder = Recorder<ResultsChange<Card>>(initial: .unlimited)
+        let recorder = LiveRecorder<ResultsChange<Card>>(initialDemand: .unlimited)
         store.resultsChangesPublisher(for: FetchRequest<Card>(sortBy: [.ascending(\.rank)])).subscribe(recorder)
         try store.write { tx in for i in 0..<5 { try tx.insert(Card(id: i, rank: i * 10, suit: nil)) } }
         try store.write { tx in

@@ -87,7 +87,7 @@ public struct DamagedFiles: Sendable {
             let errors = location + ".stderr-\(round)"
             round += 1
             let process = try ChildProcess(child, [Self.childArgument, configuration, String(seed), String(next), String(mutants - next), results],
-                                           environment: ["SWIFT_BACKTRACE": "enable=no"], standardError: URL(fileURLWithPath: errors))
+                                           environment: ["SWIFT_BACKTRACE": "enable=no"], standardError: .file(URL(fileURLWithPath: errors)))
             var lastProgress = Date()
             var seen = 0
             var hung = false

@@ -3,13 +3,14 @@ import OpenCombineShim
 import Reservoir
 
 /// Records every change set a store publishes, from any thread.
-final class ChangeRecorder: @unchecked Sendable {
+public final class ChangeRecorder: @unchecked Sendable {
     // @unchecked: `recorded` is guarded by `lock`.
     private let lock = NSLock()
     private var recorded: [ChangeSet] = []
     private var cancellable: AnyCancellable?
 
-    init(_ store: Store) {
+    /// Starts recording `store`'s change sets.
+    public init(_ store: Store) {
         cancellable = store.changeSets.sink { [weak self] changeSet in
             guard let self else { return }
             self.lock.lock()
@@ -18,11 +19,13 @@ final class ChangeRecorder: @unchecked Sendable {
         }
     }
 
-    var changeSets: [ChangeSet] {
+    /// The change sets received so far, in order.
+    public var changeSets: [ChangeSet] {
         lock.lock()
         defer { lock.unlock() }
         return recorded
     }
 
-    func cancel() { cancellable?.cancel() }
+    /// Stops recording.
+    public func cancel() { cancellable?.cancel() }
 }

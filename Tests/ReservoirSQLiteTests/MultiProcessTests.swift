@@ -7,7 +7,7 @@ import Testing
 
 /// Commits made in another process reach this process's subscriptions: a commit
 /// through Reservoir, and a row written with plain SQL by another SQLite client.
-@Suite struct TwoProcessTests {
+@Suite("SQLite: several processes") struct MultiProcessTests {
     /// A change set with the CLOCK_MONOTONIC time it arrived (shared by all processes).
     struct Arrival {
         var changeSet: ChangeSet
@@ -20,50 +20,29 @@ import Testing
         return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
     }
 
-    /// The helper executable, built next to the test bundle.
-    static func helper() throws -> URL {
-        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        var directory = executable.deletingLastPathComponent()
-        for _ in 0..<4 {
-            let candidate = directory.appendingPathComponent("reservoir-sqlite-writer")
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-            directory = directory.deletingLastPathComponent()
-        }
-        throw ReservoirError(.backend, "reservoir-sqlite-writer not found near \(executable.path); run swift build first")
-    }
+    /// The second process, built beside the tests.
+    static let helper = "ReservoirSQLiteTestHelper"
 
-    /// Runs a child process to completion (at most 30 s); returns the commit time it printed.
-    static func run(_ executable: URL, _ arguments: [String]) async throws -> UInt64 {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let deadline = Date().addingTimeInterval(30)
-        while process.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(2)) }
-        if process.isRunning {
-            process.terminate()
-            throw ReservoirError(.backend, "\(executable.lastPathComponent) \(arguments) did not finish within 30 s")
+    /// Runs the helper to completion (at most 30 s); returns the commit time it printed.
+    static func run(_ arguments: [String]) async throws -> UInt64 {
+        let process = try ChildProcess(built: helper, arguments, standardError: .captured)
+        guard let status = await process.waitForExit(within: 30) else {
+            throw ReservoirError(.backend, "\(helper) \(arguments) did not finish within 30 s")
         }
-        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let problem = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        guard process.terminationStatus == 0 else {
-            throw ReservoirError(.backend, "\(executable.lastPathComponent) \(arguments) failed with status \(process.terminationStatus): \(problem)")
+        guard process.terminationReason == .exit, status == 0 else {
+            throw ReservoirError(.backend, "\(helper) \(arguments) failed with status \(status): \(process.errorText)")
         }
-        guard let line = printed.split(separator: "\n").first(where: { $0.hasPrefix("committed ") }),
+        guard let line = process.output.first(where: { $0.hasPrefix("committed ") }),
               let time = UInt64(line.dropFirst("committed ".count))
         else {
-            throw ReservoirError(.backend, "\(executable.lastPathComponent) printed no commit time: \(printed)")
+            throw ReservoirError(.backend, "\(helper) printed no commit time: \(process.outputText)")
         }
         return time
     }
 
     func check(mode: String, arguments: (String) -> [String], expectID: Int64) async throws {
         let directory = try TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.cleanUp() }
         let store = try openStore(directory.databasePath)
         defer { store.close() }
         try await store.write { try $0.insert(Todo(id: 1, title: "here", done: false, priority: 1)) }
@@ -76,7 +55,7 @@ import Testing
             .sink(receiveCompletion: { _ in }, receiveValue: { lists.append($0.map(\.id)) })
         defer { live.cancel() }
 
-        let committed = try await Self.run(try Self.helper(), arguments(directory.databasePath))
+        let committed = try await Self.run(arguments(directory.databasePath))
         let arrived = await eventually(timeout: .seconds(5)) { !arrivals.values.isEmpty }
         try #require(arrived, "\(mode): the other process's commit never arrived")
         let arrival = arrivals.values[0]
@@ -108,20 +87,15 @@ import Testing
     @Test(arguments: ["", "?durability=full"])
     func commitsSurviveAKilledProcess(options: String) async throws {
         let directory = try TemporaryDirectory()
-        defer { directory.cleanup() }
-        let process = Process()
-        process.executableURL = try Self.helper()
+        defer { directory.cleanUp() }
         // The helper opens "sqlite:" + its first argument, so options pass through.
-        process.arguments = [directory.databasePath + options, "crash", "200"]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let deadline = Date().addingTimeInterval(30)
-        while process.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(2)) }
+        let process = try ChildProcess(built: Self.helper, [directory.databasePath + options, "crash", "200"])
+        _ = await eventually(timeout: .seconds(30)) { !process.isRunning }
         try #require(!process.isRunning, "the helper did not finish")
+        _ = await process.waitForExit()  // it has ended: this reads what it printed to the end
         #expect(process.terminationReason == .uncaughtSignal)
         #expect(process.terminationStatus == SIGKILL)
-        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let printed = process.outputText
         #expect(printed.contains("committed"))
         // The -wal file holds the commits; the next open recovers them.
         let store = try openStore(directory.databasePath, options: options)
@@ -133,7 +107,7 @@ import Testing
 
     @Test func concurrentWritersInOtherProcessesQueueAndEveryCommitIsAnnouncedOnce() async throws {
         let directory = try TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.cleanUp() }
         let store = try openStore(directory.databasePath)
         defer { store.close() }
         try await store.write { try $0.insert(Todo(id: 1, title: "here", done: false, priority: 1)) }
@@ -142,9 +116,8 @@ import Testing
         defer { subscription.cancel() }
 
         // Two processes and this one write at the same time, each its own records.
-        let helper = try Self.helper()
-        async let first = Self.run(helper, [directory.databasePath, "many", "1000", "100"])
-        async let second = Self.run(helper, [directory.databasePath, "many", "2000", "100"])
+        async let first = Self.run([directory.databasePath, "many", "1000", "100"])
+        async let second = Self.run([directory.databasePath, "many", "2000", "100"])
         for id in 3000..<3050 {
             try await store.write { try $0.insert(Todo(id: id, title: "local", done: false, priority: 1)) }
         }
@@ -165,15 +138,15 @@ import Testing
         let shell = URL(fileURLWithPath: "/usr/bin/sqlite3")
         guard FileManager.default.isExecutableFile(atPath: shell.path) else { return }
         let directory = try TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.cleanUp() }
         let store = try openStore(directory.databasePath)
         defer { store.close() }
         try await store.write { try $0.insert(Todo(id: 1, title: "here", done: false, priority: 1)) }
         let arrivals = Collected<ChangeSet>()
         let subscription = store.changeSets.sink { arrivals.append($0) }
         defer { subscription.cancel() }
-        let process = try Process.run(shell, arguments: [directory.databasePath, "UPDATE todos SET title = 'from the shell' WHERE id = 1"])
-        while process.isRunning { try await Task.sleep(for: .milliseconds(2)) }
+        let process = try ChildProcess(shell, [directory.databasePath, "UPDATE todos SET title = 'from the shell' WHERE id = 1"])
+        _ = await process.waitForExit()
         #expect(process.terminationStatus == 0)
         let arrived = await eventually(timeout: .seconds(5)) { !arrivals.values.isEmpty }
         try #require(arrived)

@@ -1,14 +1,15 @@
-// One app process of ReservoirPostgresTests' multi-client test: it opens the store named on
+// One app process of ReservoirPostgresTests' multi-process test: it opens the store named on
 // the command line (over TCP, as a process on another machine would), keeps a live
 // subscription and a change-set subscription, writes its share concurrently with the other
 // clients, and at quiescence checks its subscriptions against a fresh fetch.
 //
-//   ReservoirPostgresClient URL CLIENT WRITES TOTAL_RECORDS
+//   ReservoirPostgresTestHelper URL CLIENT WRITES TOTAL_RECORDS
 //
 // Prints "ok …" and exits 0, or prints "FAIL …" and exits 1.
 import Foundation
 import OpenCombineShim
 import Reservoir
+import ReservoirConformance
 import ReservoirPostgres
 
 struct Message: Storable, Equatable {
@@ -28,7 +29,7 @@ func fail(_ message: String) -> Never {
 nonisolated func runClient() -> Never {
     let arguments = CommandLine.arguments
     guard arguments.count == 5, let client = Int(arguments[2]), let writes = Int(arguments[3]), let total = Int(arguments[4]) else {
-        fail("usage: ReservoirPostgresClient URL CLIENT WRITES TOTAL_RECORDS")
+        fail("usage: ReservoirPostgresTestHelper URL CLIENT WRITES TOTAL_RECORDS")
     }
     let store: Store
     do {
@@ -59,22 +60,13 @@ nonisolated func runClient() -> Never {
         }
     }
 
-    func waitUntil(seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if try condition() { return true }
-            usleep(5_000)
-        }
-        return try condition()
-    }
-
     do {
-        guard try waitUntil(seconds: 60, { try store.count(FetchRequest<Message>()) == total }) else {
+        guard try eventuallyBlocking(timeout: .seconds(60), { try store.count(FetchRequest<Message>()) == total }) else {
             fail("the store never held \(total) records (has \(try store.count(FetchRequest<Message>())))")
         }
         let fetched = try store.fetch(FetchRequest<Message>(sortBy: [.ascending(\.id)]))
         let last = try store.backend.read { try $0.lastSequence() }
-        guard waitUntil(seconds: 20, { state.withLock { $0.live == fetched && $0.sequences.last == last } }) else {
+        guard eventuallyBlocking(timeout: .seconds(20), { state.withLock { $0.live == fetched && $0.sequences.last == last } }) else {
             let seen = state.withLock { $0 }
             fail("subscriptions did not reach the fetch: live \(seen.live.count) of \(fetched.count), last sequence seen \(seen.sequences.last ?? 0) of \(last), \(seen.failure ?? "no failure")")
         }

@@ -1,9 +1,9 @@
 // A second process for the SQLite backend's multi-process tests.
 //
-//     reservoir-sqlite-writer PATH store ID TITLE   commit one "todos" record through Reservoir
-//     reservoir-sqlite-writer PATH sql STATEMENT    run plain SQL through the C API, as any client would
-//     reservoir-sqlite-writer PATH many FIRST COUNT commit records FIRST..<FIRST+COUNT, one per transaction
-//     reservoir-sqlite-writer PATH crash COUNT      commit COUNT records one by one, then die by SIGKILL
+//     ReservoirSQLiteTestHelper PATH store ID TITLE   commit one "todos" record through Reservoir
+//     ReservoirSQLiteTestHelper PATH sql STATEMENT    run plain SQL through the C API, as any client would
+//     ReservoirSQLiteTestHelper PATH many FIRST COUNT commit records FIRST..<FIRST+COUNT, one per transaction
+//     ReservoirSQLiteTestHelper PATH crash COUNT      commit COUNT records one by one, then die by SIGKILL
 //                                                   without closing anything (a killed process)
 //
 // Prints "committed <CLOCK_MONOTONIC nanoseconds>" after the commit; exits 1 with the error otherwise.
@@ -25,7 +25,7 @@ func fail(_ message: String) -> Never {
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 4 else {
-    fail("usage: reservoir-sqlite-writer PATH store ID TITLE | PATH sql STATEMENT | PATH crash COUNT")
+    fail("usage: ReservoirSQLiteTestHelper PATH store ID TITLE | PATH sql STATEMENT | PATH crash COUNT")
 }
 let path = arguments[1]
 

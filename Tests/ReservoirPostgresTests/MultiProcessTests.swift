@@ -14,14 +14,14 @@ struct Message: Storable, Equatable {
 
 /// Several app processes share one server, as app servers on several machines would: each
 /// a separate client over TCP with live subscriptions, writing at the same time.
-@Suite("PostgreSQL: several clients")
-struct MultiClientTests {
+@Suite("PostgreSQL: several processes")
+struct MultiProcessTests {
     @Test func concurrentClientsAgreeAndEveryCommitIsPresentOnce() async throws {
         let configuration = try TestServer.freshStore()
         defer { TestServer.drop(configuration) }
         let clients = 3
         let writes = 40
-        let executable = try ChildProcess.builtExecutable("ReservoirPostgresClient")
+        let executable = try ChildProcess.builtExecutable("ReservoirPostgresTestHelper")
         // Started together, so they also race to create the store's tables.
         let processes = try (0..<clients).map { client in
             try ChildProcess(executable, [configuration, String(client + 1), String(writes), String(clients * writes)])

@@ -5,8 +5,9 @@ import Reservoir
 /// A subscriber that records every value and the completion, asking for demand as told:
 /// an initial request, and what `receive` returns per value. It may run a reaction inside
 /// `receive` (to write or cancel re-entrantly).
-final class LiveRecorder<Input>: Subscriber, @unchecked Sendable {
-    typealias Failure = any Error
+public final class LiveRecorder<Input>: Subscriber, @unchecked Sendable {
+    /// Any error: the publishers recorded fail with `ReservoirError`s.
+    public typealias Failure = any Error
     // @unchecked: guarded by `lock`.
     private let lock = NSLock()
     private var subscription: (any Subscription)?
@@ -14,40 +15,47 @@ final class LiveRecorder<Input>: Subscriber, @unchecked Sendable {
     private var finished: Subscribers.Completion<any Error>?
     private let initialDemand: Subscribers.Demand
     private let demandPerValue: Subscribers.Demand
-    var reaction: ((Input, LiveRecorder<Input>) -> Void)?
+    /// Run inside `receive` for each value, after recording it (to write or cancel re-entrantly);
+    /// set before subscribing.
+    public var reaction: ((Input, LiveRecorder<Input>) -> Void)?
 
-    init(initialDemand: Subscribers.Demand = .unlimited, demandPerValue: Subscribers.Demand = .none) {
+    /// A recorder asking for `initialDemand` when subscribed and `demandPerValue` more per value.
+    public init(initialDemand: Subscribers.Demand = .unlimited, demandPerValue: Subscribers.Demand = .none) {
         self.initialDemand = initialDemand
         self.demandPerValue = demandPerValue
     }
 
-    var values: [Input] {
+    /// The values received so far, in order.
+    public var values: [Input] {
         lock.lock()
         defer { lock.unlock() }
         return recorded
     }
 
-    var completion: Subscribers.Completion<any Error>? {
+    /// The completion, once received.
+    public var completion: Subscribers.Completion<any Error>? {
         lock.lock()
         defer { lock.unlock() }
         return finished
     }
 
     /// The subscription while subscribed, for checking it is released after cancel.
-    var currentSubscription: AnyObject? {
+    public var currentSubscription: AnyObject? {
         lock.lock()
         defer { lock.unlock() }
         return subscription.map { $0 as AnyObject }
     }
 
-    func receive(subscription: any Subscription) {
+    /// Keeps the subscription and asks for the initial demand.
+    public func receive(subscription: any Subscription) {
         lock.lock()
         self.subscription = subscription
         lock.unlock()
         if initialDemand > 0 { subscription.request(initialDemand) }
     }
 
-    func receive(_ input: Input) -> Subscribers.Demand {
+    /// Records `input`, runs the reaction, and asks for `demandPerValue` more.
+    public func receive(_ input: Input) -> Subscribers.Demand {
         lock.lock()
         recorded.append(input)
         let reaction = self.reaction
@@ -56,20 +64,23 @@ final class LiveRecorder<Input>: Subscriber, @unchecked Sendable {
         return demandPerValue
     }
 
-    func receive(completion: Subscribers.Completion<any Error>) {
+    /// Records the completion.
+    public func receive(completion: Subscribers.Completion<any Error>) {
         lock.lock()
         finished = completion
         lock.unlock()
     }
 
-    func request(_ demand: Subscribers.Demand) {
+    /// Asks the subscription for `demand` more values.
+    public func request(_ demand: Subscribers.Demand) {
         lock.lock()
         let subscription = self.subscription
         lock.unlock()
         subscription?.request(demand)
     }
 
-    func cancel() {
+    /// Cancels the subscription and lets it go.
+    public func cancel() {
         lock.lock()
         let subscription = self.subscription
         self.subscription = nil

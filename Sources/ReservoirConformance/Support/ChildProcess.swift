@@ -1,0 +1,213 @@
+import Foundation
+
+/// A second process for tests: an executable started with arguments, its standard output
+/// (and, when asked, its standard error) collected as it arrives, killed or awaited. Every
+/// test that starts a process starts it through this type.
+public final class ChildProcess: @unchecked Sendable {
+    // @unchecked: the buffers, `lines` and the end-of-file flags are guarded by `lock`;
+    // `process` is used from the creating task only.
+    private let process = Process()
+    private let lock = NSLock()
+    private var lines: [String] = []
+    private var buffer = Data()
+    private var allOutput = Data()
+    private var allErrors = Data()
+    private var outputEnded = false
+    private var errorsEnded = true
+
+    /// Where the child's standard error goes.
+    public enum StandardError: Sendable {
+        /// To this process's standard error (the test log).
+        case inherited
+        /// To a file (a crashing child's last words, read after it died).
+        case file(URL)
+        /// Into memory, read with `errorText`.
+        case captured
+    }
+
+    /// The executable called `name` built by SwiftPM into the same products directory as the
+    /// running tests. On Linux the test binary is itself in that directory; on Apple
+    /// platforms the tests run inside an `.xctest` bundle (loaded by `xctest` or
+    /// `swiftpm-testing-helper`) that sits in it, so both the running binary and the
+    /// loaded bundles are asked, never `/proc`.
+    public static func builtExecutable(_ name: String) throws -> URL {
+        var starts: [URL] = []
+        if let bundle = Bundle.allBundles.first(where: { $0.bundleURL.pathExtension == "xctest" }) {
+            starts.append(bundle.bundleURL.deletingLastPathComponent())
+        }
+        starts.append(Bundle.main.executableURL?.resolvingSymlinksInPath().deletingLastPathComponent()
+            ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent())
+        starts.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent())
+        for start in starts {
+            // The directory itself or one of the three above it (a test bundle's binary is
+            // nested in `X.xctest/Contents/MacOS/`).
+            var directory = start
+            for _ in 0..<4 {
+                let candidate = directory.appendingPathComponent(name)
+                if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+                directory = directory.deletingLastPathComponent()
+            }
+        }
+        throw ConformanceFailure(message: "the executable \(name) was not found near \(starts.map(\.path)); build it with swift build --build-tests", file: #fileID, line: #line)
+    }
+
+    /// Starts `executable` with `arguments`, in this process's environment without the
+    /// variables named in `removing`, plus `environment`; standard input is empty.
+    public init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:], removing: [String] = [],
+                standardError: StandardError = .inherited, in directory: URL? = nil) throws {
+        process.executableURL = executable
+        process.arguments = arguments
+        var inherited = ProcessInfo.processInfo.environment
+        for name in removing { inherited[name] = nil }
+        process.environment = inherited.merging(environment) { _, new in new }
+        process.standardInput = FileHandle.nullDevice
+        if let directory { process.currentDirectoryURL = directory }
+        switch standardError {
+        case .inherited:
+            break
+        case let .file(url):
+            _ = FileManager.default.createFile(atPath: url.path, contents: nil)
+            process.standardError = try FileHandle(forWritingTo: url)
+        case .captured:
+            errorsEnded = false
+            let pipe = Pipe()
+            process.standardError = pipe
+            pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+                let data = handle.availableData
+                if data.isEmpty { handle.readabilityHandler = nil }
+                self?.receiveErrors(data)
+            }
+        }
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            // An empty read is the end of the stream: stop being called for it.
+            if data.isEmpty { handle.readabilityHandler = nil }
+            self?.receiveOutput(data)
+        }
+        try process.run()
+    }
+
+    /// Starts the executable `name` built beside the tests (see `builtExecutable`).
+    public convenience init(built name: String, _ arguments: [String], environment: [String: String] = [:], removing: [String] = [],
+                            standardError: StandardError = .inherited, in directory: URL? = nil) throws {
+        try self.init(Self.builtExecutable(name), arguments, environment: environment, removing: removing,
+                      standardError: standardError, in: directory)
+    }
+
+    private func receiveOutput(_ data: Data) {
+        lock.lock()
+        defer { lock.unlock() }
+        // An empty read: the child and everything it started have closed the stream.
+        guard !data.isEmpty else {
+            outputEnded = true
+            return
+        }
+        allOutput.append(data)
+        buffer.append(data)
+        while let newline = buffer.firstIndex(of: 0x0A) {
+            lines.append(String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self))
+            buffer.removeSubrange(buffer.startIndex...newline)
+        }
+    }
+
+    private func receiveErrors(_ data: Data) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !data.isEmpty else {
+            errorsEnded = true
+            return
+        }
+        allErrors.append(data)
+    }
+
+    /// The complete lines printed so far.
+    public var output: [String] {
+        lock.lock()
+        defer { lock.unlock() }
+        return lines
+    }
+
+    /// Everything printed to standard output so far, an unfinished last line included.
+    public var outputText: String {
+        lock.lock()
+        defer { lock.unlock() }
+        return String(decoding: allOutput, as: UTF8.self)
+    }
+
+    /// Everything printed to standard error so far, when it is `.captured` (else empty).
+    public var errorText: String {
+        lock.lock()
+        defer { lock.unlock() }
+        return String(decoding: allErrors, as: UTF8.self)
+    }
+
+    /// The arguments the process was started with.
+    public var arguments: [String] { process.arguments ?? [] }
+
+    /// Whether the process is still running.
+    public var isRunning: Bool { process.isRunning }
+
+    /// How the process ended: an exit, or a signal (meaningful once it has ended).
+    public var terminationReason: Process.TerminationReason { process.terminationReason }
+
+    /// The exit status or the number of the ending signal (meaningful once it has ended).
+    public var terminationStatus: Int32 { process.terminationStatus }
+
+    /// The signal that ended the process, once it has ended by one.
+    public var terminationSignal: Int32? {
+        guard !process.isRunning, process.terminationReason == .uncaughtSignal else { return nil }
+        return process.terminationStatus
+    }
+
+    /// The process's exit status, once it has exited normally.
+    public var exitStatus: Int32? {
+        guard !process.isRunning, process.terminationReason == .exit else { return nil }
+        return process.terminationStatus
+    }
+
+    /// Whether the process has ended and all it printed has been read.
+    private var isFinished: Bool {
+        guard !process.isRunning else { return false }
+        lock.lock()
+        defer { lock.unlock() }
+        return outputEnded && errorsEnded
+    }
+
+    /// Waits until a line satisfying `predicate` has been printed, or `seconds` pass, or
+    /// the process has ended without printing it.
+    public func waitForLine(within seconds: Double = 20, _ predicate: (String) -> Bool) async -> String? {
+        _ = await eventually(timeout: .seconds(seconds)) { output.contains(where: predicate) || isFinished }
+        return output.first(where: predicate)
+    }
+
+    /// Waits until at least `count` complete lines have been printed, or `seconds` pass,
+    /// or the process has ended; whether they were.
+    public func waitForLines(_ count: Int, within seconds: Double = 15) async -> Bool {
+        _ = await eventually(timeout: .seconds(seconds)) { output.count >= count || isFinished }
+        return output.count >= count
+    }
+
+    /// Sends SIGINT, as Control-C would.
+    public func interrupt() { process.interrupt() }
+
+    /// SIGKILLs the process (if it still runs) and waits for it to be gone.
+    public func kill9() {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    /// Waits for the process to exit, at most `seconds`, then kills it; its exit status (or
+    /// ending signal), or nil when it had to be killed. On return all the process printed
+    /// has been read (unless something it started still holds its output open).
+    public func waitForExit(within seconds: Double = 30) async -> Int32? {
+        _ = await eventually(timeout: .seconds(seconds)) { !process.isRunning }
+        if process.isRunning {
+            kill9()
+            return nil
+        }
+        _ = await eventually(timeout: .seconds(2)) { isFinished }
+        return process.terminationStatus
+    }
+}
