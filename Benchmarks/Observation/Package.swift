@@ -20,6 +20,7 @@ let package = Package(
             name: "observation-benchmark",
             dependencies: [
                 .product(name: "Reservoir", package: rootIdentity),
+                .product(name: "ReservoirSQLite", package: rootIdentity),
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
             ],
             path: "Sources/ObservationBenchmark"

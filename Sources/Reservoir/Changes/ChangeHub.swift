@@ -1,6 +1,7 @@
 import Foundation
 
-/// One per store: fans committed change sets out to observers, in commit order.
+/// One per store: fans committed change sets out to observers, in commit order, each
+/// change set only to the observers it can affect (see ``RoutingIndex``).
 ///
 /// Writers enqueue their change set while still holding the store's write lock, so
 /// the queue is in commit order; then, after releasing it, they call ``deliver(through:)``.
@@ -17,12 +18,19 @@ final class ChangeHub: @unchecked Sendable {
     // guards against races, and it costs about 80 instructions an access. Each access is
     // under `condition` and none overlaps another.
     private struct Entry {
-        let token: UInt64
         weak var observer: (any ChangeObserver)?
     }
 
+    private struct WeakShared {
+        weak var results: AnyObject?
+    }
+
     private let condition = NSCondition()
-    @exclusivity(unchecked) private var observers: [Entry] = []
+    @exclusivity(unchecked) private var observers: [UInt64: Entry] = [:]
+    /// Which observers each change set can affect (see ``RoutingIndex``).
+    @exclusivity(unchecked) private var index = RoutingIndex()
+    /// Live results shared by identical live fetches, by record type and query.
+    @exclusivity(unchecked) private var shared: [SharedResultsKey: WeakShared] = [:]
     @exclusivity(unchecked) private var nextToken: UInt64 = 0
     @exclusivity(unchecked) private var pending: [ChangeSet] = []
     @exclusivity(unchecked) private var drainer: pthread_t?
@@ -43,21 +51,65 @@ final class ChangeHub: @unchecked Sendable {
         return enqueued
     }
 
-    /// Adds an observer, held weakly; it sees every change set enqueued from now on.
-    func addObserver(_ observer: any ChangeObserver) -> UInt64 {
+    /// Adds an observer, held weakly; it sees every change set enqueued from now on that
+    /// `route` says can affect it (nil: every change set).
+    func addObserver(_ observer: any ChangeObserver, route: SubscriptionRoute? = nil) -> UInt64 {
         condition.lock()
         defer { condition.unlock() }
         nextToken += 1
-        observers.removeAll { $0.observer == nil }
-        observers.append(Entry(token: nextToken, observer: observer))
+        observers[nextToken] = Entry(observer: observer)
+        index.add(nextToken, route: route)
         return nextToken
     }
 
-    /// Removes an observer. A delivery already under way may still reach it once.
-    func removeObserver(_ token: UInt64) {
+    /// Removes an observer, and the records it said it held. A delivery already under way
+    /// may still reach it once.
+    func removeObserver(_ token: UInt64, holding held: some Sequence<Value> = [Value]()) {
         condition.lock()
         defer { condition.unlock() }
-        observers.removeAll { $0.token == token }
+        observers[token] = nil
+        index.remove(token, holding: held)
+    }
+
+    /// Tells the routing index what a keyed observer holds now; the first call also ends
+    /// its "every change to the entity" start (see ``RoutingIndex/setReady(_:)``).
+    func updateHoldings(_ token: UInt64, added: some Sequence<Value>, removed: some Sequence<Value>, ready: Bool = false) {
+        condition.lock()
+        defer { condition.unlock() }
+        guard observers[token] != nil else { return }
+        index.updateHoldings(token, added: added, removed: removed)
+        if ready { index.setReady(token) }
+    }
+
+    /// Whether no change set is waiting or being delivered: shared live results are then
+    /// exactly as current as a fresh fetch would be.
+    var isIdle: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return drainer == nil && pending.isEmpty
+    }
+
+    /// The shared results for `key`, or new ones made by `make` (under the hub's lock, so it
+    /// must not call back into the hub). Existing results are reused only while no change
+    /// set is waiting or being delivered, so a joining subscriber starts exactly where a
+    /// fresh fetch would (and the store shows no commit past `visibleSequence` that the hub
+    /// has not enqueued), and never when they are `replacing` (found closed by the caller).
+    func sharedResults<S: AnyObject>(_ key: SharedResultsKey, visibleSequence: UInt64, replacing: AnyObject?, make: () -> S) -> (results: S, isNew: Bool) {
+        condition.lock()
+        defer { condition.unlock() }
+        if let existing = shared[key]?.results as? S, existing !== replacing, drainer == nil, pending.isEmpty, enqueued >= visibleSequence {
+            return (existing, false)
+        }
+        let made = make()
+        shared[key] = WeakShared(results: made)
+        return (made, true)
+    }
+
+    /// Forgets `results` as the shared results for `key` (its last subscriber left, or it failed).
+    func dropSharedResults(_ key: SharedResultsKey, _ results: AnyObject) {
+        condition.lock()
+        defer { condition.unlock() }
+        if let existing = shared[key], existing.results == nil || existing.results === results { shared[key] = nil }
     }
 
     /// Queues a committed change set. Change sets at or below the last enqueued
@@ -87,9 +139,9 @@ final class ChangeHub: @unchecked Sendable {
         condition.lock()
         guard failedWith == nil else { return condition.unlock() }
         failedWith = error
-        let targets = observers
+        let targets = index.all.sorted().compactMap { observers[$0]?.observer }
         condition.unlock()
-        for target in targets { target.observer?.storeDidFail(error) }
+        for target in targets { target.storeDidFail(error) }
     }
 
     /// Marks `sequence` as seen without announcing anything: for a commit that netted to
@@ -117,9 +169,18 @@ final class ChangeHub: @unchecked Sendable {
             drainer = pthread_self()
             while !pending.isEmpty {
                 let next = pending.removeFirst()
-                let targets = observers
+                var targets: [any ChangeObserver] = []
+                for token in index.targets(of: next) {
+                    if let observer = observers[token]?.observer {
+                        targets.append(observer)
+                    } else {
+                        // Released without being removed: stop routing to it.
+                        observers[token] = nil
+                        index.remove(token, holding: [Value]())
+                    }
+                }
                 condition.unlock()
-                for target in targets { target.observer?.storeDidCommit(next) }
+                for target in targets { target.storeDidCommit(next) }
                 condition.lock()
                 delivered = next.sequence
                 condition.broadcast()

@@ -5,7 +5,9 @@ import OpenCombineShim
 ///
 /// - The fetch runs when the subscriber attaches, never earlier; change sets committed
 ///   while it runs are held and applied after it, so none is missed or applied twice.
-/// - It keeps its own ``LiveResults``, updated from each change set without re-fetching.
+/// - Its results are a ``SharedLiveResults``, shared with every live fetch of the same query
+///   on the store and updated from each change set without re-fetching; the subscription
+///   keeps only what it has sent, its demand and its coalesced changes.
 /// - The first value is the whole result as a change from nothing, sent even when nothing
 ///   matches (so "empty" is told apart from "not fetched yet"). After that, a value is
 ///   sent only when the results changed; with no demand, changes pile up and go out as
@@ -14,68 +16,63 @@ import OpenCombineShim
 ///   nothing is sent and the subscription stops observing and releases its results.
 /// - One lock guards the state and is never held while calling the subscriber, so
 ///   `request`, `cancel` and writes to the store from inside `receive` are safe.
-final class LiveSubscription<Output: LiveOutput, Downstream: Subscriber>: Subscription, ChangeObserver, @unchecked Sendable
+final class LiveSubscription<Output: LiveOutput, Downstream: Subscriber>: Subscription, SharedResultsMember, @unchecked Sendable
 where Downstream.Input == Output.Value, Downstream.Failure == any Error {
     // @unchecked: all mutable state is guarded by `lock`.
+    typealias Record = Output.Record
     private typealias Entry = LiveEntry<Output.Record>
 
-    /// What the subscriber holds, relative to `results`.
+    /// What the subscriber holds, relative to `current`.
     private enum Sent {
-        /// Exactly the current results (or a change to them is described by `pendingDelta`).
+        /// Exactly `current` (or a change to it is described by `pendingDelta`).
         case current
         /// This older list; the change since is worked out by identity when sending.
         case list(ChunkedList<Entry>)
     }
 
     private let lock = NSLock()
-    private let store: Store
     private let output: Output
     private var downstream: Downstream?
     private var demand = Subscribers.Demand.none
-    private var results: LiveResults<Output.Record>?
+    private var shared: SharedLiveResults<Output.Record>?
+    private var memberID: UInt64?
+    /// The shared results as of the last change this subscription heard of; nil until joined.
+    private var current: ChunkedList<Entry>?
     private var sent = Sent.list(ChunkedList())
     private var pendingDelta: LiveResults<Output.Record>.Delta?
     private var hasUnsent = true
     private var sentInitial = false
     private var failure: (any Error)?
     private var isSending = false
-    /// Change sets that arrived while the initial fetch ran; nil once it has.
-    private var early: [ChangeSet]? = []
-    private var token: UInt64?
 
-    private init(store: Store, output: Output, downstream: Downstream) {
-        self.store = store
+    private init(output: Output, downstream: Downstream) {
         self.output = output
         self.downstream = downstream
     }
 
-    /// Attaches a subscriber: observes, fetches, hands over the subscription.
+    /// Attaches a subscriber: joins (or fetches) the shared results, hands over the subscription.
     static func attach<T>(_ downstream: Downstream, to store: Store, request: FetchRequest<T>, output: Output) where T == Output.Record {
-        let subscription = LiveSubscription(store: store, output: output, downstream: downstream)
-        subscription.start(request)
+        let subscription = LiveSubscription(output: output, downstream: downstream)
+        subscription.start(request, store: store)
         downstream.receive(subscription: subscription)
         subscription.lock.lock()
         subscription.sendLocked()
     }
 
-    private func start<T>(_ request: FetchRequest<T>) where T == Output.Record {
-        let token = store.hub.addObserver(self)
-        var fetched: LiveResults<Output.Record>?
-        var fetchError: (any Error)?
+    private func start<T>(_ request: FetchRequest<T>, store: Store) where T == Output.Record {
+        var joined: (SharedLiveResults<Output.Record>, UInt64)?
+        var joinError: (any Error)?
         do {
             let query = try request.query()
             try output.check(query)
-            fetched = try LiveResults(query: query, backend: store.backend)
+            joined = try SharedLiveResults.join(self, store: store, query: query)
         } catch {
-            fetchError = error
+            joinError = error
         }
         lock.lock()
-        self.token = token
-        results = fetched
-        failure = fetchError ?? store.hub.failure
-        let held = early ?? []
-        early = nil
-        for changeSet in held { applyLocked(changeSet) }
+        shared = joined?.0
+        memberID = joined?.1
+        if failure == nil { failure = joinError ?? store.hub.failure }
         lock.unlock()
     }
 
@@ -90,54 +87,41 @@ where Downstream.Input == Output.Value, Downstream.Failure == any Error {
 
     func cancel() {
         lock.lock()
-        let token = finishLocked()
+        let membership = finishLocked()
         lock.unlock()
-        if let token { store.hub.removeObserver(token) }
+        leave(membership)
     }
 
-    // MARK: - Changes
+    // MARK: - Shared results
 
-    func storeDidCommit(_ changeSet: ChangeSet) {
+    func resultsJoined(_ entries: ChunkedList<LiveEntry<Output.Record>>) {
         lock.lock()
-        guard downstream != nil else { return lock.unlock() }
-        if early != nil {
-            early?.append(changeSet)
-            return lock.unlock()
+        current = entries
+        lock.unlock()
+    }
+
+    func resultsDidChange(before: ChunkedList<LiveEntry<Output.Record>>, after: ChunkedList<LiveEntry<Output.Record>>, delta: LiveResults<Output.Record>.Delta) {
+        lock.lock()
+        guard downstream != nil, failure == nil, current != nil else { return lock.unlock() }
+        // Sending straight away can describe the change by its delta; otherwise keep the
+        // list the subscriber holds, once, to compare against when it asks.
+        if case .current = sent, output.needsPreviousList || demand == .none || isSending || hasUnsent {
+            sent = .list(pendingDelta.map { undo($0, from: before) } ?? before)
+            pendingDelta = nil
         }
-        applyLocked(changeSet)
+        current = after
+        if case .current = sent {
+            pendingDelta = delta
+        }
+        hasUnsent = true
         sendLocked()
     }
 
-    func storeDidFail(_ error: ReservoirError) {
+    func resultsDidFail(_ error: any Error) {
         lock.lock()
         guard downstream != nil else { return lock.unlock() }
         if failure == nil { failure = error }
         sendLocked()
-    }
-
-    private func applyLocked(_ changeSet: ChangeSet) {
-        guard let results, failure == nil else { return }
-        // Sending straight away can describe the change by its delta; otherwise keep the
-        // list the subscriber holds, once, to compare against when it asks.
-        var keptPrevious = false
-        if case .current = sent, output.needsPreviousList || demand == .none || isSending || hasUnsent {
-            sent = .list(pendingDelta.map { undo($0, from: results.entries) } ?? results.entries)
-            pendingDelta = nil
-            keptPrevious = true
-        }
-        do {
-            let delta = try results.apply(changeSet, backend: store.backend)
-            if delta.isEmpty {
-                if keptPrevious && !hasUnsent { sent = .current }
-                return
-            }
-            if case .current = sent {
-                pendingDelta = delta
-            }
-            hasUnsent = true
-        } catch {
-            failure = error
-        }
     }
 
     // MARK: - Sending
@@ -148,22 +132,22 @@ where Downstream.Input == Output.Value, Downstream.Failure == any Error {
         isSending = true
         while let target = downstream {
             if let error = failure {
-                let token = finishLocked()
+                let membership = finishLocked()
                 lock.unlock()
-                if let token { store.hub.removeObserver(token) }
+                leave(membership)
                 target.receive(completion: .failure(error))
                 return
             }
-            guard demand > 0, hasUnsent, let results else { break }
+            guard demand > 0, hasUnsent, let current else { break }
             let value: Output.Value?
             do {
                 switch sent {
                 case .current:
-                    value = try output.value(previous: ChunkedList(), current: results.entries,
+                    value = try output.value(previous: ChunkedList(), current: current,
                                              delta: pendingDelta ?? LiveResults.Delta(removed: [], inserted: []), initial: !sentInitial)
                 case let .list(previous):
-                    value = try output.value(previous: previous, current: results.entries,
-                                             delta: identityDelta(from: previous.array, to: results.entries.array), initial: !sentInitial)
+                    value = try output.value(previous: previous, current: current,
+                                             delta: identityDelta(from: previous.array, to: current.array), initial: !sentInitial)
                 }
             } catch {
                 failure = error
@@ -192,14 +176,18 @@ where Downstream.Input == Output.Value, Downstream.Failure == any Error {
         return list
     }
 
-    /// Drops the subscriber and everything held; returns the hub token to remove, once.
-    private func finishLocked() -> UInt64? {
+    /// Drops the subscriber and everything held; returns the membership to end, once.
+    private func finishLocked() -> (SharedLiveResults<Output.Record>, UInt64)? {
         downstream = nil
-        results = nil
+        current = nil
         sent = .current
         pendingDelta = nil
-        early = nil
-        defer { token = nil }
-        return token
+        defer { shared = nil; memberID = nil }
+        guard let shared, let memberID else { return nil }
+        return (shared, memberID)
+    }
+
+    private func leave(_ membership: (SharedLiveResults<Output.Record>, UInt64)?) {
+        if let (shared, id) = membership { shared.leave(id) }
     }
 }

@@ -1,0 +1,142 @@
+/// The ``ChangeHub``'s index of its observers by what can affect them, so a commit costs
+/// work in proportion to the observers it affects rather than to how many exist.
+///
+/// Observers without a route (raw change-set streams, record and type publishers) get
+/// every change set. A routed observer with an unkeyed route gets every change set that
+/// touches its entity. A keyed observer gets a change set when a changed row's new value
+/// of its column is one of its keys, or when it holds one of the changed ids; until it
+/// has said what it holds (``setReady(_:)``) it gets every change to its entity, so a
+/// record its initial fetch saw and an early change moved away still reaches it.
+/// Incomplete change sets (history lost to retention) go to everyone.
+///
+/// Not thread-safe: the hub guards it with its lock.
+struct RoutingIndex {
+    /// A record's holders: nearly always one, so no array is allocated for it.
+    private struct Holders {
+        var first: UInt64
+        var more: [UInt64] = []
+
+        func contains(_ token: UInt64) -> Bool { first == token || more.contains(token) }
+
+        /// Removes `token`; returns false when no holder is left.
+        mutating func remove(_ token: UInt64) -> Bool {
+            if first == token {
+                guard let next = more.popLast() else { return false }
+                first = next
+            } else {
+                more.removeAll { $0 == token }
+            }
+            return true
+        }
+    }
+
+    private struct EntityRoutes {
+        /// Unkeyed observers, and keyed ones that have not yet said what they hold.
+        var everyChange: Set<UInt64> = []
+        /// Keyed observers by column, then by key.
+        var byKey: [String: [Value: [UInt64]]] = [:]
+        /// Who holds each record, for keyed observers.
+        var holders: [Value: Holders] = [:]
+
+        var isEmpty: Bool { everyChange.isEmpty && byKey.isEmpty && holders.isEmpty }
+    }
+
+    private var unrouted: Set<UInt64> = []
+    private var routes: [UInt64: SubscriptionRoute] = [:]
+    private var entities: [String: EntityRoutes] = [:]
+
+    /// Every observer that could be affected by some change (for failures and lost history).
+    private(set) var all: Set<UInt64> = []
+
+    /// Adds an observer; `route` nil means every change set.
+    mutating func add(_ token: UInt64, route: SubscriptionRoute?) {
+        all.insert(token)
+        guard let route else {
+            unrouted.insert(token)
+            return
+        }
+        routes[token] = route
+        entities[route.entity, default: EntityRoutes()].everyChange.insert(token)
+    }
+
+    /// Switches a keyed observer from "every change to its entity" to its keys and holdings.
+    mutating func setReady(_ token: UInt64) {
+        guard let route = routes[token], let column = route.column else { return }
+        entities[route.entity]?.everyChange.remove(token)
+        for key in Set(route.keys) {
+            entities[route.entity, default: EntityRoutes()].byKey[column, default: [:]][key, default: []].append(token)
+        }
+    }
+
+    /// Records that a keyed observer now holds `added` and no longer holds `removed`.
+    mutating func updateHoldings(_ token: UInt64, added: some Sequence<Value>, removed: some Sequence<Value>) {
+        guard let route = routes[token], route.isKeyed else { return }
+        var routes = entities[route.entity] ?? EntityRoutes()
+        entities[route.entity] = nil  // mutate the dictionary's storage in place, not a copy
+        for id in removed {
+            if var holders = routes.holders[id] {
+                routes.holders[id] = holders.remove(token) ? holders : nil
+            }
+        }
+        for id in added {
+            if var holders = routes.holders[id] {
+                if !holders.contains(token) { holders.more.append(token) }
+                routes.holders[id] = holders
+            } else {
+                routes.holders[id] = Holders(first: token)
+            }
+        }
+        entities[route.entity] = routes
+    }
+
+    /// Removes an observer and everything it held.
+    mutating func remove(_ token: UInt64, holding held: some Sequence<Value>) {
+        all.remove(token)
+        unrouted.remove(token)
+        guard let route = routes.removeValue(forKey: token) else { return }
+        guard var routes = entities.removeValue(forKey: route.entity) else { return }
+        routes.everyChange.remove(token)
+        if let column = route.column {
+            for key in Set(route.keys) {
+                routes.byKey[column]?[key]?.removeAll { $0 == token }
+                if routes.byKey[column]?[key]?.isEmpty == true { routes.byKey[column]?[key] = nil }
+            }
+            if routes.byKey[column]?.isEmpty == true { routes.byKey[column] = nil }
+            for id in held {
+                if var holders = routes.holders[id] {
+                    routes.holders[id] = holders.remove(token) ? holders : nil
+                }
+            }
+        }
+        if !routes.isEmpty { entities[route.entity] = routes }
+    }
+
+    /// The observers `changeSet` can affect, in the order they were added.
+    func targets(of changeSet: ChangeSet) -> [UInt64] {
+        guard changeSet.isComplete else { return all.sorted() }
+        var found = unrouted
+        for changes in changeSet.entities {
+            guard let routes = entities[changes.entity] else { continue }
+            found.formUnion(routes.everyChange)
+            for (column, byKey) in routes.byKey {
+                for change in changes.inserted { byKey[change.row.value(column)].map { found.formUnion($0) } }
+                for change in changes.updated { byKey[change.row.value(column)].map { found.formUnion($0) } }
+            }
+            guard !routes.holders.isEmpty else { continue }
+            for change in changes.updated { routes.holders[change.id].map { found.formUnion(holderTokens($0)) } }
+            for id in changes.deleted { routes.holders[id].map { found.formUnion(holderTokens($0)) } }
+            // An insert of a held id (a delete and re-insert netted oddly by a change log).
+            for change in changes.inserted { routes.holders[change.id].map { found.formUnion(holderTokens($0)) } }
+        }
+        return found.sorted()
+    }
+
+    private func holderTokens(_ holders: Holders) -> [UInt64] {
+        holders.more.isEmpty ? [holders.first] : [holders.first] + holders.more
+    }
+
+    /// How many records have a holder (for tests and memory reports).
+    func heldRecordCount(entity: String) -> Int {
+        entities[entity]?.holders.count ?? 0
+    }
+}

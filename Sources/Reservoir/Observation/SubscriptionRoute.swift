@@ -1,0 +1,54 @@
+/// Which change sets a live fetch can be affected by, as the ``ChangeHub`` routes them.
+///
+/// A fetch whose predicate requires one column to equal one of a few values (`channel == 7`,
+/// `channel IN (7, 8)`, either alone or as one term of a top-level AND) is *keyed*: a changed
+/// row reaches it only when its new value of that column is one of the keys, or when the fetch
+/// holds the record (the hub keeps an id → holders map for that: a record moving out of the
+/// fetch, or deleted, carries only its new row or its id). Any other fetch is routed every
+/// change set of its entity and checks it itself, as before routing existed.
+struct SubscriptionRoute: Sendable, Equatable {
+    /// The entity whose change sets can affect the fetch.
+    let entity: String
+    /// The column whose value decides membership, when the predicate has such a term.
+    let column: String?
+    /// The values of `column` a member can have (empty when `column` is nil).
+    let keys: [Value]
+
+    /// The route of a live fetch running `query`.
+    init(query: Query) {
+        entity = query.entity.name
+        if let predicate = query.predicate, let (column, keys) = Self.equalityTerm(in: predicate) {
+            self.column = column
+            self.keys = keys
+        } else {
+            column = nil
+            keys = []
+        }
+    }
+
+    /// Whether changes are routed by key rather than sent for every change to the entity.
+    var isKeyed: Bool { column != nil }
+
+    /// How many keys a term may list and still be indexed: past this, a long IN list costs
+    /// more to register than checking every change costs the fetch.
+    static let maximumKeys = 64
+
+    /// The first equality term that every match must satisfy, searched through top-level ANDs.
+    private static func equalityTerm(in predicate: RowPredicate) -> (String, [Value])? {
+        switch predicate {
+        case let .compare(column, .equal, value):
+            return (column, [value])
+        case let .isIn(column, values) where values.count <= maximumKeys:
+            // An empty IN matches nothing: keyed with no keys, only holders (none) reach it.
+            return (column, values)
+        case let .and(parts):
+            for part in parts {
+                if let term = equalityTerm(in: part) { return term }
+            }
+            return nil
+        default:
+            // OR, NOT, ranges, string matching: no single value decides membership.
+            return nil
+        }
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+@testable import Reservoir
+import Testing
+
+private struct Post: Storable {
+    var id: Int
+    var channel: Int
+    var text: String
+    static let schema = Schema<Post>("posts", fields: [.field(\.channel, indexed: true), .field(\.text)])
+}
+
+private func row(_ id: Int, channel: Int) -> RowChange {
+    RowChange(id: .integer(Int64(id)), row: Row(columns: ["id", "channel", "text"], values: [.integer(Int64(id)), .integer(Int64(channel)), .text("t")]))
+}
+
+private func route(_ predicate: RowPredicate?) throws -> SubscriptionRoute {
+    SubscriptionRoute(query: try Query(entity: Post.schema.entity, predicate: predicate))
+}
+
+@Suite("RoutingIndex")
+struct RoutingIndexTests {
+    /// Channel 7's and 8's keyed subscriptions (tokens 1, 2), ready, channel 7's holding record 70.
+    private func twoChannels() throws -> RoutingIndex {
+        var index = RoutingIndex()
+        index.add(1, route: try route(.compare(column: "channel", .equal, .integer(7))))
+        index.add(2, route: try route(.compare(column: "channel", .equal, .integer(8))))
+        index.updateHoldings(1, added: [Value.integer(70)], removed: [Value]())
+        index.setReady(1)
+        index.setReady(2)
+        return index
+    }
+
+    @Test("an equality or IN term, alone or under AND, keys the route; OR, NOT and ranges do not")
+    func keyedTerms() throws {
+        #expect(try route(.compare(column: "channel", .equal, .integer(7))).keys == [.integer(7)])
+        #expect(try route(.and([.compare(column: "text", .greater, .text("a")), .isIn(column: "channel", [.integer(1), .integer(2)])])).column == "channel")
+        #expect(try route(.or([.compare(column: "channel", .equal, .integer(7)), .compare(column: "channel", .equal, .integer(8))])).isKeyed == false)
+        #expect(try route(.not(.compare(column: "channel", .equal, .integer(7)))).isKeyed == false)
+        #expect(try route(.compare(column: "channel", .greater, .integer(7))).isKeyed == false)
+        #expect(try route(nil).isKeyed == false)
+    }
+
+    @Test("a change in one channel reaches only that channel's subscription")
+    func sameChannel() throws {
+        let index = try twoChannels()
+        #expect(index.targets(of: ChangeSet(sequence: 1, entities: [EntityChanges(entity: "posts", inserted: [row(71, channel: 7)])])) == [1])
+        #expect(index.targets(of: ChangeSet(sequence: 2, entities: [EntityChanges(entity: "posts", updated: [row(81, channel: 8)])])) == [2])
+        #expect(index.targets(of: ChangeSet(sequence: 3, entities: [EntityChanges(entity: "posts", inserted: [row(91, channel: 9)])])).isEmpty)
+        #expect(index.targets(of: ChangeSet(sequence: 4, entities: [EntityChanges(entity: "other", inserted: [row(1, channel: 7)])])).isEmpty)
+    }
+
+    @Test("an update moving a record from channel 7 to 8 reaches both: 8 by its new row, 7 as the holder")
+    func movedRecord() throws {
+        let index = try twoChannels()
+        let move = ChangeSet(sequence: 1, entities: [EntityChanges(entity: "posts", updated: [row(70, channel: 8)])])
+        #expect(index.targets(of: move) == [1, 2])
+    }
+
+    @Test("a delete carrying only the id reaches the subscription holding it, and no other")
+    func deleteByID() throws {
+        let index = try twoChannels()
+        #expect(index.targets(of: ChangeSet(sequence: 1, entities: [EntityChanges(entity: "posts", deleted: [.integer(70)])])) == [1])
+        #expect(index.targets(of: ChangeSet(sequence: 2, entities: [EntityChanges(entity: "posts", deleted: [.integer(99)])])).isEmpty)
+    }
+
+    @Test("an unindexable predicate, an unready keyed route and an unrouted observer get every change")
+    func fallbacks() throws {
+        var index = try twoChannels()
+        index.add(3, route: try route(.or([.compare(column: "channel", .equal, .integer(7)), .compare(column: "text", .equal, .text("x"))])))
+        index.add(4, route: try route(.compare(column: "channel", .equal, .integer(5))))  // not ready yet
+        index.add(5, route: nil)
+        #expect(index.targets(of: ChangeSet(sequence: 1, entities: [EntityChanges(entity: "posts", inserted: [row(91, channel: 9)])])) == [3, 4, 5])
+        #expect(index.targets(of: ChangeSet(sequence: 2, entities: [EntityChanges(entity: "other", inserted: [row(1, channel: 9)])])) == [5])
+        #expect(index.targets(of: ChangeSet(sequence: 3, entities: [], isComplete: false)) == [1, 2, 3, 4, 5])
+    }
+
+    @Test("holdings follow what a subscription holds, and removing it forgets them")
+    func holdings() throws {
+        var index = try twoChannels()
+        index.updateHoldings(2, added: [Value.integer(70)], removed: [Value]())
+        index.updateHoldings(1, added: [Value](), removed: [Value.integer(70)])
+        let delete = ChangeSet(sequence: 1, entities: [EntityChanges(entity: "posts", deleted: [.integer(70)])])
+        #expect(index.targets(of: delete) == [2])
+        index.remove(2, holding: [Value.integer(70)])
+        #expect(index.targets(of: delete).isEmpty)
+        #expect(index.heldRecordCount(entity: "posts") == 0)
+    }
+}
