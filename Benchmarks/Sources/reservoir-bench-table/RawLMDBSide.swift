@@ -114,6 +114,7 @@ final class RawLMDBSide: BenchSide {
         var txn: OpaquePointer?
         try check(mdb_txn_begin(env, nil, CLMDB_RDONLY, &txn), "begin")
         defer { mdb_txn_abort(txn) }
+        mdb_txn_reset(txn)
         var checksum = 0
         for id in ids {
             try check(mdb_txn_renew(txn), "renew")

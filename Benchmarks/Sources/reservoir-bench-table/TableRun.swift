@@ -9,11 +9,11 @@ struct Settings {
     var singleCommits = 1_000
     var repetitions = 3
     var subscriptionSizes = [10_000, 100_000]
-    var subscriptionCommits = 15
+    var subscriptionCommits = 11
     var distinctRecords = 1_000_000
     var distinctSubscriptions = BenchRecord.groups
-    var distinctCommits = 7
-    var capSeconds = 60
+    var distinctCommits = 5
+    var capSeconds = 30
     var crossProcessCommits = 200
     var crossProcessGapMilliseconds = 5
 

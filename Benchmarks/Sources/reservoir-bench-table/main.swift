@@ -4,7 +4,7 @@
 //     cd Benchmarks && swift run -c release reservoir-bench-table
 //
 // Each figure is the median of repeated runs; each Reservoir figure shows its ratio to the
-// fastest peer in its row. A peer that cannot finish a row within the cap (BENCH_CAP, 60 s)
+// fastest peer in its row. A peer that cannot finish a row within the cap (BENCH_CAP, 30 s)
 // shows "did not finish". `--writer ...` makes this executable the cross-process row's
 // committing child (see CrossProcess.swift).
 import Foundation
@@ -20,6 +20,7 @@ if arguments.first == CrossProcess.writerFlag {
     }
 }
 
+_ = ProgressLog.start
 let settings = Settings(environment: ProcessInfo.processInfo.environment)
 let run = TableRun(settings: settings)
 do {
