@@ -65,8 +65,16 @@ enum Cell {
 struct MarkdownTable {
     private(set) var rows: [(workload: String, cells: [TableColumn: Cell])] = []
 
+    /// Adds a row and shows it on stderr at once, so a run stopped part-way still shows
+    /// the rows it finished.
     mutating func add(_ workload: String, _ cells: [TableColumn: Cell]) {
         rows.append((workload, cells))
+        ProgressLog.note(Self.line(workload, cells))
+    }
+
+    private static func line(_ workload: String, _ cells: [TableColumn: Cell]) -> String {
+        let rendered = TableColumn.allCases.map { column in cells[column].map { render($0, in: cells, column: column) } ?? "n/a" }
+        return "| \(workload) | " + rendered.joined(separator: " | ") + " |"
     }
 
     /// "1.23 ms (1.4x raw SQLite C)": the cell and its ratio to the row's fastest peer.
@@ -82,12 +90,7 @@ struct MarkdownTable {
     var markdown: String {
         var lines = ["| workload | " + TableColumn.allCases.map(\.title).joined(separator: " | ") + " |"]
         lines.append("|" + String(repeating: " --- |", count: TableColumn.allCases.count + 1))
-        for row in rows {
-            let cells = TableColumn.allCases.map { column in
-                row.cells[column].map { Self.render($0, in: row.cells, column: column) } ?? "n/a"
-            }
-            lines.append("| \(row.workload) | " + cells.joined(separator: " | ") + " |")
-        }
+        for row in rows { lines.append(Self.line(row.workload, row.cells)) }
         return lines.joined(separator: "\n")
     }
 }
