@@ -1,6 +1,10 @@
 // swift-tools-version:6.0
-// Benchmarks, run on purpose, never as tests:
-//     cd Benchmarks && swift run -c release reservoir-sqlite-bench
+// The one benchmark package, run on purpose, never as tests (GRDB is a benchmark dependency only).
+//     Benchmarks/run                                     every workload against the peers, one Markdown table
+//     cd Benchmarks && swift run -c release reservoir-sqlite-bench   SQLite backend vs raw C vs GRDB, in detail
+//     cd Benchmarks && swift run -c release lmdb-bench               LMDB backend vs raw LMDB C, in detail
+//     cd Benchmarks && swift run -c release observation-benchmark    live-subscription cost per commit
+// Each keeps its profiling modes (BENCH_PROFILE=..., `observation-benchmark profile ...`).
 import PackageDescription
 
 let package = Package(
@@ -10,6 +14,7 @@ let package = Package(
         .package(name: "Reservoir", path: ".."),
         // For comparison only: a widely used Swift SQLite library, with Codable records.
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
+        .package(url: "https://github.com/OpenCombine/OpenCombine.git", from: "0.14.0"),
     ],
     targets: [
         // The raw C API the backend is compared against, through its own module map.
@@ -26,6 +31,36 @@ let package = Package(
                 .product(name: "ReservoirMacros", package: "Reservoir"),
                 .product(name: "ReservoirSQLite", package: "Reservoir"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        // Raw LMDB comes through ReservoirLMDB's CLMDB module (the same library and shim).
+        .executableTarget(
+            name: "lmdb-bench",
+            dependencies: [
+                .product(name: "Reservoir", package: "Reservoir"),
+                .product(name: "ReservoirMacros", package: "Reservoir"),
+                .product(name: "ReservoirLMDB", package: "Reservoir"),
+            ]
+        ),
+        .executableTarget(
+            name: "observation-benchmark",
+            dependencies: [
+                .product(name: "Reservoir", package: "Reservoir"),
+                .product(name: "ReservoirSQLite", package: "Reservoir"),
+                .product(name: "OpenCombineShim", package: "OpenCombine"),
+            ],
+            path: "Sources/ObservationBenchmark"
+        ),
+        // Every workload on every side, same data, one run, one Markdown table: `Benchmarks/run`.
+        .executableTarget(
+            name: "reservoir-bench-table",
+            dependencies: [
+                "CSQLiteRaw",
+                .product(name: "Reservoir", package: "Reservoir"),
+                .product(name: "ReservoirSQLite", package: "Reservoir"),
+                .product(name: "ReservoirLMDB", package: "Reservoir"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "OpenCombineShim", package: "OpenCombine"),
             ]
         ),
     ],

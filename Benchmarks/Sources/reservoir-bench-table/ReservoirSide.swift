@@ -1,0 +1,156 @@
+import Foundation
+import OpenCombineShim
+import Reservoir
+import ReservoirLMDB
+import ReservoirSQLite
+
+/// One column of the table: a way to store the records and run the basic workloads on them.
+protocol BenchSide: AnyObject {
+    /// The column it fills.
+    var column: TableColumn { get }
+    /// Throws away the current store and opens an empty one (untimed).
+    func reset() throws
+    /// Stores `records` in one transaction (timed).
+    func insert(_ records: ArraySlice<BenchRecord>) throws
+    /// Every record, sorted by rank then name, decoded: their ids in order.
+    func fetchSorted() throws -> [Int]
+    /// Reads each id, each read on its own; returns a checksum of what it read.
+    func pointReads(_ ids: [Int]) throws -> Int
+    /// Writes each record in a transaction of its own.
+    func commitEach(_ records: [BenchRecord]) throws
+    /// Closes the store and removes its files.
+    func close()
+}
+
+/// Reservoir through `Store`, on one backend (`memory:`, `sqlite:` or `lmdb:`).
+final class ReservoirSide: BenchSide {
+    let column: TableColumn
+    private let scheme: String
+    private var store: Store?
+    private var directory: URL?
+
+    /// A registry knowing every backend the table runs; the writer child process uses it too.
+    static let registry = BackendRegistry([.sqlite, .lmdb])
+
+    /// The sorted request of the fetch row and of the 1 and 100 subscription rows.
+    static let sorted = FetchRequest<BenchRecord>(sortBy: [.ascending(\.rank), .ascending(\.name)])
+
+    /// The request of one group's distinct subscription: its records, sorted as `sorted`.
+    static func group(_ group: Int) -> FetchRequest<BenchRecord> {
+        FetchRequest<BenchRecord>(where: \.group == group, sortBy: [.ascending(\.rank), .ascending(\.name)])
+    }
+
+    init(_ column: TableColumn) throws {
+        self.column = column
+        switch column {
+        case .memory: scheme = "memory"
+        case .sqlite: scheme = "sqlite"
+        case .lmdb: scheme = "lmdb"
+        default: throw BenchError("\(column.title) is not a Reservoir backend")
+        }
+    }
+
+    /// The configuration string of a new store in `directory`: SQLite at its default
+    /// (WAL, synchronous=NORMAL, as raw SQLite and GRDB run here), LMDB without fsync
+    /// (durability=none, as raw LMDB runs with MDB_NOSYNC).
+    static func configuration(_ scheme: String, in directory: URL) -> String {
+        switch scheme {
+        case "sqlite": return "sqlite:" + directory.appendingPathComponent("store.sqlite").path
+        case "lmdb": return "lmdb:" + directory.appendingPathComponent("env").path + "?durability=none&mapsize=4GiB"
+        default: return "memory:"
+        }
+    }
+
+    /// Opens an empty store of this side's backend in a new scratch directory.
+    func openFresh() throws -> (Store, URL) {
+        let directory = try scratchDirectory(scheme)
+        return (try Store.open(Self.configuration(scheme, in: directory), registry: Self.registry), directory)
+    }
+
+    func reset() throws {
+        close()
+        let (store, directory) = try openFresh()
+        self.store = store
+        self.directory = directory
+    }
+
+    private func current() throws -> Store {
+        guard let store else { throw BenchError("\(column.title): no store open") }
+        return store
+    }
+
+    func insert(_ records: ArraySlice<BenchRecord>) throws {
+        try current().write { tx in for record in records { try tx.insert(record) } }
+    }
+
+    func fetchSorted() throws -> [Int] {
+        try current().fetch(Self.sorted).map(\.id)
+    }
+
+    func pointReads(_ ids: [Int]) throws -> Int {
+        let store = try current()
+        var checksum = 0
+        for id in ids { checksum &+= try store.get(BenchRecord.self, id: id)?.rank ?? 0 }
+        return checksum
+    }
+
+    func commitEach(_ records: [BenchRecord]) throws {
+        let store = try current()
+        for record in records { try store.write { try $0.update(record) } }
+    }
+
+    func close() {
+        store?.close()
+        store = nil
+        if let directory { try? FileManager.default.removeItem(at: directory) }
+        directory = nil
+    }
+
+    deinit { close() }
+}
+
+/// Live subscriptions on a Reservoir store: subscribe, then time one-record commits from
+/// the start of `write` until every subscriber the commit affects has received its difference.
+final class ReservoirSubscriptions {
+    private let store: Store
+    private let received = Counter()
+    private var cancellables: [AnyCancellable] = []
+
+    init(store: Store) { self.store = store }
+
+    /// Subscribes `count` times to `request(i)`, waiting for every initial value.
+    func subscribe(_ count: Int, deadline: ContinuousClock.Instant, request: (Int) -> FetchRequest<BenchRecord>) throws {
+        let expected = received.count + count
+        for index in 0..<count {
+            let received = self.received
+            cancellables.append(store.differencesPublisher(for: request(index))
+                .sink(receiveCompletion: { _ in }, receiveValue: { _ in received.add() }))
+        }
+        guard Timing.wait(until: deadline, { received.count >= expected }) else {
+            throw BenchError("initial values: \(received.count) of \(expected)")
+        }
+    }
+
+    /// The median time per commit of `records`, each notifying `notified` subscribers.
+    func commitLatency(_ records: [BenchRecord], notified: Int, deadline: ContinuousClock.Instant) throws -> Duration {
+        var samples: [Duration] = []
+        for record in records {
+            let expected = received.count + notified
+            var arrived = false
+            samples.append(try Timing.measure {
+                try store.write { try $0.update(record) }
+                arrived = Timing.wait(until: deadline) { received.count >= expected }
+            })
+            guard arrived else { throw BenchError("a commit reached \(received.count - expected + notified) of \(notified) subscribers before the cap") }
+            if received.count != expected { throw BenchError("a commit notified \(received.count - expected + notified) subscribers, expected \(notified)") }
+        }
+        return Timing.median(samples)
+    }
+
+    func cancel() {
+        cancellables.forEach { $0.cancel() }
+        cancellables = []
+    }
+
+    deinit { cancel() }
+}

@@ -1,0 +1,121 @@
+import Foundation
+import Reservoir
+
+/// The sizes and repetition counts of one run. The defaults are the table's; environment
+/// variables scale a run down to try the harness quickly (BENCH_RECORDS=10000
+/// BENCH_DISTINCT_RECORDS=100000 ...).
+struct Settings {
+    var records = 100_000
+    var singleCommits = 1_000
+    var repetitions = 3
+    var subscriptionSizes = [10_000, 100_000]
+    var subscriptionCommits = 11
+    var distinctRecords = 1_000_000
+    var distinctSubscriptions = BenchRecord.groups
+    var distinctCommits = 5
+    var capSeconds = 30
+    var crossProcessCommits = 200
+    var crossProcessGapMilliseconds = 5
+
+    init(environment: [String: String]) {
+        func value(_ name: String) -> Int? { environment[name].flatMap { Int($0) }.flatMap { $0 > 0 ? $0 : nil } }
+        records = value("BENCH_RECORDS") ?? records
+        singleCommits = min(records, value("BENCH_COMMITS") ?? singleCommits)
+        repetitions = value("BENCH_REPETITIONS") ?? repetitions
+        if let size = value("BENCH_SUBSCRIPTION_RECORDS") { subscriptionSizes = [size / 10, size] }
+        subscriptionCommits = value("BENCH_SUBSCRIPTION_COMMITS") ?? subscriptionCommits
+        distinctRecords = value("BENCH_DISTINCT_RECORDS") ?? distinctRecords
+        distinctSubscriptions = min(BenchRecord.groups, value("BENCH_DISTINCT_SUBSCRIPTIONS") ?? distinctSubscriptions)
+        capSeconds = value("BENCH_CAP") ?? capSeconds
+        crossProcessCommits = value("BENCH_CROSS_COMMITS") ?? crossProcessCommits
+    }
+}
+
+/// Runs every row on every side and collects the table (on the main thread only).
+final class TableRun {
+    let settings: Settings
+    let dataset: Dataset
+    var table = MarkdownTable()
+
+    init(settings: Settings) {
+        self.settings = settings
+        let largest = max(settings.records, settings.distinctRecords, settings.subscriptionSizes.max() ?? 0)
+        dataset = Dataset(count: largest, lookupCount: settings.records)
+    }
+
+    static func count(_ number: Int) -> String {
+        let formatter = NumberFormatter()
+        formatter.numberStyle = .decimal
+        formatter.groupingSeparator = ","
+        return formatter.string(from: NSNumber(value: number)) ?? "\(number)"
+    }
+
+    /// Bulk insert, sorted fetch, point reads and single commits: every side each repetition
+    /// in turn, so load from other processes falls on all alike; the median of each.
+    func basicRows() throws {
+        let sides: [any BenchSide] = [try ReservoirSide(.memory), try ReservoirSide(.sqlite), try ReservoirSide(.lmdb),
+                                      RawSQLiteSide(), RawLMDBSide(), GRDBSide()]
+        defer { sides.forEach { $0.close() } }
+        let records = dataset.records.prefix(settings.records)
+        var samples: [String: [TableColumn: [Duration]]] = [:]
+        func run(_ row: String, _ body: (any BenchSide, Int) throws -> Void) throws {
+            for repetition in 0..<settings.repetitions {
+                for side in sides {
+                    samples[row, default: [:]][side.column, default: []].append(try Timing.measure { try body(side, repetition) })
+                }
+            }
+            ProgressLog.note("\(row): done")
+        }
+        let n = Self.count(settings.records)
+        let bulk = "bulk insert \(n) records, one transaction"
+        try run(bulk) { side, _ in
+            try side.reset()
+            try side.insert(records)
+        }
+        let fetch = "fetch all \(n) sorted by two fields (rank, name)"
+        var reference: [Int]?
+        try run(fetch) { side, _ in
+            let ids = try side.fetchSorted()
+            if let reference, ids != reference { throw BenchError("\(side.column.title)'s sorted fetch disagrees with \(TableColumn.memory.title)'s") }
+            if ids.count != settings.records { throw BenchError("\(side.column.title) fetched \(ids.count) of \(settings.records) records") }
+            reference = ids
+        }
+        let reads = "\(n) point reads by id"
+        var checksum: Int?
+        try run(reads) { side, _ in
+            let sum = try side.pointReads(dataset.lookupOrder)
+            if let checksum, sum != checksum { throw BenchError("\(side.column.title)'s point reads disagree with the other sides'") }
+            checksum = sum
+        }
+        let commits = "\(Self.count(settings.singleCommits)) single-record commits"
+        try run(commits) { side, repetition in
+            try side.commitEach(dataset.lookupOrder.prefix(settings.singleCommits).map { dataset.changed($0, round: repetition) })
+        }
+        for row in [bulk, fetch, reads, commits] {
+            table.add(row, (samples[row] ?? [:]).mapValues { Cell.time(Timing.median($0)) })
+        }
+    }
+
+    /// The records the subscription rows commit: `count` ids among the first `records`
+    /// whose group is below `groups`, each changed so it moves in the sorted results.
+    func commitRecords(_ count: Int, records: Int, groups: Int, round: Int) -> [BenchRecord] {
+        (0..<count).map { index in
+            let group = (index * 37) % groups
+            let block = (index * 7919 + round) % max(1, records / BenchRecord.groups)
+            // Ids start at 1, so group 0's records are the multiples of the group count.
+            let id = group == 0 ? (block + 1) * BenchRecord.groups : block * BenchRecord.groups + group
+            return dataset.changed(max(1, min(id, records)), round: 1_000 + round * 100 + index)
+        }
+    }
+
+    /// Another process's commit -> live subscription updated, SQLite and LMDB.
+    func crossProcessRow() throws {
+        var cells: [TableColumn: Cell] = [.memory: .text("n/a (one process)"), .grdb: .text("n/a (does not observe other processes)")]
+        for (column, scheme) in [(TableColumn.sqlite, "sqlite"), (.lmdb, "lmdb")] {
+            cells[column] = try CrossProcess.measure(scheme: scheme, commits: settings.crossProcessCommits,
+                                                     gapMilliseconds: settings.crossProcessGapMilliseconds)
+            ProgressLog.note("cross-process: \(column.title) done")
+        }
+        table.add("cross-process commit → subscription updated (\(settings.crossProcessCommits) commits \(settings.crossProcessGapMilliseconds) ms apart)", cells)
+    }
+}
