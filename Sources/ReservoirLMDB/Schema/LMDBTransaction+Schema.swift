@@ -51,8 +51,9 @@ extension LMDBTransaction {
                     throw ReservoirError(.cannotOpen, "lmdb:\(path): the store has format version \(version); this library reads formats \(StoreFormat.readableFormats.lowerBound) to \(StoreFormat.formatVersion)")
                 }
                 _ = try database(StoreFormat.logDatabase, create: true)
-                // Format 1 stores hold only version 1 rows, which this library reads; from now
-                // on it writes version 2 rows, which libraries reading format 1 alone cannot.
+                // Older stores hold rows and log records this library still reads; from now on
+                // it writes ones (version 2 rows, version 3 log records) that libraries reading
+                // only the older format cannot, so the stored number says so and they refuse.
                 if version < StoreFormat.formatVersion {
                     try put(meta, StoreFormat.formatKey, withUnsafeBytes(of: StoreFormat.formatVersion.bigEndian) { Array($0) })
                 }

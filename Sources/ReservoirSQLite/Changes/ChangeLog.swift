@@ -98,12 +98,10 @@ enum ChangeLog {
         guard let sequence = Int64(exactly: changeSet.sequence) else {
             throw ReservoirError(.valueOutOfRange, "SQLite store \"\(connection.path)\": sequence \(changeSet.sequence) does not fit SQLite's integers")
         }
-        var remaining = changeSet.entities.reduce(0) { count, changes in
-            count + (changes.inserted.isEmpty ? 0 : 1) + (changes.updated.isEmpty ? 0 : 1) + (changes.deleted.isEmpty ? 0 : 1)
-        }
+        var remaining = ChangeLogCodec.groupCount(changeSet)
         guard remaining > 0 else { return nil }
         let insert = try connection.statement(.logChange)
-        func log(_ entity: String, _ kind: ChangeType, _ ids: some Collection<Value>) throws {
+        try ChangeLogCodec.forEachGroup(changeSet) { entity, kind, ids in
             remaining -= 1
             insert.reset()
             try insert.bind(.text(entity), at: 1)
@@ -117,12 +115,6 @@ enum ChangeLog {
             try insert.bind(.text(kind.rawValue), at: 3)
             try insert.bind(remaining == 0 ? .integer(sequence) : .null, at: 5)
             try insert.run()
-        }
-        for changes in changeSet.entities {
-            // Closures rather than key paths: a key path is applied through the runtime, per id.
-            if !changes.inserted.isEmpty { try log(changes.entity, .inserted, changes.inserted.lazy.map { $0.id }) }
-            if !changes.updated.isEmpty { try log(changes.entity, .updated, changes.updated.lazy.map { $0.id }) }
-            if !changes.deleted.isEmpty { try log(changes.entity, .deleted, changes.deleted) }
         }
         let head = Head(sequence: changeSet.sequence, lastChange: connection.lastInsertRowID)
         if retention > 0 && sequence % trimInterval == 0 {
