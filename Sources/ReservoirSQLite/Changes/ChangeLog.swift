@@ -158,7 +158,7 @@ enum ChangeLog {
         defer { rows.reset() }
         try rows.bind(boundary, at: 1)
         var result: [ChangeLogEntry] = []
-        var netting = Netting()
+        var netting = ChangeLogNetting()
         var closed = 0
         while closed < limit, try rows.step() {
             try add(rows, to: &netting, connection)
@@ -177,18 +177,18 @@ enum ChangeLog {
             "SELECT change, entity, id, kind, sequence, ids FROM _reservoir_changes WHERE change > ?1 ORDER BY change")
         defer { rows.reset() }
         try rows.bind(change, at: 1)
-        var netting = Netting()
+        var netting = ChangeLogNetting()
         while try rows.step() { try add(rows, to: &netting, connection) }
-        var entries: [ChangeLogEntry] = []
-        netting.flush(sequence: 0, into: &entries)
-        return entries.isEmpty
+        var nothing = true
+        netting.flush { _, _, _ in nothing = false }
+        return nothing
     }
 
     /// Adds the events of the change-log row `rows` is on (columns change, entity, id,
     /// kind, sequence, ids) to `netting`.
-    private static func add(_ rows: Statement, to netting: inout Netting, _ connection: Connection) throws {
+    private static func add(_ rows: Statement, to netting: inout ChangeLogNetting, _ connection: Connection) throws {
         guard case let .text(entity) = rows.value(at: 1), case let .text(kind) = rows.value(at: 3),
-              let event = Netting.Event(rawValue: kind) else { return }
+              let event = ChangeLogNetting.Event(rawValue: kind) else { return }
         if case let .blob(packed) = rows.value(at: 5) {
             guard let ids = PackedIDs.unpack(packed) else {
                 throw ReservoirError(.corrupt, "SQLite store \"\(connection.path)\": change-log row \(rows.int64(at: 0)) has an ids value that is not a packed id list")
@@ -197,61 +197,5 @@ enum ChangeLog {
         } else {
             netting.add(entity: entity, id: rows.value(at: 2), event)
         }
-    }
-}
-
-/// Nets the raw trigger events of one change set into one entry per record.
-struct Netting {
-    enum Event: String {
-        case existed, inserted, updated, deleted
-
-        /// Whether the record existed before this event.
-        var before: Bool { self != .inserted }
-        /// Whether it exists after.
-        var after: Bool { self != .deleted }
-    }
-
-    private struct Key: Hashable {
-        var entity: String
-        var id: Value
-    }
-
-    private struct State {
-        var entity: String
-        var id: Value
-        var existedBefore: Bool
-        var existsAfter: Bool
-        var changed: Bool
-    }
-
-    private var order: [Key] = []
-    private var states: [Key: State] = [:]
-
-    mutating func add(entity: String, id: Value, _ event: Event) {
-        let key = Key(entity: entity, id: id)
-        if var state = states[key] {
-            state.existsAfter = event.after
-            state.changed = state.changed || event != .existed
-            states[key] = state
-        } else {
-            order.append(key)
-            states[key] = State(entity: entity, id: id, existedBefore: event.before, existsAfter: event.after, changed: event != .existed)
-        }
-    }
-
-    mutating func flush(sequence: UInt64, into result: inout [ChangeLogEntry]) {
-        for key in order {
-            guard let state = states[key], state.changed else { continue }
-            let kind: ChangeType
-            switch (state.existedBefore, state.existsAfter) {
-            case (false, true): kind = .inserted
-            case (true, true): kind = .updated
-            case (true, false): kind = .deleted
-            case (false, false): continue
-            }
-            result.append(ChangeLogEntry(sequence: sequence, entity: state.entity, id: state.id, kind: kind))
-        }
-        order.removeAll(keepingCapacity: true)
-        states.removeAll(keepingCapacity: true)
     }
 }
