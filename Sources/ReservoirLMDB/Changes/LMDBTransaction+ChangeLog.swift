@@ -27,7 +27,7 @@ extension LMDBTransaction {
                 return false
             }
             if damaged {
-                throw ReservoirError(.corrupt, "lmdb:\(path): the change log's newest key is not a sequence number")
+                throw ReservoirError(.corrupt, "\(lmdbStore(path)): the change log's newest key is not a sequence number")
             }
             return newest ?? 0
         }
@@ -40,7 +40,7 @@ extension LMDBTransaction {
             var sets = 0
             try scan(log, from: StoreFormat.bigEndian(sequence + 1)) { key, value in
                 guard let number = StoreFormat.readBigEndian(key), let decoded = StoreFormat.decodeEntries(value, sequence: number) else {
-                    throw ReservoirError(.corrupt, "lmdb:\(path): a change-log record cannot be decoded")
+                    throw ReservoirError(.corrupt, "\(lmdbStore(path)): a change-log record cannot be decoded")
                 }
                 entries.append(contentsOf: decoded)
                 sets += 1

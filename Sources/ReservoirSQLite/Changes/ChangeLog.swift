@@ -96,7 +96,7 @@ enum ChangeLog {
     /// Call inside the write transaction that made it, on the writer connection (triggers off).
     static func record(_ changeSet: ChangeSet, retention: Int, _ connection: Connection) throws -> Head? {
         guard let sequence = Int64(exactly: changeSet.sequence) else {
-            throw ReservoirError(.valueOutOfRange, "SQLite store \"\(connection.path)\": sequence \(changeSet.sequence) does not fit SQLite's integers")
+            throw ReservoirError(.valueOutOfRange, "\(sqliteStore(connection.path)): sequence \(changeSet.sequence) does not fit SQLite's integers")
         }
         var remaining = ChangeLogCodec.groupCount(changeSet)
         guard remaining > 0 else { return nil }
@@ -191,7 +191,7 @@ enum ChangeLog {
               let event = ChangeLogNetting.Event(rawValue: kind) else { return }
         if case let .blob(packed) = rows.value(at: 5) {
             guard let ids = PackedIDs.unpack(packed) else {
-                throw ReservoirError(.corrupt, "SQLite store \"\(connection.path)\": change-log row \(rows.int64(at: 0)) has an ids value that is not a packed id list")
+                throw ReservoirError(.corrupt, "\(sqliteStore(connection.path)): change-log row \(rows.int64(at: 0)) has an ids value that is not a packed id list")
             }
             for id in ids { netting.add(entity: entity, id: id, event) }
         } else {
