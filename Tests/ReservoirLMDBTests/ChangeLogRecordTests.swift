@@ -1,5 +1,6 @@
 import Foundation
 import Reservoir
+import ReservoirConformance
 import Testing
 @testable import ReservoirLMDB
 
