@@ -55,7 +55,7 @@ public final class LMDBBackend: StorageBackend {
     public func write<R>(_ body: (any WriteTransaction) throws -> R) throws -> R {
         try checkOpen()
         if readOnly || environment.options.readOnly {
-            throw StoreConfiguration.readOnlyError("lmdb:\(environment.path)", explicitly: !environment.readOnlyByPermission)
+            throw StoreConfiguration.readOnlyError(lmdbStore(environment.path), explicitly: !environment.readOnlyByPermission)
         }
         return try environment.withWriterLocks {
             let transaction = try LMDBTransaction(writingIn: environment)
@@ -83,7 +83,7 @@ public final class LMDBBackend: StorageBackend {
         try checkOpen()
         try environment.checkNotTruncated()
         let problems = try environment.pageProblems()
-        return FileCheck(problems: problems.map { "lmdb:\(environment.path): data.mdb: " + $0 }, readable: problems.isEmpty)
+        return FileCheck(problems: problems.map { "\(lmdbStore(environment.path)): data.mdb: " + $0 }, readable: problems.isEmpty)
     }
 
     public func close() {
@@ -93,7 +93,7 @@ public final class LMDBBackend: StorageBackend {
 
     private func checkOpen() throws {
         if isClosed.withLock({ $0 }) {
-            throw ReservoirError(.closed, "lmdb:\(environment.path): the store has been closed")
+            throw ReservoirError(.closed, "\(lmdbStore(environment.path)): the store has been closed")
         }
     }
 }

@@ -81,7 +81,7 @@ struct PostgresServer: Sendable {
         conninfo = "postgresql:" + uri + "?" + libpqOptions.map { "\($0.0)=\($0.1)" }.joined(separator: "&")
         let shown = StoreConfiguration.redact(uri)
         location = "\(configuration.scheme):\(shown)"
-        name = "PostgreSQL store \(location) (schema \(schema))"
+        name = StoreConfiguration.storeName("PostgreSQL", location) + " (schema \(schema))"
         // libpq's own check of the URI: unknown options, a malformed port, bad percent-encoding.
         var error: UnsafeMutablePointer<CChar>?
         if let parsed = PQconninfoParse(conninfo, &error) {

@@ -60,7 +60,7 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
         if isReadOnly {
             let reader = try Connection(path: path, create: false, busyTimeout: busyTimeout, readOnly: true, immutable: immutable)
             guard try Metadata.isSetUp(reader) else {
-                throw ReservoirError(.cannotOpen, "SQLite store \"\(path)\": cannot open it read-only: it holds no Reservoir store yet (open it writable once to create one)")
+                throw ReservoirError(.cannotOpen, "\(sqliteStore(path)): cannot open it read-only: it holds no Reservoir store yet (open it writable once to create one)")
             }
             try Metadata.checkFormat(reader)
             self.writer = nil
@@ -78,7 +78,7 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
         try probe.execute("PRAGMA query_only = 1")
         self.probe = probe
         self.lastDataVersion = try probe.scalar("PRAGMA data_version").integerValue
-        self.identity = try FileIdentity(path: path, store: "SQLite store \"\(path)\"")
+        self.identity = try FileIdentity(path: path, store: sqliteStore(path))
     }
 
     deinit {
@@ -91,10 +91,10 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
         do {
             mode = try connection.scalar("PRAGMA journal_mode = WAL")
         } catch let error as ReservoirError where error.nativeCode.map({ SQLiteCode.primary($0) == SQLITE_NOTADB }) ?? false {
-            throw ReservoirError(.cannotOpen, "SQLite store \"\(connection.path)\": cannot open it: the file is not a SQLite database", nativeCode: error.nativeCode, nativeMessage: error.nativeMessage)
+            throw ReservoirError(.cannotOpen, "\(sqliteStore(connection.path)): cannot open it: the file is not a SQLite database", nativeCode: error.nativeCode, nativeMessage: error.nativeMessage)
         }
         guard case let .text(name) = mode, name.lowercased() == "wal" else {
-            throw ReservoirError(.cannotOpen, "SQLite store \"\(connection.path)\": cannot switch it to WAL mode (journal mode is \(mode)); is the file on a filesystem without shared memory support?")
+            throw ReservoirError(.cannotOpen, "\(sqliteStore(connection.path)): cannot switch it to WAL mode (journal mode is \(mode)); is the file on a filesystem without shared memory support?")
         }
         try connection.execute("PRAGMA synchronous = \(synchronous(options))")
     }
@@ -147,7 +147,7 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
         do {
             try connection.statement(.beginImmediate).run()
         } catch var error as ReservoirError {
-            error.message = "SQLite store \"\(connection.path)\": cannot start a write transaction: \(SQLiteFailure.cause(for: error.nativeCode ?? SQLITE_ERROR))"
+            error.message = "\(sqliteStore(connection.path)): cannot start a write transaction: \(SQLiteFailure.cause(for: error.nativeCode ?? SQLITE_ERROR))"
             throw error
         }
     }
@@ -185,10 +185,10 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
         defer { writerLock.unlock() }
         if isReadOnly {
             try checkOpen()
-            throw StoreConfiguration.readOnlyError("SQLite store \"\(location)\"", explicitly: options.readOnly)
+            throw StoreConfiguration.readOnlyError(sqliteStore(location), explicitly: options.readOnly)
         }
         guard let session = writer else { throw closedError() }
-        try identity.check(store: "SQLite store \"\(location)\"")
+        try identity.check(store: sqliteStore(location))
         let connection = session.connection
         try Self.beginWrite(connection)
         let transaction: SQLiteWriteTransaction
@@ -229,7 +229,7 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
         probeLock.lock()
         defer { probeLock.unlock() }
         guard let probe else { throw closedError() }
-        try identity.check(store: "SQLite store \"\(location)\"")
+        try identity.check(store: sqliteStore(location))
         let version = try probe.scalar("PRAGMA data_version").integerValue
         // A read-only store cannot number plain SQL writers' changes; a writable one will.
         if !isReadOnly, version != lastDataVersion || pendingToNumber {
@@ -278,7 +278,7 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
         do {
             statement = try session.connection.cached("PRAGMA integrity_check(100)")
         } catch let error as ReservoirError {
-            return FileCheck(problems: ["SQLite store \"\(location)\": the check cannot start: \(error.description)"])
+            return FileCheck(problems: ["\(sqliteStore(location)): the check cannot start: \(error.description)"])
         }
         defer { statement.reset() }
         var problems: [String] = []
@@ -286,13 +286,13 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
             while try statement.step() {
                 if case let .text(text) = statement.value(at: 0), text != "ok" {
                     for line in text.split(whereSeparator: \.isNewline) where !line.hasPrefix("***") {
-                        problems.append("SQLite store \"\(location)\": \(line)")
+                        problems.append("\(sqliteStore(location)): \(line)")
                     }
                 }
             }
         } catch let error as ReservoirError {
             healthy = false
-            problems.append("SQLite store \"\(location)\": the check stopped: \(error.description)")
+            problems.append("\(sqliteStore(location)): the check stopped: \(error.description)")
         }
         return FileCheck(problems: problems)
     }
@@ -323,6 +323,6 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
     }
 
     private func closedError() -> ReservoirError {
-        ReservoirError(.closed, "the SQLite store \"\(location)\" has been closed")
+        ReservoirError(.closed, "\(sqliteStore(location)): the store has been closed")
     }
 }

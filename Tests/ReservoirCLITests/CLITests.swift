@@ -38,7 +38,7 @@ struct CLITests {
         (["todo", "add", "x", "--due", "next tuesday"], "\"next tuesday\" is not a date"),
         (["todo", "list", "--store", "redis://db"], "unknown scheme \"redis:\""),
         // The server is named with its password hidden, and the cause said.
-        (["todo", "list", "--store", "postgres://app:hunter2@127.0.0.1:1/app"], "PostgreSQL store postgres://app:***@127.0.0.1:1/app (schema public): cannot connect: no PostgreSQL server is listening"),
+        (["todo", "list", "--store", "postgres://app:hunter2@127.0.0.1:1/app"], "PostgreSQL store \"postgres://app:***@127.0.0.1:1/app\" (schema public): cannot connect: no PostgreSQL server is listening"),
         (["info", "--store", "sqlite:./no/such/dir/x.sqlite"], "no/such/dir"),
         (["todo", "list", "--store", "lmdb"], "has no scheme"),
     ])

@@ -95,12 +95,12 @@ import Testing
             let backend = try #require(store.backend as? LMDBBackend)
             try backend.write { tx in
                 let t = try #require(tx as? LMDBTransaction)
-                try t.put(try #require(try t.database(StoreFormat.metaDatabase)), StoreFormat.formatKey, [0, 0, 0, 3])
+                try t.put(try #require(try t.database(StoreFormat.metaDatabase)), StoreFormat.formatKey, [0, 0, 0, 4])
             }
         }
         let error = try openError("lmdb:\(path)")
         #expect(error.code == .cannotOpen)
-        #expect(error.message.contains(path) && error.message.contains("format version 3") && error.message.contains("1 to 2"), "\(error)")
+        #expect(error.message.contains(path) && error.message.contains("format version 4") && error.message.contains("1 to 3"), "\(error)")
         // Nothing was written over: the format is still the newer one.
         var env: OpaquePointer?
         #expect(mdb_env_create(&env) == 0)
@@ -117,7 +117,7 @@ import Testing
             return mdb_get(txn, meta, &mk, &stored)
         }
         #expect(rc == 0)
-        #expect(Array(UnsafeRawBufferPointer(start: stored.mv_data, count: stored.mv_size)) == [0, 0, 0, 3])
+        #expect(Array(UnsafeRawBufferPointer(start: stored.mv_data, count: stored.mv_size)) == [0, 0, 0, 4])
         mdb_txn_abort(txn)
         mdb_env_close(env)
     }

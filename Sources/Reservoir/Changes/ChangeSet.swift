@@ -37,22 +37,12 @@ public struct ChangeSet: Sendable, Equatable, CustomStringConvertible {
         changes(to: entity) != nil
     }
 
-    /// The change-log entries this change set persists as.
+    /// The change-log entries this change set persists as: ``ChangeLogCodec``'s groups,
+    /// one entry per id, in the order a record holds them.
     public var logEntries: [ChangeLogEntry] {
-        // No built-in backend calls this on commit: SQLite and LMDB encode change sets into
-        // log records of their own. LMDB's log-record tests compare decoded records with it.
         var entries: [ChangeLogEntry] = []
-        entries.reserveCapacity(entities.reduce(0) { $0 + $1.inserted.count + $1.updated.count + $1.deleted.count })
-        for changes in entities {
-            for change in changes.inserted {
-                entries.append(ChangeLogEntry(sequence: sequence, entity: changes.entity, id: change.id, kind: .inserted))
-            }
-            for change in changes.updated {
-                entries.append(ChangeLogEntry(sequence: sequence, entity: changes.entity, id: change.id, kind: .updated))
-            }
-            for id in changes.deleted {
-                entries.append(ChangeLogEntry(sequence: sequence, entity: changes.entity, id: id, kind: .deleted))
-            }
+        ChangeLogCodec.forEachGroup(self) { entity, kind, ids in
+            ids.forEachID { entries.append(ChangeLogEntry(sequence: sequence, entity: entity, id: $0, kind: kind)) }
         }
         return entries
     }

@@ -16,6 +16,12 @@ public struct StoreConfiguration: Sendable, Hashable, CustomStringConvertible {
     /// `key=value` pairs after `?`, separated by `&`.
     public let options: [String: String]
 
+    /// How a backend names a store at the start of its error messages, so every backend's
+    /// messages read alike: `SQLite store "./app.sqlite"`, then `: ` and what went wrong.
+    public static func storeName(_ backend: String, _ location: String) -> String {
+        "\(backend) store \"\(location)\""
+    }
+
     /// Parses `string`; throws `.invalidConfiguration` naming the string and the expected form.
     public init(_ string: String) throws {
         self.string = string

@@ -2,8 +2,8 @@ import CLMDB
 import Foundation
 import Reservoir
 
-/// The change log: one record per committed change set under its sequence number (encoded
-/// by ``StoreFormat/writeLogRecord(_:to:)``), written by the write that commits it, trimmed
+/// The change log: one record per committed change set under its sequence number (the core's
+/// ``ChangeLogCodec`` record), written by the write that commits it, trimmed
 /// to the retention option, and read by other processes' stores to learn what changed.
 extension LMDBTransaction {
     func lastSequence() throws -> UInt64 {
@@ -27,7 +27,7 @@ extension LMDBTransaction {
                 return false
             }
             if damaged {
-                throw ReservoirError(.corrupt, "lmdb:\(path): the change log's newest key is not a sequence number")
+                throw ReservoirError(.corrupt, "\(lmdbStore(path)): the change log's newest key is not a sequence number")
             }
             return newest ?? 0
         }
@@ -40,7 +40,7 @@ extension LMDBTransaction {
             var sets = 0
             try scan(log, from: StoreFormat.bigEndian(sequence + 1)) { key, value in
                 guard let number = StoreFormat.readBigEndian(key), let decoded = StoreFormat.decodeEntries(value, sequence: number) else {
-                    throw ReservoirError(.corrupt, "lmdb:\(path): a change-log record cannot be decoded")
+                    throw ReservoirError(.corrupt, "\(lmdbStore(path)): a change-log record cannot be decoded")
                 }
                 entries.append(contentsOf: decoded)
                 sets += 1
@@ -55,8 +55,8 @@ extension LMDBTransaction {
         guard let log = try logDatabase(create: true) else { return }
         let sequence = changeSet.sequence
         _ = try withUnsafeBytes(of: sequence.bigEndian) { key in
-            try putReserved(log, key, size: StoreFormat.logRecordSize(changeSet), flags: 0, refused: false, "write a change-log record") {
-                StoreFormat.writeLogRecord(changeSet, to: $0)
+            try putReserved(log, key, size: ChangeLogCodec.recordSize(changeSet), flags: 0, refused: false, "write a change-log record") {
+                ChangeLogCodec.writeRecord(changeSet, to: $0)
             }
         }
         snapshot.recordedSequence = sequence

@@ -27,7 +27,7 @@ extension LMDBEnvironment {
         guard needed.overflow || Int(status.st_size) < needed.partialValue else { return nil }
         return ReservoirError(
             .corrupt,
-            "lmdb:\(path): data.mdb is damaged: it is \(status.st_size) bytes, but its pages reach \(needed.overflow ? "beyond Int.max" : "\(needed.partialValue)") bytes (the file was truncated); restore it from a copy",
+            "\(lmdbStore(path)): data.mdb is damaged: it is \(status.st_size) bytes, but its pages reach \(needed.overflow ? "beyond Int.max" : "\(needed.partialValue)") bytes (the file was truncated); restore it from a copy",
             nativeCode: CLMDB_CORRUPTED, nativeMessage: LMDBErrors.message(CLMDB_CORRUPTED))
     }
 
@@ -43,7 +43,7 @@ extension LMDBEnvironment {
         guard let first = problems.first else { return nil }
         let more = problems.count > 1 ? " (and \(problems.count - 1) more)" : ""
         return ReservoirError(
-            .corrupt, "lmdb:\(path): data.mdb is damaged: \(first)\(more); restore it from a copy, or salvage what is readable with reservoir copy",
+            .corrupt, "\(lmdbStore(path)): data.mdb is damaged: \(first)\(more); restore it from a copy, or salvage what is readable with reservoir copy",
             nativeCode: CLMDB_CORRUPTED, nativeMessage: LMDBErrors.message(CLMDB_CORRUPTED))
     }
 

@@ -10,7 +10,7 @@ extension LMDBEnvironment {
     /// Runs `body` holding this process's writer mutex and the cross-process writer lock.
     func withWriterLocks<R>(_ body: () throws -> R) throws -> R {
         if let owner = writerOwner.withLock({ $0 }), pthread_equal(owner, pthread_self()) != 0 {
-            throw ReservoirError(.misuse, "lmdb:\(path): a write was started inside another write's closure on the same environment; do all the work in the outer transaction")
+            throw ReservoirError(.misuse, "\(lmdbStore(path)): a write was started inside another write's closure on the same environment; do all the work in the outer transaction")
         }
         writerMutex.lock()
         writerOwner.withLock { $0 = pthread_self() }
@@ -21,7 +21,7 @@ extension LMDBEnvironment {
         while clmdb_flock_exclusive(writerLockFD) != 0 {
             let code = errno
             guard code == EINTR else {
-                throw LMDBErrors.error(code: code, "lmdb:\(path): cannot lock reservoir-writer.lock for writing")
+                throw LMDBErrors.error(code: code, "\(lmdbStore(path)): cannot lock reservoir-writer.lock for writing")
             }
         }
         defer { _ = clmdb_flock_unlock(writerLockFD) }
@@ -33,7 +33,7 @@ extension LMDBEnvironment {
 
     func lockOpener(_ misuse: @autoclosure () -> String) throws {
         if let owner = openerOwner.withLock({ $0 }), pthread_equal(owner, pthread_self()) != 0 {
-            throw ReservoirError(.misuse, "lmdb:\(path): " + misuse())
+            throw ReservoirError(.misuse, "\(lmdbStore(path)): " + misuse())
         }
         openerLock.lock()
         openerOwner.withLock { $0 = pthread_self() }
@@ -54,7 +54,7 @@ extension LMDBEnvironment {
         let me = pthread_self()
         while gated.resizing && gated.activeByThread[me] == nil { gate.wait() }
         if gated.isShutDown {
-            throw ReservoirError(.closed, "lmdb:\(path): the store has been closed")
+            throw ReservoirError(.closed, "\(lmdbStore(path)): the store has been closed")
         }
         gated.activeByThread[me, default: 0] += 1
         gated.activeCount += 1
@@ -76,7 +76,7 @@ extension LMDBEnvironment {
         gate.lock()
         defer { gate.unlock() }
         if gated.activeByThread[pthread_self()] != nil {
-            throw ReservoirError(.busy, "lmdb:\(path): the map must be \(reason), which needs every transaction in this process ended, but this thread has a read open on the environment (a write inside a read closure?); write outside the read")
+            throw ReservoirError(.busy, "\(lmdbStore(path)): the map must be \(reason), which needs every transaction in this process ended, but this thread has a read open on the environment (a write inside a read closure?); write outside the read")
         }
         gated.resizing = true
         defer {
@@ -86,7 +86,7 @@ extension LMDBEnvironment {
         let deadline = Date().addingTimeInterval(30)
         while gated.activeCount > 0 {
             if !gate.wait(until: deadline) {
-                throw ReservoirError(.busy, "lmdb:\(path): the map must be \(reason), but read transactions in this process stayed open for 30 s")
+                throw ReservoirError(.busy, "\(lmdbStore(path)): the map must be \(reason), but read transactions in this process stayed open for 30 s")
             }
         }
         try body()
@@ -104,14 +104,14 @@ extension LMDBEnvironment {
             guard current < options.maxMapSize else {
                 throw ReservoirError(
                     .full,
-                    "lmdb:\(path): the map is full at \(current) bytes and may not grow beyond maxmapsize (\(options.maxMapSize) bytes); raise maxmapsize or delete data",
+                    "\(lmdbStore(path)): the map is full at \(current) bytes and may not grow beyond maxmapsize (\(options.maxMapSize) bytes); raise maxmapsize or delete data",
                     nativeCode: CLMDB_MAP_FULL, nativeMessage: LMDBErrors.message(CLMDB_MAP_FULL))
             }
             var target = min(options.maxMapSize, current.multipliedReportingOverflow(by: 2).overflow ? Int.max : current * 2)
             target = max(current + pageSize, target / pageSize * pageSize)
             let rc = mdb_env_set_mapsize(env, target)
             if rc != 0 {
-                throw LMDBErrors.error(code: rc, "lmdb:\(path): cannot grow the map from \(current) to \(target) bytes")
+                throw LMDBErrors.error(code: rc, "\(lmdbStore(path)): cannot grow the map from \(current) to \(target) bytes")
             }
             gated.mapSize = mapSizeNow()
             gated.growths += 1
@@ -123,7 +123,7 @@ extension LMDBEnvironment {
         try whileNoTransactions("remapped to the size another process grew it to") {
             let rc = mdb_env_set_mapsize(env, 0)
             if rc != 0 {
-                throw LMDBErrors.error(code: rc, "lmdb:\(path): cannot adopt the map size another process set")
+                throw LMDBErrors.error(code: rc, "\(lmdbStore(path)): cannot adopt the map size another process set")
             }
             gated.mapSize = mapSizeNow()
             gated.adoptions += 1

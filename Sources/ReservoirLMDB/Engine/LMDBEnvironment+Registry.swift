@@ -47,29 +47,29 @@ extension LMDBEnvironment {
         var isDirectory: ObjCBool = false
         if manager.fileExists(atPath: path, isDirectory: &isDirectory) {
             guard isDirectory.boolValue else {
-                throw ReservoirError(.cannotOpen, "lmdb:\(path): is a file, not a directory; lmdb: expects an environment directory (it holds data.mdb and lock.mdb)", nativeCode: ENOTDIR, nativeMessage: LMDBErrors.message(ENOTDIR))
+                throw ReservoirError(.cannotOpen, "\(lmdbStore(path)): is a file, not a directory; lmdb: expects an environment directory (it holds data.mdb and lock.mdb)", nativeCode: ENOTDIR, nativeMessage: LMDBErrors.message(ENOTDIR))
             }
             let contents = (try? manager.contentsOfDirectory(atPath: path)) ?? []
             let visible = contents.filter { !$0.hasPrefix(".") }
             if !visible.isEmpty && !contents.contains("data.mdb") {
-                throw ReservoirError(.cannotOpen, "lmdb:\(path): is not an LMDB environment: the directory holds other files (\(visible.sorted().prefix(3).joined(separator: ", "))) and no data.mdb; give an empty or new directory")
+                throw ReservoirError(.cannotOpen, "\(lmdbStore(path)): is not an LMDB environment: the directory holds other files (\(visible.sorted().prefix(3).joined(separator: ", "))) and no data.mdb; give an empty or new directory")
             }
         } else if !creating {
-            throw ReservoirError(.cannotOpen, "lmdb:\(path): no environment to open read-only: the directory does not exist", nativeCode: ENOENT, nativeMessage: LMDBErrors.message(ENOENT))
+            throw ReservoirError(.cannotOpen, "\(lmdbStore(path)): no environment to open read-only: the directory does not exist", nativeCode: ENOENT, nativeMessage: LMDBErrors.message(ENOENT))
         } else {
             let parentPath = Self.parent(of: path)
             var parentIsDirectory: ObjCBool = false
             guard manager.fileExists(atPath: parentPath, isDirectory: &parentIsDirectory), parentIsDirectory.boolValue else {
-                throw ReservoirError(.cannotOpen, "lmdb:\(path): the parent directory \(parentPath) does not exist; create it first", nativeCode: ENOENT, nativeMessage: LMDBErrors.message(ENOENT))
+                throw ReservoirError(.cannotOpen, "\(lmdbStore(path)): the parent directory \(parentPath) does not exist; create it first", nativeCode: ENOENT, nativeMessage: LMDBErrors.message(ENOENT))
             }
             if mkdir(path, 0o755) != 0 && errno != EEXIST {
                 let code = errno
-                throw LMDBErrors.error(code: code, "lmdb:\(path): cannot create the environment directory")
+                throw LMDBErrors.error(code: code, "\(lmdbStore(path)): cannot create the environment directory")
             }
         }
         guard let resolved = realpath(path, nil) else {
             let code = errno
-            throw LMDBErrors.error(code: code, "lmdb:\(path): cannot resolve the path")
+            throw LMDBErrors.error(code: code, "\(lmdbStore(path)): cannot resolve the path")
         }
         defer { free(resolved) }
         return String(cString: resolved)

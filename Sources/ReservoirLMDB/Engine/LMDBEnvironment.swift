@@ -102,7 +102,7 @@ final class LMDBEnvironment: @unchecked Sendable {
         var handle: OpaquePointer?
         var rc = mdb_env_create(&handle)
         guard rc == 0, let env = handle else {
-            throw LMDBErrors.error(code: rc, "lmdb:\(path): cannot create an environment handle")
+            throw LMDBErrors.error(code: rc, "\(lmdbStore(path)): cannot create an environment handle")
         }
         let page = Int(sysconf(Int32(_SC_PAGESIZE)))
         pageSize = page > 0 ? page : 4096
@@ -125,7 +125,7 @@ final class LMDBEnvironment: @unchecked Sendable {
         if rc == 0 { rc = mdb_env_open(env, path, flags, 0o644) }
         if rc != 0 {
             mdb_env_close(env)
-            var message = "lmdb:\(path): cannot open the environment"
+            var message = "\(lmdbStore(path)): cannot open the environment"
             if rc == EAGAIN || rc == EBUSY {
                 message += "; its lock file is held"
             } else if rc == CLMDB_INVALID || rc == CLMDB_VERSION_MISMATCH {
@@ -153,13 +153,13 @@ final class LMDBEnvironment: @unchecked Sendable {
         guard fd >= 0 || options.readOnly else {
             let code = errno
             mdb_env_close(env)
-            throw LMDBErrors.error(code: code, "lmdb:\(path): cannot open the writer lock file \(lockPath)")
+            throw LMDBErrors.error(code: code, "\(lmdbStore(path)): cannot open the writer lock file \(lockPath)")
         }
         writerLockFD = fd
         do {
             files = try ["data.mdb", "lock.mdb", "reservoir-writer.lock"]
                 .filter { !options.readOnly || FileManager.default.fileExists(atPath: path + "/" + $0) }
-                .map { try FileIdentity(path: path + "/" + $0, store: "lmdb:\(path)") }
+                .map { try FileIdentity(path: path + "/" + $0, store: lmdbStore(path)) }
         } catch {
             mdb_env_close(env)
             close(fd)
@@ -208,7 +208,7 @@ final class LMDBEnvironment: @unchecked Sendable {
 
 
     func checkFiles() throws {
-        for file in files { try file.check(store: "lmdb:\(path)") }
+        for file in files { try file.check(store: lmdbStore(path)) }
     }
 
     /// The id of the last committed transaction, whichever process committed it.

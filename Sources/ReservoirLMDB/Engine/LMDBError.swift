@@ -25,7 +25,7 @@ enum LMDBErrors {
 
     /// The ``ReservoirError`` for a failed call on the environment at `path`.
     static func error(_ failure: LMDBFailure, path: String) -> ReservoirError {
-        error(code: failure.code, "lmdb:\(path): cannot \(failure.operation)")
+        error(code: failure.code, "\(lmdbStore(path)): cannot \(failure.operation)")
     }
 
     /// The ``ReservoirError`` for `code`, with `message` naming the path and what failed.
@@ -72,3 +72,6 @@ enum LMDBErrors {
         }
     }
 }
+
+/// The environment at `path` as messages name it (``StoreConfiguration/storeName(_:_:)``).
+func lmdbStore(_ path: String) -> String { StoreConfiguration.storeName("LMDB", path) }

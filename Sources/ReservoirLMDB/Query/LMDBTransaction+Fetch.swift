@@ -311,7 +311,7 @@ extension LMDBTransaction {
         try withFilter(query.predicate, entity: entity) { filter in
             try scan(index, reverse: !first.ascending) { key, _ in
                 guard let length = KeyEncoding.length(of: key) else {
-                    throw ReservoirError(.corrupt, "lmdb:\(path): an entry of the index on \(entity).\(column) cannot be decoded")
+                    throw ReservoirError(.corrupt, "\(lmdbStore(path)): an entry of the index on \(entity).\(column) cannot be decoded")
                 }
                 let value = UnsafeRawBufferPointer(rebasing: key[0..<length])
                 if !groupValue.withUnsafeBytes({ compareBytes($0, value) == 0 }) {

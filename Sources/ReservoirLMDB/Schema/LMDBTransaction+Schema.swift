@@ -48,11 +48,12 @@ extension LMDBTransaction {
             if let bytes = try get(meta, StoreFormat.formatKey) {
                 let version = bytes.count == 4 ? bytes.reduce(UInt32(0)) { $0 << 8 | UInt32($1) } : 0
                 guard StoreFormat.readableFormats.contains(version) else {
-                    throw ReservoirError(.cannotOpen, "lmdb:\(path): the store has format version \(version); this library reads formats \(StoreFormat.readableFormats.lowerBound) to \(StoreFormat.formatVersion)")
+                    throw ReservoirError(.cannotOpen, "\(lmdbStore(path)): the store has format version \(version); this library reads formats \(StoreFormat.readableFormats.lowerBound) to \(StoreFormat.formatVersion)")
                 }
                 _ = try database(StoreFormat.logDatabase, create: true)
-                // Format 1 stores hold only version 1 rows, which this library reads; from now
-                // on it writes version 2 rows, which libraries reading format 1 alone cannot.
+                // Older stores hold rows and log records this library still reads; from now on
+                // it writes ones (version 2 rows, version 3 log records) that libraries reading
+                // only the older format cannot, so the stored number says so and they refuse.
                 if version < StoreFormat.formatVersion {
                     try put(meta, StoreFormat.formatKey, withUnsafeBytes(of: StoreFormat.formatVersion.bigEndian) { Array($0) })
                 }
@@ -62,7 +63,7 @@ extension LMDBTransaction {
         let stat = try txn.stat(CLMDB_MAIN_DBI, "list the named databases")
         let ours = (try database(StoreFormat.metaDatabase) != nil ? 1 : 0) + (try database(StoreFormat.logDatabase) != nil ? 1 : 0)
         guard stat.ms_entries <= ours else {
-            throw ReservoirError(.cannotOpen, "lmdb:\(path): is an LMDB environment, but not a Reservoir store (it holds \(stat.ms_entries) records or databases of something else)")
+            throw ReservoirError(.cannotOpen, "\(lmdbStore(path)): is an LMDB environment, but not a Reservoir store (it holds \(stat.ms_entries) records or databases of something else)")
         }
         guard let meta = try database(StoreFormat.metaDatabase, create: true) else { return }
         _ = try database(StoreFormat.logDatabase, create: true)

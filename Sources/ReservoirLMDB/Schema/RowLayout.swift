@@ -99,7 +99,7 @@ extension LMDBTransaction {
     private func storedLayout(_ number: UInt32) throws -> RowLayout? {
         guard let meta = try database(StoreFormat.metaDatabase), let bytes = try get(meta, StoreFormat.layoutKey(number)) else { return nil }
         guard let columns = StoreFormat.decodeLayout(bytes) else {
-            throw ReservoirError(.corrupt, "lmdb:\(path): the stored column layout \(number) cannot be decoded")
+            throw ReservoirError(.corrupt, "\(lmdbStore(path)): the stored column layout \(number) cannot be decoded")
         }
         let layout = RowLayout(number: number, columns: columns)
         // Not one this transaction added, so committed.
@@ -125,14 +125,14 @@ extension LMDBTransaction {
     /// returns the one with `columns`, or stores a new one after the greatest number.
     private func storedLayout(_ columns: [String]) throws -> RowLayout {
         guard let meta = try database(StoreFormat.metaDatabase, create: true) else {
-            throw ReservoirError(.backend, "lmdb:\(path): the metadata database is missing")
+            throw ReservoirError(.backend, "\(lmdbStore(path)): the metadata database is missing")
         }
         var committed: [RowLayout] = []
         var next: UInt64 = 0
         try scan(meta, from: StoreFormat.layoutKeyPrefix) { key, value in
             guard key.starts(with: StoreFormat.layoutKeyPrefix) else { return false }
             guard let number = StoreFormat.layoutNumber(key), let stored = StoreFormat.decodeLayout(value) else {
-                throw ReservoirError(.corrupt, "lmdb:\(path): a stored column layout cannot be decoded")
+                throw ReservoirError(.corrupt, "\(lmdbStore(path)): a stored column layout cannot be decoded")
             }
             next = max(next, UInt64(number) + 1)
             if !rowCoding.addedLayouts.contains(where: { $0.number == number }) {
@@ -143,7 +143,7 @@ extension LMDBTransaction {
         environment.layouts.add(committed)
         if let found = committed.first(where: { $0.columns == columns }) { return found }
         guard next <= UInt64(UInt32.max) else {
-            throw ReservoirError(.valueOutOfRange, "lmdb:\(path): every column layout number is taken")
+            throw ReservoirError(.valueOutOfRange, "\(lmdbStore(path)): every column layout number is taken")
         }
         let layout = RowLayout(number: UInt32(next), columns: columns)
         try put(meta, StoreFormat.layoutKey(layout.number), StoreFormat.encodeLayout(columns))

@@ -23,7 +23,7 @@ extension LMDBTransaction {
             try scan(meta, from: prefix) { key, value in
                 guard key.starts(with: prefix) else { return false }
                 guard let entity = StoreFormat.decodeEntity(value) else {
-                    throw ReservoirError(.corrupt, "lmdb:\(path): a stored entity description cannot be decoded")
+                    throw ReservoirError(.corrupt, "\(lmdbStore(path)): a stored entity description cannot be decoded")
                 }
                 found.append(entity)
                 return true

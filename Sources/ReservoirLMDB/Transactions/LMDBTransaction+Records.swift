@@ -102,7 +102,7 @@ extension LMDBTransaction {
             return false
         }
         guard let base = reserved.mv_data, reserved.mv_size == size else {
-            throw ReservoirError(.backend, "lmdb:\(path): LMDB reserved \(reserved.mv_size) bytes for \(size) to \(what())")
+            throw ReservoirError(.backend, "\(lmdbStore(path)): LMDB reserved \(reserved.mv_size) bytes for \(size) to \(what())")
         }
         let written = write(base.assumingMemoryBound(to: UInt8.self))
         assert(written == size, "the size computed beforehand and the bytes written disagree")
@@ -159,7 +159,7 @@ extension LMDBTransaction {
     func idKey(_ id: Value, entity: String) throws -> [UInt8] {
         let key = KeyEncoding.encode(id)
         guard key.count < environment.maxKeySize else {
-            throw ReservoirError(.valueOutOfRange, "lmdb:\(path): the id \(id) of a \"\(entity)\" record encodes to \(key.count) bytes; LMDB keys hold at most \(environment.maxKeySize - 1) here (use shorter ids)")
+            throw ReservoirError(.valueOutOfRange, "\(lmdbStore(path)): the id \(id) of a \"\(entity)\" record encodes to \(key.count) bytes; LMDB keys hold at most \(environment.maxKeySize - 1) here (use shorter ids)")
         }
         return key
     }
@@ -201,7 +201,7 @@ extension LMDBTransaction {
     func corruptRow(_ bytes: UnsafeRawBufferPointer, entity: String, key: UnsafeRawBufferPointer) -> ReservoirError {
         let id = KeyEncoding.decode(key).map(\.description) ?? "x'" + key.map { String(format: "%02x", $0) }.joined() + "'"
         let version = bytes.first.map { "version byte \($0)" } ?? "empty"
-        return ReservoirError(.corrupt, "lmdb:\(path): the row of \"\(entity)\" with id \(id) cannot be decoded (\(version), \(bytes.count) bytes); this library reads row formats \(RowCodec.namedVersion) and \(RowCodec.version)")
+        return ReservoirError(.corrupt, "\(lmdbStore(path)): the row of \"\(entity)\" with id \(id) cannot be decoded (\(version), \(bytes.count) bytes); this library reads row formats \(RowCodec.namedVersion) and \(RowCodec.version)")
     }
 
     /// The entity's description as last written, or nil when it was never written.
@@ -217,7 +217,7 @@ extension LMDBTransaction {
             guard let meta = try database(StoreFormat.metaDatabase) else { return nil }
             if let bytes = try get(meta, StoreFormat.entityKey(entity)) {
                 guard let decoded = StoreFormat.decodeEntity(bytes) else {
-                    throw ReservoirError(.corrupt, "lmdb:\(path): the stored description of entity \"\(entity)\" cannot be decoded")
+                    throw ReservoirError(.corrupt, "\(lmdbStore(path)): the stored description of entity \"\(entity)\" cannot be decoded")
                 }
                 result = decoded
             }

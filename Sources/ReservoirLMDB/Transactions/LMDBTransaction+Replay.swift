@@ -61,7 +61,7 @@ extension LMDBTransaction {
     func perform(_ operation: @autoclosure () -> ReplayLog.Operation, _ body: () throws -> Bool) throws -> Bool {
         if let poisoned = replay.poisoned { throw poisoned }
         guard txn != nil else {
-            throw ReservoirError(.misuse, "lmdb:\(path): the write transaction has ended")
+            throw ReservoirError(.misuse, "\(lmdbStore(path)): the write transaction has ended")
         }
         do {
             // An insert that found its id wrote nothing: nothing to replay.
@@ -79,7 +79,7 @@ extension LMDBTransaction {
             do {
                 try rebuild(grow: false)
             } catch {
-                replay.poisoned = (error as? ReservoirError) ?? ReservoirError(.backend, "lmdb:\(path): \(error)")
+                replay.poisoned = (error as? ReservoirError) ?? ReservoirError(.backend, "\(lmdbStore(path)): \(error)")
             }
             throw reported
         }
@@ -96,7 +96,7 @@ extension LMDBTransaction {
                 if grow { try environment.growMap() }
                 try LMDBErrors.convert(path: path) { try beginWriteTransaction() }
                 guard let txn, txn.id == snapshot.writeID else {
-                    throw ReservoirError(.busy, "lmdb:\(path): another writer outside this library committed while the map was growing; this transaction was rolled back, run it again")
+                    throw ReservoirError(.busy, "\(lmdbStore(path)): another writer outside this library committed while the map was growing; this transaction was rolled back, run it again")
                 }
                 do {
                     var last = true
@@ -111,7 +111,7 @@ extension LMDBTransaction {
         } catch {
             end()
             let failure = (error as? LMDBFailure).map { LMDBErrors.error($0, path: path) }
-                ?? (error as? ReservoirError) ?? ReservoirError(.backend, "lmdb:\(path): \(error)")
+                ?? (error as? ReservoirError) ?? ReservoirError(.backend, "\(lmdbStore(path)): \(error)")
             replay.poisoned = failure
             throw failure
         }

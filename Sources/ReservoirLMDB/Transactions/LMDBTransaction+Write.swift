@@ -78,7 +78,7 @@ extension LMDBTransaction {
         if let last = handles.lastPut, last.entity == entityIndex { return (last.rows, last.indexed) }
         let entity = replay.entities[entityIndex]
         guard let rows = try rowsDatabase(entity.name, create: true) else {
-            throw ReservoirError(.backend, "lmdb:\(path): the row database of \"\(entity.name)\" could not be created")
+            throw ReservoirError(.backend, "\(lmdbStore(path)): the row database of \"\(entity.name)\" could not be created")
         }
         handles.lastPut = (entityIndex, rows, !entity.indexes.isEmpty)
         return (rows, !entity.indexes.isEmpty)

@@ -138,7 +138,7 @@ final class LMDBTransaction: WriteTransaction {
             _ = try LMDBErrors.convert(path: environment.path) { try stat.get() }
             refreshes += 1
             if refreshes > 50 {
-                throw ReservoirError(.backend, "lmdb:\(environment.path): the list of named databases kept changing while opening a read transaction")
+                throw ReservoirError(.backend, "\(lmdbStore(environment.path)): the list of named databases kept changing while opening a read transaction")
             }
             try environment.refreshHandles()
         }
@@ -187,7 +187,7 @@ final class LMDBTransaction: WriteTransaction {
         if let poisoned = replay.poisoned { throw poisoned }
         while true {
             guard let txn else {
-                throw ReservoirError(.misuse, "lmdb:\(path): commit of a transaction that has ended")
+                throw ReservoirError(.misuse, "\(lmdbStore(path)): commit of a transaction that has ended")
             }
             let rc = txn.commit()
             self.txn = nil  // freed by LMDB whatever the outcome
@@ -202,7 +202,7 @@ final class LMDBTransaction: WriteTransaction {
                 return
             }
             guard rc == CLMDB_MAP_FULL else {
-                throw environment.diagnoseWriteFailure(code: rc, "lmdb:\(path): cannot commit the write transaction; nothing was committed")
+                throw environment.diagnoseWriteFailure(code: rc, "\(lmdbStore(path)): cannot commit the write transaction; nothing was committed")
             }
             try rebuild(grow: true)
         }
@@ -213,7 +213,7 @@ final class LMDBTransaction: WriteTransaction {
     func liveTransaction() throws -> MDBTxn {
         if let poisoned = replay.poisoned { throw poisoned }
         guard let txn else {
-            throw ReservoirError(.misuse, "lmdb:\(path): a transaction was used after it ended; use it only inside its closure")
+            throw ReservoirError(.misuse, "\(lmdbStore(path)): a transaction was used after it ended; use it only inside its closure")
         }
         return txn
     }

@@ -75,13 +75,8 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
             throw ReservoirError(.valueOutOfRange, "\(connection.name): sequence \(changeSet.sequence) does not fit a bigint")
         }
         let log = "INSERT INTO \(layout.changes) (sequence, entity, kind, ids) VALUES ($1::bigint, $2::text, $3::text, $4::bytea)"
-        func add(_ entity: String, _ kind: String, _ ids: some Collection<Value>) throws {
-            try connection.enqueue(log, [.integer(sequence), .text(entity), .text(kind), .bytes([UInt8](PackedIDs.pack(ids)))])
-        }
-        for changes in changeSet.entities {
-            if !changes.inserted.isEmpty { try add(changes.entity, "i", changes.inserted.lazy.map { $0.id }) }
-            if !changes.updated.isEmpty { try add(changes.entity, "u", changes.updated.lazy.map { $0.id }) }
-            if !changes.deleted.isEmpty { try add(changes.entity, "d", changes.deleted) }
+        try ChangeLogCodec.forEachGroup(changeSet) { entity, kind, ids in
+            try connection.enqueue(log, [.integer(sequence), .text(entity), .text(Self.kindCode(kind)), .bytes([UInt8](PackedIDs.pack(ids)))])
         }
         try connection.enqueue(
             "UPDATE \(layout.meta) SET sequence = $1::bigint, xact = pg_current_xact_id()", [.integer(sequence)])
@@ -90,6 +85,15 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
             try connection.enqueue("DELETE FROM \(layout.changes) WHERE sequence <= $1::bigint", [.integer(sequence - Int64(retention))])
         }
         self.sequence = changeSet.sequence
+    }
+
+    /// The letter the change log stores `kind` as.
+    private static func kindCode(_ kind: ChangeType) -> String {
+        switch kind {
+        case .inserted: "i"
+        case .updated: "u"
+        case .deleted: "d"
+        }
     }
 
     /// Trimming the change log runs every this many change sets.

@@ -96,14 +96,12 @@ enum ChangeLog {
     /// Call inside the write transaction that made it, on the writer connection (triggers off).
     static func record(_ changeSet: ChangeSet, retention: Int, _ connection: Connection) throws -> Head? {
         guard let sequence = Int64(exactly: changeSet.sequence) else {
-            throw ReservoirError(.valueOutOfRange, "SQLite store \"\(connection.path)\": sequence \(changeSet.sequence) does not fit SQLite's integers")
+            throw ReservoirError(.valueOutOfRange, "\(sqliteStore(connection.path)): sequence \(changeSet.sequence) does not fit SQLite's integers")
         }
-        var remaining = changeSet.entities.reduce(0) { count, changes in
-            count + (changes.inserted.isEmpty ? 0 : 1) + (changes.updated.isEmpty ? 0 : 1) + (changes.deleted.isEmpty ? 0 : 1)
-        }
+        var remaining = ChangeLogCodec.groupCount(changeSet)
         guard remaining > 0 else { return nil }
         let insert = try connection.statement(.logChange)
-        func log(_ entity: String, _ kind: ChangeType, _ ids: some Collection<Value>) throws {
+        try ChangeLogCodec.forEachGroup(changeSet) { entity, kind, ids in
             remaining -= 1
             insert.reset()
             try insert.bind(.text(entity), at: 1)
@@ -117,12 +115,6 @@ enum ChangeLog {
             try insert.bind(.text(kind.rawValue), at: 3)
             try insert.bind(remaining == 0 ? .integer(sequence) : .null, at: 5)
             try insert.run()
-        }
-        for changes in changeSet.entities {
-            // Closures rather than key paths: a key path is applied through the runtime, per id.
-            if !changes.inserted.isEmpty { try log(changes.entity, .inserted, changes.inserted.lazy.map { $0.id }) }
-            if !changes.updated.isEmpty { try log(changes.entity, .updated, changes.updated.lazy.map { $0.id }) }
-            if !changes.deleted.isEmpty { try log(changes.entity, .deleted, changes.deleted) }
         }
         let head = Head(sequence: changeSet.sequence, lastChange: connection.lastInsertRowID)
         if retention > 0 && sequence % trimInterval == 0 {
@@ -166,7 +158,7 @@ enum ChangeLog {
         defer { rows.reset() }
         try rows.bind(boundary, at: 1)
         var result: [ChangeLogEntry] = []
-        var netting = Netting()
+        var netting = ChangeLogNetting()
         var closed = 0
         while closed < limit, try rows.step() {
             try add(rows, to: &netting, connection)
@@ -185,81 +177,25 @@ enum ChangeLog {
             "SELECT change, entity, id, kind, sequence, ids FROM _reservoir_changes WHERE change > ?1 ORDER BY change")
         defer { rows.reset() }
         try rows.bind(change, at: 1)
-        var netting = Netting()
+        var netting = ChangeLogNetting()
         while try rows.step() { try add(rows, to: &netting, connection) }
-        var entries: [ChangeLogEntry] = []
-        netting.flush(sequence: 0, into: &entries)
-        return entries.isEmpty
+        var nothing = true
+        netting.flush { _, _, _ in nothing = false }
+        return nothing
     }
 
     /// Adds the events of the change-log row `rows` is on (columns change, entity, id,
     /// kind, sequence, ids) to `netting`.
-    private static func add(_ rows: Statement, to netting: inout Netting, _ connection: Connection) throws {
+    private static func add(_ rows: Statement, to netting: inout ChangeLogNetting, _ connection: Connection) throws {
         guard case let .text(entity) = rows.value(at: 1), case let .text(kind) = rows.value(at: 3),
-              let event = Netting.Event(rawValue: kind) else { return }
+              let event = ChangeLogNetting.Event(rawValue: kind) else { return }
         if case let .blob(packed) = rows.value(at: 5) {
             guard let ids = PackedIDs.unpack(packed) else {
-                throw ReservoirError(.corrupt, "SQLite store \"\(connection.path)\": change-log row \(rows.int64(at: 0)) has an ids value that is not a packed id list")
+                throw ReservoirError(.corrupt, "\(sqliteStore(connection.path)): change-log row \(rows.int64(at: 0)) has an ids value that is not a packed id list")
             }
             for id in ids { netting.add(entity: entity, id: id, event) }
         } else {
             netting.add(entity: entity, id: rows.value(at: 2), event)
         }
-    }
-}
-
-/// Nets the raw trigger events of one change set into one entry per record.
-struct Netting {
-    enum Event: String {
-        case existed, inserted, updated, deleted
-
-        /// Whether the record existed before this event.
-        var before: Bool { self != .inserted }
-        /// Whether it exists after.
-        var after: Bool { self != .deleted }
-    }
-
-    private struct Key: Hashable {
-        var entity: String
-        var id: Value
-    }
-
-    private struct State {
-        var entity: String
-        var id: Value
-        var existedBefore: Bool
-        var existsAfter: Bool
-        var changed: Bool
-    }
-
-    private var order: [Key] = []
-    private var states: [Key: State] = [:]
-
-    mutating func add(entity: String, id: Value, _ event: Event) {
-        let key = Key(entity: entity, id: id)
-        if var state = states[key] {
-            state.existsAfter = event.after
-            state.changed = state.changed || event != .existed
-            states[key] = state
-        } else {
-            order.append(key)
-            states[key] = State(entity: entity, id: id, existedBefore: event.before, existsAfter: event.after, changed: event != .existed)
-        }
-    }
-
-    mutating func flush(sequence: UInt64, into result: inout [ChangeLogEntry]) {
-        for key in order {
-            guard let state = states[key], state.changed else { continue }
-            let kind: ChangeType
-            switch (state.existedBefore, state.existsAfter) {
-            case (false, true): kind = .inserted
-            case (true, true): kind = .updated
-            case (true, false): kind = .deleted
-            case (false, false): continue
-            }
-            result.append(ChangeLogEntry(sequence: sequence, entity: state.entity, id: state.id, kind: kind))
-        }
-        order.removeAll(keepingCapacity: true)
-        states.removeAll(keepingCapacity: true)
     }
 }

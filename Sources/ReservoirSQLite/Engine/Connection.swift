@@ -55,7 +55,7 @@ final class Connection {
     /// this library's changes itself, one row per change set and kind (see ``ChangeLog``).
     func disableTriggers() throws {
         guard reservoir_sqlite3_enable_triggers(handle, 0) == 0 else {
-            throw ReservoirError(.backend, "SQLite store \"\(path)\": cannot turn off triggers on the writer connection (SQLITE_DBCONFIG_ENABLE_TRIGGER); SQLite \(String(cString: sqlite3_libversion())) is too old")
+            throw ReservoirError(.backend, "\(sqliteStore(path)): cannot turn off triggers on the writer connection (SQLITE_DBCONFIG_ENABLE_TRIGGER); SQLite \(String(cString: sqlite3_libversion())) is too old")
         }
     }
 
@@ -145,11 +145,11 @@ final class Connection {
         let directory = url.deletingLastPathComponent().path
         var isDirectory: ObjCBool = false
         if !FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
-            error.message = "SQLite store \"\(path)\": cannot open it: the directory \"\(directory)\" does not exist (create it first)"
+            error.message = "\(sqliteStore(path)): cannot open it: the directory \"\(directory)\" does not exist (create it first)"
         } else if !isDirectory.boolValue {
-            error.message = "SQLite store \"\(path)\": cannot open it: \"\(directory)\" is not a directory"
+            error.message = "\(sqliteStore(path)): cannot open it: \"\(directory)\" is not a directory"
         } else if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
-            error.message = "SQLite store \"\(path)\": cannot open it: the path is a directory, not a database file"
+            error.message = "\(sqliteStore(path)): cannot open it: the path is a directory, not a database file"
         }
         return error
     }

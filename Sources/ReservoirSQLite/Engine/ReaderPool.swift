@@ -32,7 +32,7 @@ final class ReaderPool: @unchecked Sendable {
         lock.lock()
         if isClosed {
             lock.unlock()
-            throw ReservoirError(.closed, "the SQLite store \"\(path)\" has been closed")
+            throw ReservoirError(.closed, "\(sqliteStore(path)): the store has been closed")
         }
         if let session = idle.popLast() {
             lock.unlock()

@@ -62,9 +62,12 @@ enum SQLiteFailure {
         let native = nativeMessage ?? sqlite3_errstr(result).map { String(cString: $0) }
         return ReservoirError(
             code(for: result, opening: opening),
-            "SQLite store \"\(path)\": cannot \(action): \(cause(for: result))",
+            "\(sqliteStore(path)): cannot \(action): \(cause(for: result))",
             nativeCode: result,
             nativeMessage: native
         )
     }
 }
+
+/// The store at `path` as messages name it (``StoreConfiguration/storeName(_:_:)``).
+func sqliteStore(_ path: String) -> String { StoreConfiguration.storeName("SQLite", path) }

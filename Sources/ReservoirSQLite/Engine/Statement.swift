@@ -196,7 +196,7 @@ final class Statement {
 
     private static func length(_ count: Int, path: String) throws -> Int32 {
         guard let length = Int32(exactly: count) else {
-            throw ReservoirError(.valueOutOfRange, "SQLite store \"\(path)\": a value of \(count) bytes is larger than SQLite's limit of 2 GiB")
+            throw ReservoirError(.valueOutOfRange, "\(sqliteStore(path)): a value of \(count) bytes is larger than SQLite's limit of 2 GiB")
         }
         return length
     }

@@ -69,7 +69,7 @@ enum Metadata {
     static func checkFormat(_ connection: Connection) throws {
         let stored = try connection.scalar("SELECT value FROM _reservoir_meta WHERE key = 'format_version'")
         guard case let .integer(version) = stored, version <= formatVersion else {
-            throw ReservoirError(.corrupt, "SQLite store \"\(connection.path)\": the file's Reservoir format version is \(stored), this library reads version \(formatVersion) or older; open it with a newer version of Reservoir")
+            throw ReservoirError(.corrupt, "\(sqliteStore(connection.path)): the file's Reservoir format version is \(stored), this library reads version \(formatVersion) or older; open it with a newer version of Reservoir")
         }
     }
 

@@ -35,11 +35,11 @@ enum SQL {
     /// Checks that `name` can name an entity table or a column.
     static func checkName(_ name: String, kind: String, entity: String, path: String) throws {
         if name.isEmpty || name.utf8.contains(0) {
-            throw ReservoirError(.invalidSchema, "SQLite store \"\(path)\": \(kind) name \"\(name)\" of entity \"\(entity)\" is empty or contains a NUL character, which SQLite cannot store as a name")
+            throw ReservoirError(.invalidSchema, "\(sqliteStore(path)): \(kind) name \"\(name)\" of entity \"\(entity)\" is empty or contains a NUL character, which SQLite cannot store as a name")
         }
         let folded = fold(name)
         if kind == "entity" && (folded.hasPrefix(reservedPrefix) || folded.hasPrefix("sqlite_")) {
-            throw ReservoirError(.invalidSchema, "SQLite store \"\(path)\": entity name \"\(name)\" is reserved (names starting with \(reservedPrefix) or sqlite_ are the backend's and SQLite's own)")
+            throw ReservoirError(.invalidSchema, "\(sqliteStore(path)): entity name \"\(name)\" is reserved (names starting with \(reservedPrefix) or sqlite_ are the backend's and SQLite's own)")
         }
     }
 }

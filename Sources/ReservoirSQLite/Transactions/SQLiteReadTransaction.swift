@@ -16,7 +16,7 @@ class SQLiteReadTransaction: ReadTransaction {
         let catalog = try session.checkedCatalog()
         if let table = catalog.tables[entity] { return table }
         if let foreign = catalog.foreignTables[SQL.fold(entity)] {
-            throw ReservoirError(.invalidSchema, "SQLite store \"\(session.path)\": entity \"\(entity)\" cannot use table \"\(foreign)\", which another application made (Reservoir has no record of it); give the record type another name in its Schema, or rename that table")
+            throw ReservoirError(.invalidSchema, "\(sqliteStore(session.path)): entity \"\(entity)\" cannot use table \"\(foreign)\", which another application made (Reservoir has no record of it); give the record type another name in its Schema, or rename that table")
         }
         return nil
     }

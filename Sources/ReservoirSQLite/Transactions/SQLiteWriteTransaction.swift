@@ -40,7 +40,7 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
     /// The statement that writes `row` under `id`, bound and ready to run.
     private func write(_ entity: EntityDescription, id: Value, row: Row, mode: Session.WriteMode) throws -> Statement {
         guard !id.isNull else {
-            throw ReservoirError(.invalidSchema, "SQLite store \"\(session.path)\": cannot store a row of entity \"\(entity.name)\" with a null id")
+            throw ReservoirError(.invalidSchema, "\(sqliteStore(session.path)): cannot store a row of entity \"\(entity.name)\" with a null id")
         }
         let catalog = try session.checkedCatalog()
         let last: Session.LastWrite
@@ -60,7 +60,7 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
         }
         if last.integerKey && !id.isInteger {
             // SQLite would convert text "1" to 1 and refuse anything else with SQLITE_MISMATCH.
-            throw ReservoirError(.invalidSchema, "SQLite store \"\(session.path)\": cannot store a row of entity \"\(entity.name)\" with id \(id) (\(id.kindName)): the entity stores integer ids (its table's id column \"\(entity.idColumn)\" is INTEGER PRIMARY KEY)")
+            throw ReservoirError(.invalidSchema, "\(sqliteStore(session.path)): cannot store a row of entity \"\(entity.name)\" with id \(id) (\(id.kindName)): the entity stores integer ids (its table's id column \"\(entity.idColumn)\" is INTEGER PRIMARY KEY)")
         }
         try last.statement.bindRow(id: id, row, skipping: last.idPosition)
         return last.statement
@@ -85,7 +85,7 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
     private func prepareTable(_ entity: EntityDescription, for row: Row) throws -> Catalog.Table {
         if var table = try table(entity.name) {
             if table.entity.idColumn != entity.idColumn {
-                throw ReservoirError(.invalidSchema, "SQLite store \"\(session.path)\": entity \"\(entity.name)\" is stored with id column \"\(table.entity.idColumn)\", not \"\(entity.idColumn)\"; the id column cannot change")
+                throw ReservoirError(.invalidSchema, "\(sqliteStore(session.path)): entity \"\(entity.name)\" is stored with id column \"\(table.entity.idColumn)\", not \"\(entity.idColumn)\"; the id column cannot change")
             }
             var changed = false
             for column in row.columns where !table.columnSet.contains(column) {
@@ -114,7 +114,7 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
         try SQL.checkName(entity.name, kind: "entity", entity: entity.name, path: session.path)
         let folded = SQL.fold(entity.name)
         if let other = session.catalog.tables.keys.first(where: { SQL.fold($0) == folded }) {
-            throw ReservoirError(.invalidSchema, "SQLite store \"\(session.path)\": entity \"\(entity.name)\" differs only in letter case from entity \"\(other)\"; SQLite table names ignore case")
+            throw ReservoirError(.invalidSchema, "\(sqliteStore(session.path)): entity \"\(entity.name)\" differs only in letter case from entity \"\(other)\"; SQLite table names ignore case")
         }
         var columns = [entity.idColumn]
         var foldedColumns: Set<String> = [SQL.fold(entity.idColumn)]
@@ -143,7 +143,7 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
     }
 
     private func caseClash(_ column: String, entity: String, columns: [String]) -> ReservoirError {
-        ReservoirError(.invalidSchema, "SQLite store \"\(session.path)\": column \"\(column)\" of entity \"\(entity)\" differs only in letter case from an existing column (\(columns.joined(separator: ", "))); SQLite column names ignore case")
+        ReservoirError(.invalidSchema, "\(sqliteStore(session.path)): column \"\(column)\" of entity \"\(entity)\" differs only in letter case from an existing column (\(columns.joined(separator: ", "))); SQLite column names ignore case")
     }
 
     /// The `INSERT` (refusing an existing id) or `INSERT … ON CONFLICT DO UPDATE` for this
