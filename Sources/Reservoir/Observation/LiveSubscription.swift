@@ -36,8 +36,11 @@ where Downstream.Input == Output.Value, Downstream.Failure == any Error {
     private var demand = Subscribers.Demand.none
     private var shared: SharedLiveResults<Output.Record>?
     private var memberID: UInt64?
-    /// The shared results as of the last change this subscription heard of; nil until joined.
+    /// The shared results as of the last change this subscription heard of, while it has
+    /// something unsent; nil otherwise, so the shared list is not kept alive twice (which
+    /// would make the next commit's edit copy it).
     private var current: ChunkedList<Entry>?
+    private var isJoined = false
     private var sent = Sent.list(ChunkedList())
     private var pendingDelta: LiveResults<Output.Record>.Delta?
     private var hasUnsent = true
@@ -97,15 +100,18 @@ where Downstream.Input == Output.Value, Downstream.Failure == any Error {
     func resultsJoined(_ entries: ChunkedList<LiveEntry<Output.Record>>) {
         lock.lock()
         current = entries
+        isJoined = true
         lock.unlock()
     }
 
-    func resultsDidChange(before: ChunkedList<LiveEntry<Output.Record>>, after: ChunkedList<LiveEntry<Output.Record>>, delta: LiveResults<Output.Record>.Delta) {
+    func resultsDidChange(after: ChunkedList<LiveEntry<Output.Record>>, delta: LiveResults<Output.Record>.Delta) {
         lock.lock()
-        guard downstream != nil, failure == nil, current != nil else { return lock.unlock() }
+        guard downstream != nil, failure == nil, isJoined else { return lock.unlock() }
         // Sending straight away can describe the change by its delta; otherwise keep the
         // list the subscriber holds, once, to compare against when it asks.
         if case .current = sent, output.needsPreviousList || demand == .none || isSending || hasUnsent {
+            // The list before this change: the one held, or (everything sent) `after` undone.
+            let before = current ?? undo(delta, from: after)
             sent = .list(pendingDelta.map { undo($0, from: before) } ?? before)
             pendingDelta = nil
         }
@@ -156,6 +162,7 @@ where Downstream.Input == Output.Value, Downstream.Failure == any Error {
             sent = .current
             pendingDelta = nil
             hasUnsent = false
+            self.current = nil
             guard let value else { continue }
             sentInitial = true
             demand -= 1

@@ -16,7 +16,7 @@ protocol SharedResultsMember<Record>: AnyObject, Sendable {
 
     /// The results went from `before` to `after`, as `delta` says. Called outside any lock,
     /// on the delivering thread, once per change, in order.
-    func resultsDidChange(before: ChunkedList<LiveEntry<Record>>, after: ChunkedList<LiveEntry<Record>>, delta: LiveResults<Record>.Delta)
+    func resultsDidChange(after: ChunkedList<LiveEntry<Record>>, delta: LiveResults<Record>.Delta)
 
     /// The results can no longer be kept (a re-fetch or decode failed, or the store stopped).
     func resultsDidFail(_ error: any Error)
@@ -155,13 +155,15 @@ final class SharedLiveResults<T: Storable>: ChangeObserver, @unchecked Sendable 
             return condition.unlock()
         }
         guard let results, failure == nil, !isClosed else { return condition.unlock() }
-        let before = results.entries
+        // No copy of the list before the change is kept here: holding one while `apply`
+        // edits the list would copy the edited chunk and the chunk index on every commit
+        // (about 15 µs at 20,000 records). A member that needs it undoes `delta`.
         guard let delta = applyLocked(changeSet) else { return failLocked() }
         guard !delta.isEmpty else { return condition.unlock() }
         let after = results.entries
         let targets = membersInOrder()
         condition.unlock()
-        for target in targets { target.resultsDidChange(before: before, after: after, delta: delta) }
+        for target in targets { target.resultsDidChange(after: after, delta: delta) }
     }
 
     func storeDidFail(_ error: ReservoirError) {
