@@ -214,9 +214,6 @@ extension ValueConvertible where Self: RawRepresentable, RawValue: ValueConverti
 
 // MARK: - Record ids
 
-/// The types a record's `id` may have: `UUID`, `String`, `Int` (and `Int64`).
-public protocol RecordID: ValueConvertible, Hashable {}
-
 extension UUID: RecordID {}
 extension String: RecordID {}
 extension Int: RecordID {}

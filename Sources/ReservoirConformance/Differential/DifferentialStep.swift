@@ -54,33 +54,6 @@ public enum DifferentialStep: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// What a write does with its transaction. Requests are named by their position in
-/// ``DifferentialNote/requests``.
-public enum DifferentialOperation: Sendable, Equatable, CustomStringConvertible {
-    case insert(DifferentialNote)
-    case update(DifferentialNote)
-    case upsert(DifferentialNote)
-    case delete(id: Int)
-    case deleteMatching(request: Int)
-    /// Reads inside the write, which must see the write's own changes.
-    case get(id: Int)
-    case fetch(request: Int)
-    case count(request: Int)
-
-    public var description: String {
-        switch self {
-        case let .insert(note): ".insert(\(note))"
-        case let .update(note): ".update(\(note))"
-        case let .upsert(note): ".upsert(\(note))"
-        case let .delete(id): ".delete(id: \(id))"
-        case let .deleteMatching(request): ".deleteMatching(request: \(request))"
-        case let .get(id): ".get(id: \(id))"
-        case let .fetch(request): ".fetch(request: \(request))"
-        case let .count(request): ".count(request: \(request))"
-        }
-    }
-}
-
 extension Array {
     func removing(at index: Int) -> [Element] {
         var copy = self

@@ -1,25 +1,6 @@
 import Foundation
 import Reservoir
 
-/// A backend taking part in a differential run.
-public struct DifferentialBackend: Sendable {
-    /// Writes rows, and deletes ids, in one transaction of a client outside this library
-    /// (for SQLite, plain SQL on a connection of its own): puts first, in order, then deletes.
-    /// A put of an id that exists replaces its row, as an `UPDATE` would.
-    public typealias ForeignWriter = @Sendable (_ configuration: StoreConfiguration, _ entity: String, _ put: [Row], _ delete: [Value]) throws -> Void
-
-    /// How failures name this backend.
-    public let name: String
-    public let harness: ConformanceHarness
-    public let foreignWriter: ForeignWriter?
-
-    public init(_ name: String, harness: ConformanceHarness, foreignWriter: ForeignWriter? = nil) {
-        self.name = name
-        self.harness = harness
-        self.foreignWriter = foreignWriter
-    }
-}
-
 /// The stateful differential test: random sequences of writes (failing, empty, read-only,
 /// by a second store, by a foreign client), reopenings and subscription changes, run on
 /// every backend at once and on a reference model. After every step every backend must
@@ -210,40 +191,6 @@ public struct DifferentialTest: Sendable {
             if !simplified { index += 1 }
         }
         return current
-    }
-}
-
-/// A discrepancy found by ``DifferentialTest``: what differed at which step, the seed, and
-/// the shrunk sequence as a test to paste.
-public struct DifferentialFailure: Error, CustomStringConvertible {
-    /// The position of the failing step in the sequence run.
-    public let stepIndex: Int
-    public let message: String
-    public let steps: [DifferentialStep]
-    public internal(set) var seed: UInt64?
-    public internal(set) var generatedCount = 0
-    public internal(set) var shrunk: [DifferentialStep] = []
-    public internal(set) var shrinkRuns = 0
-
-    init(stepIndex: Int, message: String, steps: [DifferentialStep]) {
-        self.stepIndex = stepIndex
-        self.message = message
-        self.steps = steps
-    }
-
-    public var description: String {
-        var text = "Differential test failed"
-        if let seed { text += " (seed \(seed), replay with RESERVOIR_FUZZ_SEED=\(seed))" }
-        text += " at step \(stepIndex + 1)"
-        if generatedCount > 0 { text += " of \(generatedCount)" }
-        text += ": \(steps.indices.contains(stepIndex) ? steps[stepIndex].description : "before the first step")\n  \(message)\n"
-        if !shrunk.isEmpty {
-            text += "Shrunk to \(shrunk.count) step\(shrunk.count == 1 ? "" : "s") in \(shrinkRuns) runs; as a test (with `backends` the ones this run used):\n\n"
-            text += "@Test func differentialRegression() throws {\n    try DifferentialTest(backends: backends).replay([\n"
-            text += shrunk.map { "        \($0)," }.joined(separator: "\n")
-            text += "\n    ])\n}\n"
-        }
-        return text
     }
 }
 

@@ -1,0 +1,39 @@
+/// A consistent view of the store, valid only inside the ``StorageBackend/read(_:)``
+/// or ``StorageBackend/write(_:)`` body it was passed to.
+public protocol ReadTransaction {
+    /// The row stored under `id` in the entity named `entity`, or nil.
+    func row(_ entity: String, id: Value) throws -> Row?
+
+    /// Exactly the rows `QueryEvaluator.evaluate(query, over: allRowsOfTheEntity)` returns,
+    /// in that order. An entity never written to has no rows.
+    func fetch(_ query: Query) throws -> [Row]
+
+    /// Calls `body` with each row `fetch(query)` returns, in the same order, without
+    /// collecting them: ``Store`` decodes records this way. A backend may hand `body` one
+    /// `Row` refilled in place for each row (see ``Row/withUnsafeMutableValues(_:)``); `Row` is a value,
+    /// so a body that keeps a row keeps an unchanging copy. `body` must not use the
+    /// transaction (the backend may be mid-scan). When `body` throws, the fetch stops and
+    /// rethrows.
+    func fetch(_ query: Query, each body: (Row) throws -> Void) throws
+
+    /// ``fetch(_:each:)``, first telling `expecting` how many rows will follow when the
+    /// backend knows before the first one, so the caller can size its storage once instead
+    /// of growing it (a 100,000-record array grown by doubling spends more time copying and
+    /// faulting in fresh pages than a fast backend spends reading). A backend that calls
+    /// `expecting` calls it once, before `body`, with exactly the number of rows `body` then
+    /// receives; one that learns the count only by reading (a SQLite statement) never calls it.
+    func fetch(_ query: Query, expecting: (Int) -> Void, each body: (Row) throws -> Void) throws
+
+    /// The number of rows `fetch(query)` would return.
+    func count(_ query: Query) throws -> Int
+
+    /// Every entity this store holds rows for, as it was last written.
+    func entities() throws -> [EntityDescription]
+
+    /// The sequence number of the newest change set committed (0 when none).
+    func lastSequence() throws -> UInt64
+
+    /// Change-log entries with a sequence above `sequence`, in sequence order, at most `limit`
+    /// change sets' worth. Backends keep a bounded history; entries older than it are gone.
+    func changeLog(after sequence: UInt64, limit: Int) throws -> [ChangeLogEntry]
+}
