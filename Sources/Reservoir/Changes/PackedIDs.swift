@@ -145,8 +145,9 @@ public enum PackedIDs {
     }
 
     /// Reads the varint at `position` and steps past it; nil when the bytes end first.
-    @inline(__always)
-    static func readVarint(_ bytes: UnsafeRawBufferPointer, at position: inout Int) -> UInt64? {
+    /// Package-visible and inlinable for the LMDB backend's row reader, which reads the same varints.
+    @inlinable
+    package static func readVarint(_ bytes: UnsafeRawBufferPointer, at position: inout Int) -> UInt64? {
         var word: UInt64 = 0
         var shift: UInt64 = 0
         while position < bytes.count, shift < 64 {

@@ -20,16 +20,7 @@ struct ByteReader {
 
     @inline(__always)
     mutating func varint() -> UInt64? {
-        var result: UInt64 = 0
-        var shift: UInt64 = 0
-        while offset < buffer.count, shift < 64 {
-            let b = buffer[offset]
-            offset += 1
-            result |= UInt64(b & 0x7F) << shift
-            if b < 0x80 { return result }
-            shift += 7
-        }
-        return nil
+        PackedIDs.readVarint(buffer, at: &offset)
     }
 
     @inline(__always)
