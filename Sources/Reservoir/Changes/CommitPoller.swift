@@ -76,24 +76,25 @@ final class CommitPoller: @unchecked Sendable {
     /// Cheap to call often; wake-ups that arrive before the probe runs are folded into it.
     func wake() {
         let now = DispatchTime.now().uptimeNanoseconds
-        let schedule = control.withLock { control -> DispatchTime?? in
+        // nil: a wake-up is already queued (or the poller stopped); 0: probe at once; else the
+        // uptime to probe at. (Plain integers: `DispatchTime(uptimeNanoseconds: 0)` means "now".)
+        let deadline = control.withLock { control -> UInt64? in
             guard !control.stopped, !control.wakeQueued else { return nil }
             control.wakeQueued = true
-            // (Plain integers: `DispatchTime(uptimeNanoseconds: 0)` means "now" to Dispatch.)
             let quietUntil = control.ownCommit + Self.ownCommitQuiet
-            return .some(control.ownCommit > 0 && quietUntil > now ? DispatchTime(uptimeNanoseconds: quietUntil) : nil)
+            return control.ownCommit > 0 && quietUntil > now ? quietUntil : 0
         }
-        guard let schedule else { return }
+        guard let deadline else { return }
         let work: @Sendable () -> Void = { [weak self] in
             guard let self else { return }
             control.withLock { $0.wakeQueued = false }
             generation &+= 1
             settle(step: -1, generation: generation)
         }
-        if let later = schedule {
-            queue.asyncAfter(deadline: later, execute: work)
-        } else {
+        if deadline == 0 {
             queue.async(execute: work)
+        } else {
+            queue.asyncAfter(deadline: DispatchTime(uptimeNanoseconds: deadline), execute: work)
         }
     }
 
