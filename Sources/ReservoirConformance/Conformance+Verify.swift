@@ -29,5 +29,21 @@ extension ConformanceSuite {
             context.store.close()
             _ = try expectError(.closed, "verify after close") { try context.store.verify() }
         },
+
+        ConformanceCase("verify", "every call on a closed store throws .closed naming the store, and closing again is harmless") { context in
+            try context.store.insertItems([Item(id: 1, name: "one")])
+            context.store.close()
+            context.store.close()
+            let name = context.store.configuration?.redacted ?? context.store.backend.location
+            for (what, call) in [
+                ("read", { _ = try context.store.read { try $0.lastSequence() } }),
+                ("fetch", { _ = try context.store.fetch(Item.self) }),
+                ("write", { try context.store.write { tx in try tx.insert(Item(id: 2, name: "two")) } }),
+                ("an empty write", { try context.store.write { _ in } }),
+            ] as [(String, () throws -> Void)] {
+                let error = try expectError(.closed, "\(what) after close") { try call() }
+                try expect(error.message.contains(name), "the \(what) error names the store \(name): \(error.message)")
+            }
+        },
     ]
 }

@@ -8,6 +8,7 @@ extension Store {
     ///     let report = try store.verify()
     ///     guard report.isIntact else { showRestoreOffer(report.problems); return }
     public func verify() throws -> VerificationReport {
+        try checkOpen()
         var report = VerificationReport()
         let files: FileCheck
         do {

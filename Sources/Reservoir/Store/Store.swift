@@ -22,6 +22,9 @@ public final class Store: Sendable {
     let hub: ChangeHub
     let writeLock: WriteLock
     let poller: CommitPoller
+    /// Set by `close()`. The store answers `.closed` itself, in the same words on every
+    /// backend; backends keep their own gate for calls already in flight when it is set.
+    let isClosed = Locked(false)
     /// Which record types' folded shadow columns this store has checked or refolded.
     let shadowCheck = ShadowCheck()
 
@@ -65,14 +68,23 @@ public final class Store: Sendable {
 
     /// Stops observing and releases the backend. Later calls throw `.closed`.
     public func close() {
+        guard isClosed.setOnce() else { return }
         poller.stop()
         writeLock.withLock { backend.close() }
+    }
+
+    /// Throws `.closed`, naming the store, once `close()` has been called.
+    func checkOpen() throws {
+        if isClosed.withLock({ $0 }) {
+            throw named(ReservoirError(.closed, "the store has been closed; open it again to use it"))
+        }
     }
 
     // MARK: - Reading
 
     /// Runs `body` against a consistent snapshot.
     public func read<R>(_ body: (Snapshot) throws -> R) throws -> R {
+        try checkOpen()
         do {
             return try backend.read { reader in
                 let snapshot = Snapshot(reader: reader, shadowCheck: shadowCheck)
@@ -129,6 +141,7 @@ public final class Store: Sendable {
         var committed: ChangeSet?
         var published: UInt64?
         let result: R
+        try checkOpen()
         do {
             result = try writeLock.withWriter { () -> R in
                 let result = try backend.write { writer -> R in
