@@ -11,6 +11,9 @@ public final class Transaction: Snapshot {
     /// than an optional tuple, which the runtime copies through generic value witnesses.
     @exclusivity(unchecked) private var checkedType: ObjectIdentifier?
     @exclusivity(unchecked) private var checkedEntity: EntityDescription?
+    /// Whether the checked type has searchable fields, whose shadow columns each row needs:
+    /// asking `T.schema` per record builds the schema again (about 750 instructions a record).
+    @exclusivity(unchecked) private var checkedSearchable = false
 
     init(writer: any WriteTransaction, shadowCheck: ShadowCheck? = nil) {
         self.writer = writer
@@ -122,7 +125,7 @@ public final class Transaction: Snapshot {
         if checkedType == ObjectIdentifier(T.self), let checkedEntity {
             // Another record of the type just written: its schema is known good.
             let row = try RecordCoding.encodeChecked(record)
-            return (checkedEntity, try record.id.toValue(), T.schema.hasSearchableFields ? T.schema.addingShadows(to: row) : row)
+            return (checkedEntity, try record.id.toValue(), checkedSearchable ? T.schema.addingShadows(to: row) : row)
         }
         let schema = T.schema
         try schema.validate()
@@ -134,6 +137,7 @@ public final class Transaction: Snapshot {
         }
         checkedType = ObjectIdentifier(T.self)
         checkedEntity = entity
+        checkedSearchable = schema.hasSearchableFields
         return (entity, try record.id.toValue(), row)
     }
 
