@@ -29,18 +29,19 @@ public struct FileIdentity: Sendable, Hashable {
         inode = UInt64(status.st_ino)
     }
 
-    /// Throws `.gone` naming `store` when the file at ``path`` is no longer this one.
-    public func check(store: String) throws {
+    /// Throws `.gone` naming `store` when the file at ``path`` is no longer this one. `store`
+    /// is built only then: this runs at every transaction start.
+    public func check(store: @autoclosure () -> String) throws {
         var status = stat()
         guard stat(path, &status) == 0 else {
             let code = errno
             if code == ENOENT {
-                throw ReservoirError(.gone, "\(store): \(path) was deleted while the store had it open; other processes now use a new file there, so this store stopped (open it again)", nativeCode: code)
+                throw ReservoirError(.gone, "\(store()): \(path) was deleted while the store had it open; other processes now use a new file there, so this store stopped (open it again)", nativeCode: code)
             }
             return  // cannot look (permissions, a transient error): nothing known to be wrong
         }
         if UInt64(status.st_dev) != device || UInt64(status.st_ino) != inode {
-            throw ReservoirError(.gone, "\(store): \(path) was replaced by another file while the store had it open, so this store stopped (open it again to use the new file)")
+            throw ReservoirError(.gone, "\(store()): \(path) was replaced by another file while the store had it open, so this store stopped (open it again to use the new file)")
         }
     }
 }
