@@ -130,6 +130,12 @@ if arguments.count == 6, arguments[1] == "identical", let records = Int(argument
     say("\(arguments[2]) \(records) records, \(subscribers) identical subscription(s): median \(format(median)) per commit")
     exit(0)
 }
+// `overlap BACKEND RECORDS SUBSCRIBERS COMMITS`: distinct subscriptions holding the same records.
+if arguments.count == 6, arguments[1] == "overlap", let records = Int(arguments[3]), let subscribers = Int(arguments[4]), let commits = Int(arguments[5]) {
+    let median = try runOverlap(backend: arguments[2], records: records, subscribers: subscribers, commits: commits)
+    say("\(arguments[2]) \(records) records, \(subscribers) overlapping subscription(s): median \(format(median)) per commit")
+    exit(0)
+}
 
 var results: [String: Double] = [:]
 say("records  subscribers  live (median/commit)  naive re-fetch (median/commit)  naive/live")
