@@ -81,7 +81,8 @@ final class SharedLiveResults<T: Storable>: ChangeObserver, @unchecked Sendable 
         var fetched: LiveResults<T>?
         var fetchError: (any Error)?
         do {
-            fetched = try LiveResults(query: key.query, backend: store.backend)
+            let records = store.hub.records.table(for: T.self, entity: key.query.entity.name)
+            fetched = try LiveResults(query: key.query, backend: store.backend, records: records)
         } catch {
             fetchError = error
         }
