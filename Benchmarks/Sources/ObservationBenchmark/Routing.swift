@@ -70,8 +70,10 @@ func measureMessageCommits(_ store: Store, records: Int, commits: Int, received:
 
 /// `distinct BACKEND RECORDS`: a baseline commit with no subscriptions, then with 100 and
 /// 10,000 subscriptions each on its own channel (`channel == c`), records spread over 10,000
-/// channels. Prints each median per commit and the cost beyond the baseline.
-func runDistinct(backend: String, records: Int, commits: Int) throws {
+/// channels. Prints each median per commit and the cost beyond the baseline. With `ranges`,
+/// subscription c is instead the range `channel >= c && channel < c + 1` (the same records,
+/// routed by range rather than by key; on the indexed channel, so subscribing does not scan).
+func runDistinct(backend: String, records: Int, commits: Int, ranges: Bool = false) throws {
     let channels = 10_000
     var clock = DispatchTime.now().uptimeNanoseconds
     func lap(_ what: String) {
@@ -84,23 +86,26 @@ func runDistinct(backend: String, records: Int, commits: Int) throws {
     lap("distinct \(backend): filled \(records) records over \(channels) channels")
     let received = Counter()
     let baseline = try measureMessageCommits(store, records: records, commits: commits, received: received, expected: 0)
-    say("\(backend) \(records) records, distinct: no subscriptions      median \(format(baseline.median))  p90 \(format(baseline.p90)) per commit")
+    say("\(backend) \(records) records, \(ranges ? "ranges" : "distinct"): no subscriptions      median \(format(baseline.median))  p90 \(format(baseline.p90)) per commit")
     var cancellables: [AnyCancellable] = []
     for subscribers in [100, 10_000] {
         let before = allocatedBytes()
         let already = cancellables.count
         while cancellables.count < subscribers {
             let channel = cancellables.count
-            let request = FetchRequest<Message>(where: \.channel == channel, sortBy: [.ascending(\.position)])
+            let request = ranges
+                ? FetchRequest<Message>(where: \.channel >= channel && \.channel < channel + 1, sortBy: [.ascending(\.position)])
+                : FetchRequest<Message>(where: \.channel == channel, sortBy: [.ascending(\.position)])
             cancellables.append(store.differencesPublisher(for: request).sink(receiveCompletion: { _ in }, receiveValue: { _ in received.add() }))
         }
         lap("subscribed \(subscribers) (one fetch each)")
         // Channel c holds the ids i with i % channels == c.
         let held = (already..<subscribers).reduce(0) { $0 + records / channels + ($1 < records % channels ? 1 : 0) }
-        say("\(backend) \(records) records, distinct: subscriptions \(already)..<\(subscribers) " + HeldMemory(since: before, subscriptions: subscribers - already, heldRecords: held).line)
+        let mode = ranges ? "ranges" : "distinct"
+        say("\(backend) \(records) records, \(mode): subscriptions \(already)..<\(subscribers) " + HeldMemory(since: before, subscriptions: subscribers - already, heldRecords: held).line)
         // Only commits to subscribed channels reach a subscription; pick those records.
         let result = try measureMessageCommits(store, records: records, commits: commits, received: received, expected: 1, channels: (subscribers, channels))
-        say("\(backend) \(records) records, distinct: \(String(format: "%6d", subscribers)) subscriptions  median \(format(result.median))  p90 \(format(result.p90)) per commit, \(format(result.median - baseline.median)) beyond the commit")
+        say("\(backend) \(records) records, \(mode): \(String(format: "%6d", subscribers)) subscriptions  median \(format(result.median))  p90 \(format(result.p90)) per commit, \(format(result.median - baseline.median)) beyond the commit")
     }
     cancellables.forEach { $0.cancel() }
 }
