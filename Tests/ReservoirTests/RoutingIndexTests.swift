@@ -30,13 +30,13 @@ struct RoutingIndexTests {
         return index
     }
 
-    @Test("an equality or IN term, alone or under AND, keys the route; OR, NOT and ranges do not")
+    @Test("an equality or IN term, alone or under AND, keys the route; OR and NOT do not")
     func keyedTerms() throws {
         #expect(try route(.compare(column: "channel", .equal, .integer(7))).keys == [.integer(7)])
         #expect(try route(.and([.compare(column: "text", .greater, .text("a")), .isIn(column: "channel", [.integer(1), .integer(2)])])).column == "channel")
         #expect(try route(.or([.compare(column: "channel", .equal, .integer(7)), .compare(column: "channel", .equal, .integer(8))])).isKeyed == false)
         #expect(try route(.not(.compare(column: "channel", .equal, .integer(7)))).isKeyed == false)
-        #expect(try route(.compare(column: "channel", .greater, .integer(7))).isKeyed == false)
+        #expect(try route(.compare(column: "channel", .greater, .integer(7))).keys.isEmpty)
         #expect(try route(nil).isKeyed == false)
     }
 
@@ -84,5 +84,79 @@ struct RoutingIndexTests {
         index.remove(2, holding: [Value.integer(70)])
         #expect(index.targets(of: delete).isEmpty)
         #expect(index.heldRecordCount(entity: "posts") == 0)
+    }
+
+    // MARK: - Ranges
+
+    private func ranged(_ token: UInt64, _ predicate: RowPredicate, into index: inout RoutingIndex) throws {
+        index.add(token, route: try route(predicate))
+        index.setReady(token)
+    }
+
+    private func change(_ sequence: UInt64, channel: Int, id: Int = 1000) -> ChangeSet {
+        ChangeSet(sequence: sequence, entities: [EntityChanges(entity: "posts", updated: [row(id, channel: channel)])])
+    }
+
+    @Test("range terms under AND intersect into one range on the first bounded column; an equality term wins over them")
+    func rangeTerms() throws {
+        let both = try route(.and([.compare(column: "channel", .greater, .integer(2)), .compare(column: "channel", .lessOrEqual, .integer(9)),
+                                   .compare(column: "channel", .greaterOrEqual, .integer(4)), .compare(column: "text", .less, .text("m"))]))
+        #expect(both.column == "channel")
+        #expect(both.range == ValueRange(lower: .init(value: .integer(4), inclusive: true), upper: .init(value: .integer(9), inclusive: true)))
+        #expect(try route(.and([.compare(column: "channel", .greater, .integer(2)), .compare(column: "text", .equal, .text("x"))])).keys == [.text("x")])
+        #expect(try route(.compare(column: "channel", .greater, .null)).isKeyed == false)
+        #expect(try route(.or([.compare(column: "channel", .greater, .integer(2)), .compare(column: "channel", .less, .integer(0))])).isKeyed == false)
+        #expect(SubscriptionRoute(query: try Query(entity: Post.schema.entity, predicate: .compare(column: "channel", .greater, .integer(2)), offset: 1)).isKeyed == false)
+    }
+
+    @Test("a changed value reaches exactly the ranges holding it, ends inclusive or exclusive as written")
+    func rangeBoundaries() throws {
+        var index = RoutingIndex()
+        try ranged(1, .compare(column: "channel", .greater, .integer(3)), into: &index)
+        try ranged(2, .compare(column: "channel", .greaterOrEqual, .integer(3)), into: &index)
+        try ranged(3, .compare(column: "channel", .less, .integer(5)), into: &index)
+        try ranged(4, .compare(column: "channel", .lessOrEqual, .integer(5)), into: &index)
+        try ranged(5, .and([.compare(column: "channel", .greaterOrEqual, .integer(3)), .compare(column: "channel", .less, .integer(5))]), into: &index)
+        let expected: [Int: [UInt64]] = [2: [3, 4], 3: [2, 3, 4, 5], 4: [1, 2, 3, 4, 5], 5: [1, 2, 4], 6: [1, 2]]
+        for (channel, tokens) in expected {
+            #expect(index.targets(of: change(UInt64(channel), channel: channel)) == tokens, "channel \(channel)")
+        }
+    }
+
+    @Test("a record leaving a range reaches the range's holder; null and other entities reach no range")
+    func rangeHoldersAndNull() throws {
+        var index = RoutingIndex()
+        try ranged(1, .compare(column: "channel", .greater, .integer(3)), into: &index)
+        index.updateHoldings(1, added: [Value.integer(50)], removed: [Value]())
+        #expect(index.targets(of: change(1, channel: 0, id: 50)) == [1])
+        #expect(index.targets(of: change(2, channel: 0, id: 51)).isEmpty)
+        let null = ChangeSet(sequence: 3, entities: [EntityChanges(entity: "posts", inserted: [RowChange(id: .integer(52), row: Row(columns: ["id", "channel"], values: [.integer(52), .null]))])])
+        #expect(index.targets(of: null).isEmpty)
+        index.remove(1, holding: [Value.integer(50)])
+        #expect(index.targets(of: change(4, channel: 9)).isEmpty)
+    }
+
+    @Test("many ranges: each value reaches exactly the ranges that contain it, as a linear check finds")
+    func manyRanges() throws {
+        var index = RoutingIndex()
+        var ranges: [UInt64: ValueRange] = [:]
+        var generator = SystemRandomNumberGenerator()
+        for token in UInt64(1)...300 {
+            var parts: [RowPredicate] = []
+            let ops: [ComparisonOperator] = [.less, .lessOrEqual, .greater, .greaterOrEqual]
+            for _ in 0..<Int.random(in: 1...2, using: &generator) {
+                parts.append(.compare(column: "channel", ops.randomElement(using: &generator) ?? .less, .integer(Int64.random(in: 0...40, using: &generator))))
+            }
+            try ranged(token, .and(parts), into: &index)
+            ranges[token] = try route(.and(parts)).range
+        }
+        for token in UInt64(1)...300 where token % 7 == 0 {
+            index.remove(token, holding: [Value]())
+            ranges[token] = nil
+        }
+        for channel in -1...41 {
+            let expected = ranges.filter { $0.value.contains(.integer(Int64(channel))) }.keys.sorted()
+            #expect(index.targets(of: change(UInt64(channel + 2), channel: channel)) == expected, "channel \(channel)")
+        }
     }
 }

@@ -119,15 +119,22 @@ if arguments.count == 5, arguments[1] == "profile", let records = Int(arguments[
     say("live \(records)/\(subscribers): \(format(try live(records: records, subscribers: subscribers, commits: commits))) per commit")
     exit(0)
 }
-// `distinct BACKEND RECORDS [COMMITS]`: routing, 100 vs 10,000 distinct subscriptions.
-if arguments.count >= 4, arguments[1] == "distinct", let records = Int(arguments[3]) {
-    try runDistinct(backend: arguments[2], records: records, commits: arguments.count > 4 ? Int(arguments[4]) ?? 200 : 200)
+// `distinct BACKEND RECORDS [COMMITS]`: routing, 100 vs 10,000 distinct subscriptions
+// (`channel == c`); `ranges BACKEND RECORDS [COMMITS]`: the same with disjoint position ranges.
+if arguments.count >= 4, arguments[1] == "distinct" || arguments[1] == "ranges", let records = Int(arguments[3]) {
+    try runDistinct(backend: arguments[2], records: records, commits: arguments.count > 4 ? Int(arguments[4]) ?? 200 : 200, ranges: arguments[1] == "ranges")
     exit(0)
 }
 // `identical BACKEND RECORDS SUBSCRIBERS COMMITS`: sharing; also a profile mode for `/usr/bin/time -f %M`.
 if arguments.count == 6, arguments[1] == "identical", let records = Int(arguments[3]), let subscribers = Int(arguments[4]), let commits = Int(arguments[5]) {
     let median = try runIdentical(backend: arguments[2], records: records, subscribers: subscribers, commits: commits)
     say("\(arguments[2]) \(records) records, \(subscribers) identical subscription(s): median \(format(median)) per commit")
+    exit(0)
+}
+// `overlap BACKEND RECORDS SUBSCRIBERS COMMITS`: distinct subscriptions holding the same records.
+if arguments.count == 6, arguments[1] == "overlap", let records = Int(arguments[3]), let subscribers = Int(arguments[4]), let commits = Int(arguments[5]) {
+    let median = try runOverlap(backend: arguments[2], records: records, subscribers: subscribers, commits: commits)
+    say("\(arguments[2]) \(records) records, \(subscribers) overlapping subscription(s): median \(format(median)) per commit")
     exit(0)
 }
 

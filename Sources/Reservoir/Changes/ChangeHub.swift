@@ -26,6 +26,8 @@ final class ChangeHub: @unchecked Sendable {
     }
 
     private let condition = NSCondition()
+    /// The decoded records live fetches hold, once per store (its own lock, not `condition`).
+    let records = SharedRecords()
     @exclusivity(unchecked) private var observers: [UInt64: Entry] = [:]
     /// Which observers each change set can affect (see ``RoutingIndex``).
     @exclusivity(unchecked) private var index = RoutingIndex()

@@ -31,7 +31,7 @@ struct ChunkedList<Element> {
             }
         }
         if !chunk.isEmpty { chunks.append(chunk) }
-        counts = chunks.map(\.count)
+        counts = chunks.map { $0.count }
         count = counts.reduce(0, +)
     }
 

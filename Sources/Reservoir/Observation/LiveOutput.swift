@@ -42,7 +42,7 @@ struct DifferenceOutput<Record: Storable>: LiveOutput {
 /// The whole current list, each time it changes.
 struct ObjectsOutput<Record: Storable>: LiveOutput {
     func value(previous: ChunkedList<LiveEntry<Record>>, current: ChunkedList<LiveEntry<Record>>, delta: LiveResults<Record>.Delta, initial: Bool) throws -> [Record]? {
-        initial || !delta.isEmpty ? current.map(\.record) : nil
+        initial || !delta.isEmpty ? current.map { $0.record } : nil
     }
 }
 

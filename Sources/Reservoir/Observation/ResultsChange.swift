@@ -45,11 +45,11 @@ public struct ResultsChange<Record: Sendable>: Sendable {
     public var isEmpty: Bool { deleted.isEmpty && inserted.isEmpty && moved.isEmpty && updated.isEmpty }
 
     init(from previous: [LiveEntry<Record>], to current: [LiveEntry<Record>]) {
-        results = current.map(\.record)
+        results = current.map { $0.record }
         var oldIndex: [Value: Int] = [:]
         oldIndex.reserveCapacity(previous.count)
         for (i, entry) in previous.enumerated() { oldIndex[entry.id] = i }
-        let currentIDs = Set(current.lazy.map(\.id))
+        let currentIDs = Set(current.lazy.map { $0.id })
         deleted = previous.indices.filter { !currentIDs.contains(previous[$0].id) }
 
         // Records in both lists, in new order. Unchanged ones (the same entry object) keep
@@ -77,7 +77,7 @@ public struct ResultsChange<Record: Sendable>: Sendable {
         var segment: [(new: Int, old: Int)] = []
         var previousAnchorOld = -1
         func closeSegment() {
-            let keep = Self.longestIncreasing(segment.map(\.old))
+            let keep = Self.longestIncreasing(segment.map { $0.old })
             for (k, item) in segment.enumerated() {
                 let positions = Positions(old: item.old, new: item.new)
                 if keep.contains(k) { updated.append(positions) } else { moved.append(positions) }
@@ -127,10 +127,10 @@ extension ResultsChange {
     /// ``results``. For keeping a parallel collection (view models, table rows) in step.
     public func applied<C: RangeReplaceableCollection>(to previous: C, _ transform: (Record) -> C.Element) -> C where C.Index == Int {
         var list = previous
-        for old in (deleted + moved.map(\.old)).sorted(by: >) {
+        for old in (deleted + moved.map { $0.old }).sorted(by: >) {
             list.remove(at: list.index(list.startIndex, offsetBy: old))
         }
-        for new in (inserted + moved.map(\.new)).sorted() {
+        for new in (inserted + moved.map { $0.new }).sorted() {
             list.insert(transform(results[new]), at: list.index(list.startIndex, offsetBy: new))
         }
         for update in updated {

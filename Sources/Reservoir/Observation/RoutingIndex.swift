@@ -4,7 +4,8 @@
 /// Observers without a route (raw change-set streams, record and type publishers) get
 /// every change set. A routed observer with an unkeyed route gets every change set that
 /// touches its entity. A keyed observer gets a change set when a changed row's new value
-/// of its column is one of its keys, or when it holds one of the changed ids; until it
+/// of its column is one of its keys (for a ranged one: is in its range, see ``RangeRoutes``),
+/// or when it holds one of the changed ids; until it
 /// has said what it holds (``setReady(_:)``) it gets every change to its entity, so a
 /// record its initial fetch saw and an early change moved away still reaches it.
 /// Incomplete change sets (history lost to retention) go to everyone.
@@ -35,10 +36,12 @@ struct RoutingIndex {
         var everyChange: Set<UInt64> = []
         /// Keyed observers by column, then by key.
         var byKey: [String: [Value: [UInt64]]] = [:]
+        /// Ranged observers by column.
+        var byRange: [String: RangeRoutes] = [:]
         /// Who holds each record, for keyed observers.
         var holders: [Value: Holders] = [:]
 
-        var isEmpty: Bool { everyChange.isEmpty && byKey.isEmpty && holders.isEmpty }
+        var isEmpty: Bool { everyChange.isEmpty && byKey.isEmpty && byRange.isEmpty && holders.isEmpty }
     }
 
     private var unrouted: Set<UInt64> = []
@@ -63,6 +66,14 @@ struct RoutingIndex {
     mutating func setReady(_ token: UInt64) {
         guard let route = routes[token], let column = route.column else { return }
         entities[route.entity]?.everyChange.remove(token)
+        if let range = route.range {
+            var routes = entities[route.entity] ?? EntityRoutes()
+            let ranged = routes.byRange[column] ?? RangeRoutes()
+            ranged.insert(token, range)
+            routes.byRange[column] = ranged
+            entities[route.entity] = routes
+            return
+        }
         for key in Set(route.keys) {
             entities[route.entity, default: EntityRoutes()].byKey[column, default: [:]][key, default: []].append(token)
         }
@@ -97,6 +108,10 @@ struct RoutingIndex {
         guard var routes = entities.removeValue(forKey: route.entity) else { return }
         routes.everyChange.remove(token)
         if let column = route.column {
+            if route.range != nil, let ranged = routes.byRange[column] {
+                ranged.remove(token)
+                if ranged.isEmpty { routes.byRange[column] = nil }
+            }
             for key in Set(route.keys) {
                 routes.byKey[column]?[key]?.removeAll { $0 == token }
                 if routes.byKey[column]?[key]?.isEmpty == true { routes.byKey[column]?[key] = nil }
@@ -121,6 +136,10 @@ struct RoutingIndex {
             for (column, byKey) in routes.byKey {
                 for change in changes.inserted { byKey[change.row.value(column)].map { found.formUnion($0) } }
                 for change in changes.updated { byKey[change.row.value(column)].map { found.formUnion($0) } }
+            }
+            for (column, ranged) in routes.byRange {
+                for change in changes.inserted { ranged.forEachContaining(change.row.value(column)) { found.insert($0) } }
+                for change in changes.updated { ranged.forEachContaining(change.row.value(column)) { found.insert($0) } }
             }
             guard !routes.holders.isEmpty else { continue }
             for change in changes.updated { routes.holders[change.id].map { found.formUnion(holderTokens($0)) } }

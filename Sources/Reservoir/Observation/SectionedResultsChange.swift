@@ -90,9 +90,9 @@ public struct SectionedResultsChange<Key: Sendable, Record: Sendable>: Sendable 
     /// Applies this change to `previous` by the documented convention; the outcome equals
     /// ``sections``. For keeping a parallel structure (table sections, view models) in step.
     public func applied(to previous: [ResultsSection<Key, Record>]) -> [ResultsSection<Key, Record>] {
-        var keys = previous.map(\.key)
-        var lists = previous.map(\.records)
-        for path in (deleted + moved.map(\.old)).sorted(by: >) {
+        var keys = previous.map { $0.key }
+        var lists = previous.map { $0.records }
+        for path in (deleted + moved.map { $0.old }).sorted(by: >) {
             lists[path.section].remove(at: path.item)
         }
         for section in deletedSections.sorted(by: >) {
@@ -103,7 +103,7 @@ public struct SectionedResultsChange<Key: Sendable, Record: Sendable>: Sendable 
             keys.insert(sections[section].key, at: section)
             lists.insert(sections[section].records, at: section)
         }
-        for path in (inserted + moved.map(\.new)).sorted() {
+        for path in (inserted + moved.map { $0.new }).sorted() {
             lists[path.section].insert(sections[path.section].records[path.item], at: path.item)
         }
         for paths in updated {

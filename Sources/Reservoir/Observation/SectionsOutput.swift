@@ -30,8 +30,8 @@ struct SectionsOutput<Record: Storable, Key: ValueConvertible>: LiveOutput {
         let column = try self.column.get()
         let old = Self.runs(previous.array, column: column)
         let new = Self.runs(current.array, column: column)
-        let newKeys = Set(new.map(\.value))
-        let oldKeys = Set(old.map(\.value))
+        let newKeys = Set(new.map { $0.value })
+        let oldKeys = Set(old.map { $0.value })
         let deletedSections = old.indices.filter { !newKeys.contains(old[$0].value) }
         let insertedSections = new.indices.filter { !oldKeys.contains(new[$0].value) }
 
@@ -64,7 +64,7 @@ struct SectionsOutput<Record: Storable, Key: ValueConvertible>: LiveOutput {
             }
         }
         let sections = new.map { run in
-            ResultsSection(key: run.entries[0].record[keyPath: keyPath], records: run.entries.map(\.record))
+            ResultsSection(key: run.entries[0].record[keyPath: keyPath], records: run.entries.map { $0.record })
         }
         return SectionedResultsChange(
             sections: sections, deletedSections: deletedSections, insertedSections: insertedSections,

@@ -81,7 +81,8 @@ final class SharedLiveResults<T: Storable>: ChangeObserver, @unchecked Sendable 
         var fetched: LiveResults<T>?
         var fetchError: (any Error)?
         do {
-            fetched = try LiveResults(query: key.query, backend: store.backend)
+            let records = store.hub.records.table(for: T.self, entity: key.query.entity.name)
+            fetched = try LiveResults(query: key.query, backend: store.backend, records: records)
         } catch {
             fetchError = error
         }
@@ -103,7 +104,7 @@ final class SharedLiveResults<T: Storable>: ChangeObserver, @unchecked Sendable 
             return stopObserving(held)
         }
         if let results, route.isKeyed {
-            store.hub.updateHoldings(token, added: results.entries.lazy.map(\.id), removed: [Value](), ready: true)
+            store.hub.updateHoldings(token, added: results.entries.lazy.map { $0.id }, removed: [Value](), ready: true)
         }
         condition.unlock()
     }
@@ -135,7 +136,7 @@ final class SharedLiveResults<T: Storable>: ChangeObserver, @unchecked Sendable 
     /// Marks the results closed and releases them; returns the token and ids to unregister.
     private func closeLocked() -> (token: UInt64?, ids: [Value]) {
         isClosed = true
-        let ids = route.isKeyed ? (results?.entries.map(\.id) ?? []) : []
+        let ids = route.isKeyed ? (results?.entries.map { $0.id } ?? []) : []
         results = nil
         defer { token = nil }
         return (token, ids)
@@ -179,9 +180,13 @@ final class SharedLiveResults<T: Storable>: ChangeObserver, @unchecked Sendable 
         do {
             let delta = try results.apply(changeSet, backend: store.backend)
             if !delta.isEmpty, route.isKeyed, let token {
-                let removed = Set(delta.removed.lazy.map(\.entry.id))
-                let inserted = Set(delta.inserted.lazy.map(\.entry.id))
-                store.hub.updateHoldings(token, added: inserted.subtracting(removed), removed: removed.subtracting(inserted))
+                let removed = Set(delta.removed.lazy.map { $0.entry.id })
+                let inserted = Set(delta.inserted.lazy.map { $0.entry.id })
+                // Most commits update records in place: the same ids leave and arrive, and
+                // the hub's lock need not be taken for a change of nothing.
+                if removed != inserted {
+                    store.hub.updateHoldings(token, added: inserted.subtracting(removed), removed: removed.subtracting(inserted))
+                }
             }
             return delta
         } catch {
@@ -192,7 +197,7 @@ final class SharedLiveResults<T: Storable>: ChangeObserver, @unchecked Sendable 
 
     /// Members in the order they joined, as subscribers were served before sharing.
     private func membersInOrder() -> [any SharedResultsMember<T>] {
-        members.count == 1 ? members.values.compactMap(\.member) : members.sorted { $0.key < $1.key }.compactMap(\.value.member)
+        members.count == 1 ? members.values.compactMap { $0.member } : members.sorted { $0.key < $1.key }.compactMap { $0.value.member }
     }
 
     /// Tells every member of the failure and closes. Called locked; returns unlocked.
