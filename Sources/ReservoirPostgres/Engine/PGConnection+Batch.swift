@@ -76,6 +76,48 @@ extension PGConnection {
         if !synced { throw connectionError() }
     }
 
+    /// Runs `plain` (statements without parameters, text results: `BEGIN`, the meta row),
+    /// then `read` (prepared, binary results) in one pipeline: one round trip for all. Returns
+    /// every statement's result, in order; throws the first error (the statements after it
+    /// were not run).
+    func pipeline(_ plain: [String], then read: (sql: String, parameters: [PGParameter])) throws -> [PGResult] {
+        if hasPending { try flush() }
+        let name = try statementName(for: read.sql)
+        guard PQenterPipelineMode(handle) == 1 else { throw connectionError() }
+        var sent = 0
+        var failure: ReservoirError?
+        for sql in plain {
+            guard PQsendQueryParams(handle, sql, 0, nil, nil, nil, nil, 0) == 1 else { failure = connectionError(); break }
+            sent += 1
+        }
+        if failure == nil {
+            let ok = PGParameter.withBound(read.parameters) { values, lengths, formats in
+                PQsendQueryPrepared(handle, name, Int32(read.parameters.count), values, lengths, formats, 1) == 1
+            }
+            if ok { sent += 1 } else { failure = connectionError() }
+        }
+        let synced = PQpipelineSync(handle) == 1
+        var results: [PGResult] = []
+        for index in 0..<sent {
+            while let result = PQgetResult(handle) {
+                switch PQresultStatus(result) {
+                case PGRES_COMMAND_OK, PGRES_TUPLES_OK:
+                    results.append(PGResult(result))
+                case PGRES_FATAL_ERROR where failure == nil:
+                    failure = PGFailure.error(result: result, connection: self, sql: index < plain.count ? plain[index] : read.sql)
+                    PQclear(result)
+                default:
+                    PQclear(result)
+                }
+            }
+        }
+        if synced, let sync = PQgetResult(handle) { PQclear(sync) }
+        _ = PQexitPipelineMode(handle)
+        if let failure { throw failure }
+        guard synced, results.count == plain.count + 1 else { throw connectionError() }
+        return results
+    }
+
     /// Drops what is pending (the transaction is being rolled back): an open `COPY` is
     /// cancelled, queued statements are never sent.
     func discardPending() {
