@@ -25,6 +25,16 @@ extension PGConnection {
     /// Streams one row into `command` (`COPY t (…) FROM STDIN (FORMAT binary)`), opening it
     /// (or replacing one open for other columns) first. `fields` follow the command's columns.
     func copyRow(_ command: String, _ fields: [PGParameter]) throws {
+        _ = try copyRow(command, fieldCount: fields.count) { buffer in
+            for field in fields { field.appendField(to: &buffer) }
+            return true
+        }
+    }
+
+    /// Streams one row into `command` as ``copyRow(_:_:)`` does, its `fieldCount` fields
+    /// written straight into the buffer by `append`, which returns false to take the row
+    /// back (nothing of it is sent). Returns what `append` returned.
+    func copyRow(_ command: String, fieldCount: Int, _ append: (inout [UInt8]) -> Bool) throws -> Bool {
         if copyCommand != command {
             try flush()
             _ = try checkCopyStart(PQexec(handle, command), command)
@@ -34,9 +44,14 @@ extension PGConnection {
             appendInt32(0, to: &copyBuffer)  // flags
             appendInt32(0, to: &copyBuffer)  // header extension length
         }
-        withUnsafeBytes(of: Int16(fields.count).bigEndian) { copyBuffer.append(contentsOf: $0) }
-        for field in fields { field.appendField(to: &copyBuffer) }
+        let start = copyBuffer.count
+        withUnsafeBytes(of: Int16(truncatingIfNeeded: fieldCount).bigEndian) { copyBuffer.append(contentsOf: $0) }
+        guard append(&copyBuffer) else {
+            copyBuffer.removeSubrange(start...)
+            return false
+        }
         if copyBuffer.count >= 1 << 16 { try sendCopyBuffer(command) }
+        return true
     }
 
     /// Sends everything pending: ends an open `COPY`, then runs the queued statements in one

@@ -161,6 +161,8 @@ struct TableInfo: Sendable {
     private(set) var rowShape = RowShape(columns: [], positions: [], kinds: [])
     /// `"id", "a", "b"`: the select list, in table order.
     private(set) var selectList = ""
+    /// Each column's kind, in table order (for rows streamed into a `COPY`).
+    private(set) var columnKinds: [ColumnKind] = []
 
     init(entity: EntityDescription, columns: [String], kinds: [String: ColumnKind]) {
         self.entity = entity
@@ -177,6 +179,7 @@ struct TableInfo: Sendable {
         let positions = names.map { name in columns.firstIndex(of: name) }
         rowShape = RowShape(columns: names, positions: positions, kinds: names.map { kinds[$0] ?? .mixed })
         selectList = columns.map(Layout.quote).joined(separator: ", ")
+        columnKinds = columns.map { kinds[$0] ?? .mixed }
     }
 }
 
