@@ -181,18 +181,25 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
     /// store's, and dropped (the caller runs it again) when another commit changed the schema.
     private func beginWrite(_ read: PGWriteTransaction.FirstRead?) throws -> PGWriteTransaction.Start {
         guard var connection = writer else { throw closedError() }
-        if let read, read.catalog >= 0, connection.preparedCatalog == read.catalog {
-            do {
-                let results = try connection.pipeline(["BEGIN", "SELECT sequence, catalog FROM \(layout.meta) FOR UPDATE"],
-                                                      then: (read.sql, read.parameters))
-                let (sequence, catalog) = try opened(results[1], connection)
-                return .init(connection: connection, sequence: sequence, catalog: catalog,
-                             read: catalog.version == read.catalog ? results[2] : nil)
-            } catch {
-                // Whatever failed (a lost server, a dropped schema, a statement prepared for an
-                // older table) fails again below, on its own, with the usual handling.
+        if let read, read.catalog >= 0, connection.preparedCatalog == read.catalog,
+           case let (results, failure)? = try? connection.pipeline(
+               ["BEGIN", "SELECT sequence, catalog FROM \(layout.meta) FOR UPDATE"], then: (read.sql, read.parameters)) {
+            if results.count >= 2 {
+                // Begun, with the write lock. A failed read (a statement prepared for a table
+                // another client has since changed) is rolled back and begun again below.
+                if failure == nil {
+                    let (sequence, catalog) = try opened(results[1], connection)
+                    return .init(connection: connection, sequence: sequence, catalog: catalog,
+                                 read: catalog.version == read.catalog ? results[2] : nil)
+                }
+            } else if let failure, connection.isConnected {
+                // BEGIN or the meta row failed (a lock timeout, a dropped schema): reported as
+                // the ordinary begin reports it, not waited for twice.
                 if connection.inTransaction { _ = try? connection.execute("ROLLBACK") }
+                throw gone(failure) ?? failure
             }
+            // A lost server is found again below, and reconnected.
+            if connection.inTransaction { _ = try? connection.execute("ROLLBACK") }
         }
         let (sequence, catalog): (UInt64, Catalog)
         do {

@@ -45,6 +45,22 @@ struct CommitPathTests {
         #expect(try store.read { try $0.lastSequence() } == 6)
     }
 
+    /// The meta row failing in the first pipeline (here: the schema dropped under the store)
+    /// is reported as the ordinary begin reports it, naming the server.
+    @Test func aFirstReadOnADroppedStoreSaysItIsGone() throws {
+        let configuration = try TestServer.freshStore()
+        defer { TestServer.drop(configuration) }
+        let store = try Store.open(configuration, registry: TestServer.registry)
+        defer { store.close() }
+        try store.write { try $0.insert(Message(id: 1, author: 1, body: "one")) }
+        try PostgresBackend.dropStore(configuration)
+        let error = #expect(throws: ReservoirError.self) {
+            try store.write { try $0.update(Message(id: 1, author: 1, body: "uno")) }
+        }
+        #expect(error?.code == .gone, "\(String(describing: error))")
+        #expect(error?.message.contains("PostgreSQL store") == true, "\(String(describing: error))")
+    }
+
     @Test func insertsPastTheQueuedOnesStreamAndAreReadInTheirTransaction() throws {
         let configuration = try TestServer.freshStore()
         defer { TestServer.drop(configuration) }

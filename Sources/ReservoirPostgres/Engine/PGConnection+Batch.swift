@@ -93,12 +93,12 @@ extension PGConnection {
 
     /// Runs `plain` (statements without parameters, text results: `BEGIN`, the meta row),
     /// then `read` (prepared, binary results) in one pipeline: one round trip for all. Returns
-    /// every statement's result, in order; throws the first error (the statements after it
-    /// were not run).
-    func pipeline(_ plain: [String], then read: (sql: String, parameters: [PGParameter])) throws -> [PGResult] {
+    /// the results of the statements that succeeded, in order, and the first error (the
+    /// statements after it were not run). Throws only when `read` cannot be prepared.
+    func pipeline(_ plain: [String], then read: (sql: String, parameters: [PGParameter])) throws -> (results: [PGResult], failure: ReservoirError?) {
         if hasPending { try flush() }
         let name = try statementName(for: read.sql)
-        guard PQenterPipelineMode(handle) == 1 else { throw connectionError() }
+        guard PQenterPipelineMode(handle) == 1 else { return ([], connectionError()) }
         var sent = 0
         var failure: ReservoirError?
         for sql in plain {
@@ -128,9 +128,8 @@ extension PGConnection {
         }
         if synced, let sync = PQgetResult(handle) { PQclear(sync) }
         _ = PQexitPipelineMode(handle)
-        if let failure { throw failure }
-        guard synced, results.count == plain.count + 1 else { throw connectionError() }
-        return results
+        if failure == nil && (!synced || results.count != plain.count + 1) { failure = connectionError() }
+        return (results, failure)
     }
 
     /// Drops what is pending (the transaction is being rolled back): an open `COPY` is
