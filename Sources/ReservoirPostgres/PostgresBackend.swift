@@ -142,24 +142,20 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
             writer = nil
             writer = try makeWriter()
         }
-        guard var connection = writer else { throw closedError() }
-        let (sequence, catalog): (UInt64, Catalog)
-        do {
-            (sequence, catalog) = try begin(connection, "BEGIN", lock: " FOR UPDATE")
-        } catch where !connection.isConnected {
-            // The server restarted since the last write: nothing was sent, so one fresh try.
-            writer = nil
-            connection = try makeWriter()
-            writer = connection
-            (sequence, catalog) = try begin(connection, "BEGIN", lock: " FOR UPDATE")
-        }
-        let transaction = PGWriteTransaction(connection: connection, layout: layout, catalog: catalog, sequence: sequence, retention: options.retention)
+        guard let connection = writer else { throw closedError() }
+        // The server transaction begins with the body's first statement (beginWrite), so a
+        // first read rides in the same round trip as BEGIN and the meta row. Until then the
+        // transaction holds the newest catalog this store knows, to build that read from.
+        let guess = cachedCatalog.withLock { $0 } ?? Catalog(version: -1, tables: [:])
+        let transaction = PGWriteTransaction(connection: connection, layout: layout, catalog: guess, sequence: 0,
+                                             retention: options.retention) { [unowned self] read in try self.beginWrite(read) }
         let result: R
         do {
             result = try body(transaction)
             // The queued writes and change-log rows, then COMMIT: one round trip.
-            try connection.flush(then: "COMMIT")
+            if transaction.begun { try transaction.connection.flush(then: "COMMIT") }
         } catch {
+            let connection = transaction.connection
             connection.discardPending()
             if connection.inTransaction { _ = try? connection.execute("ROLLBACK") }
             if transaction.catalogChanged {
@@ -178,6 +174,46 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
         return result
     }
 
+    /// Begins the writer's transaction (called by its first statement, under `writerLock`):
+    /// `BEGIN` and the meta row `FOR UPDATE`, which takes the write lock. `read`, the
+    /// transaction's first statement when it reads, made from catalog version `catalog`, is
+    /// sent in the same pipeline; its result is returned when that catalog is still the
+    /// store's, and dropped (the caller runs it again) when another commit changed the schema.
+    private func beginWrite(_ read: PGWriteTransaction.FirstRead?) throws -> PGWriteTransaction.Start {
+        guard var connection = writer else { throw closedError() }
+        if let read, read.catalog >= 0, connection.preparedCatalog == read.catalog,
+           case let (results, failure)? = try? connection.pipeline(
+               ["BEGIN", "SELECT sequence, catalog FROM \(layout.meta) FOR UPDATE"], then: (read.sql, read.parameters)) {
+            if results.count >= 2 {
+                // Begun, with the write lock. A failed read (a statement prepared for a table
+                // another client has since changed) is rolled back and begun again below.
+                if failure == nil {
+                    let (sequence, catalog) = try opened(results[1], connection)
+                    return .init(connection: connection, sequence: sequence, catalog: catalog,
+                                 read: catalog.version == read.catalog ? results[2] : nil)
+                }
+            } else if let failure, connection.isConnected {
+                // BEGIN or the meta row failed (a lock timeout, a dropped schema): reported as
+                // the ordinary begin reports it, not waited for twice.
+                if connection.inTransaction { _ = try? connection.execute("ROLLBACK") }
+                throw gone(failure) ?? failure
+            }
+            // A lost server is found again below, and reconnected.
+            if connection.inTransaction { _ = try? connection.execute("ROLLBACK") }
+        }
+        let (sequence, catalog): (UInt64, Catalog)
+        do {
+            (sequence, catalog) = try begin(connection, "BEGIN", lock: " FOR UPDATE")
+        } catch where !connection.isConnected {
+            // The server restarted since the last write: nothing was sent, so one fresh try.
+            writer = nil
+            connection = try makeWriter()
+            writer = connection
+            (sequence, catalog) = try begin(connection, "BEGIN", lock: " FOR UPDATE")
+        }
+        return .init(connection: connection, sequence: sequence, catalog: catalog, read: nil)
+    }
+
     /// Starts a transaction and reads the meta row in it (one round trip): the newest
     /// sequence and the catalog at that snapshot. The writer's `FOR UPDATE` takes the write lock.
     private func begin(_ connection: PGConnection, _ command: String, lock: String) throws -> (UInt64, Catalog) {
@@ -188,6 +224,13 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
             if connection.inTransaction { _ = try? connection.execute("ROLLBACK") }
             throw gone(error) ?? error
         }
+        return try opened(meta, connection)
+    }
+
+    /// The sequence and catalog a transaction's meta-row read (`meta`, text results) names;
+    /// loads the catalog when it is not the cached one, and drops statements prepared under
+    /// another. Rolls the transaction back when that fails.
+    private func opened(_ meta: PGResult, _ connection: PGConnection) throws -> (UInt64, Catalog) {
         let sequence = UInt64(clamping: meta.text(0, 0).flatMap { Int64($0) } ?? 0)
         let version = meta.text(0, 1).flatMap { Int64($0) } ?? 0
         do {
@@ -248,8 +291,7 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
             try connectListener()
         }
         guard let listener else { return token }
-        let own = writerPID.withLock { $0 }
-        if listener.takeNotifications().contains(where: { $0.sender != own }) { token &+= 1 }
+        _ = takeOthersNotifications()
         // With the socket watched, NOTIFY wakes the store and a broken listener is noticed at
         // once; the read then only guards against a connection that died silently.
         let now = ContinuousClock.now
@@ -267,6 +309,16 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
             }
         }
         return token
+    }
+
+    /// Takes the notifications the listener has received; moves the token and returns true
+    /// when one came from another client. Call under `listenerLock`.
+    private func takeOthersNotifications() -> Bool {
+        guard let listener else { return false }
+        let own = writerPID.withLock { $0 }
+        guard listener.takeNotifications().contains(where: { $0.sender != own }) else { return false }
+        token &+= 1
+        return true
     }
 
     /// NOTIFY arrives on the listener's socket as soon as another client commits: the store
@@ -305,13 +357,15 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
         source.setEventHandler { [weak self, weak connection] in
             guard let self else { return }
             self.listenerLock.lock()
-            // Reading the input here keeps the socket from firing again; the notifications wait
-            // in libpq for the probe. A broken connection (the server went away) stops the
-            // watch; the probe this wakes replaces the listener and watches the new one.
+            // Reading the input here keeps the socket from firing again. A broken connection
+            // (the server went away) stops the watch; the probe this wakes replaces the
+            // listener and watches the new one. This store's own commits (every one of them
+            // comes back here) wake nobody: only another client's move the token.
             let alive = connection != nil && self.listener === connection && connection?.consumeInput() == true
             if !alive { self.stopWatchingSocket() }
+            let others = alive && self.takeOthersNotifications()
             self.listenerLock.unlock()
-            wake()
+            if !alive || others { wake() }
         }
         source.resume()
         listenerSource = source

@@ -25,6 +25,16 @@ extension PGConnection {
     /// Streams one row into `command` (`COPY t (…) FROM STDIN (FORMAT binary)`), opening it
     /// (or replacing one open for other columns) first. `fields` follow the command's columns.
     func copyRow(_ command: String, _ fields: [PGParameter]) throws {
+        _ = try copyRow(command, fieldCount: fields.count) { buffer in
+            for field in fields { field.appendField(to: &buffer) }
+            return true
+        }
+    }
+
+    /// Streams one row into `command` as ``copyRow(_:_:)`` does, its `fieldCount` fields
+    /// written straight into the buffer by `append`, which returns false to take the row
+    /// back (nothing of it is sent). Returns what `append` returned.
+    func copyRow(_ command: String, fieldCount: Int, _ append: (inout [UInt8]) -> Bool) throws -> Bool {
         if copyCommand != command {
             try flush()
             _ = try checkCopyStart(PQexec(handle, command), command)
@@ -34,9 +44,14 @@ extension PGConnection {
             appendInt32(0, to: &copyBuffer)  // flags
             appendInt32(0, to: &copyBuffer)  // header extension length
         }
-        withUnsafeBytes(of: Int16(fields.count).bigEndian) { copyBuffer.append(contentsOf: $0) }
-        for field in fields { field.appendField(to: &copyBuffer) }
+        let start = copyBuffer.count
+        withUnsafeBytes(of: Int16(truncatingIfNeeded: fieldCount).bigEndian) { copyBuffer.append(contentsOf: $0) }
+        guard append(&copyBuffer) else {
+            copyBuffer.removeSubrange(start...)
+            return false
+        }
         if copyBuffer.count >= 1 << 16 { try sendCopyBuffer(command) }
+        return true
     }
 
     /// Sends everything pending: ends an open `COPY`, then runs the queued statements in one
@@ -74,6 +89,47 @@ extension PGConnection {
         _ = PQexitPipelineMode(handle)
         if let failure { throw failure }
         if !synced { throw connectionError() }
+    }
+
+    /// Runs `plain` (statements without parameters, text results: `BEGIN`, the meta row),
+    /// then `read` (prepared, binary results) in one pipeline: one round trip for all. Returns
+    /// the results of the statements that succeeded, in order, and the first error (the
+    /// statements after it were not run). Throws only when `read` cannot be prepared.
+    func pipeline(_ plain: [String], then read: (sql: String, parameters: [PGParameter])) throws -> (results: [PGResult], failure: ReservoirError?) {
+        if hasPending { try flush() }
+        let name = try statementName(for: read.sql)
+        guard PQenterPipelineMode(handle) == 1 else { return ([], connectionError()) }
+        var sent = 0
+        var failure: ReservoirError?
+        for sql in plain {
+            guard PQsendQueryParams(handle, sql, 0, nil, nil, nil, nil, 0) == 1 else { failure = connectionError(); break }
+            sent += 1
+        }
+        if failure == nil {
+            let ok = PGParameter.withBound(read.parameters) { values, lengths, formats in
+                PQsendQueryPrepared(handle, name, Int32(read.parameters.count), values, lengths, formats, 1) == 1
+            }
+            if ok { sent += 1 } else { failure = connectionError() }
+        }
+        let synced = PQpipelineSync(handle) == 1
+        var results: [PGResult] = []
+        for index in 0..<sent {
+            while let result = PQgetResult(handle) {
+                switch PQresultStatus(result) {
+                case PGRES_COMMAND_OK, PGRES_TUPLES_OK:
+                    results.append(PGResult(result))
+                case PGRES_FATAL_ERROR where failure == nil:
+                    failure = PGFailure.error(result: result, connection: self, sql: index < plain.count ? plain[index] : read.sql)
+                    PQclear(result)
+                default:
+                    PQclear(result)
+                }
+            }
+        }
+        if synced, let sync = PQgetResult(handle) { PQclear(sync) }
+        _ = PQexitPipelineMode(handle)
+        if failure == nil && (!synced || results.count != plain.count + 1) { failure = connectionError() }
+        return (results, failure)
     }
 
     /// Drops what is pending (the transaction is being rolled back): an open `COPY` is

@@ -17,26 +17,39 @@ struct Layout: Sendable {
     static let formatVersion = 1
 
     let schema: String
+    /// The names below are made once: every transaction names the meta row and the change
+    /// log, and Foundation's `replacingOccurrences` (in `quote`) costs microseconds a call.
+    let quotedSchema: String
+    let meta: String
+    let entities: String
+    let columns: String
+    let changes: String
+
+    init(schema: String) {
+        self.schema = schema
+        quotedSchema = Self.quote(schema)
+        meta = quotedSchema + "." + Self.quote("_reservoir_meta")
+        entities = quotedSchema + "." + Self.quote("_reservoir_entities")
+        columns = quotedSchema + "." + Self.quote("_reservoir_columns")
+        changes = quotedSchema + "." + Self.quote("_reservoir_changes")
+        rewriteKeys = "hashtext('reservoir.rewrite'), hashtext(\(Self.literal(schema)))"
+    }
 
     static func quote(_ identifier: String) -> String {
-        "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        // Point reads quote their id column on every call: skip Foundation when nothing needs escaping.
+        guard identifier.utf8.contains(UInt8(ascii: "\"")) else { return "\"" + identifier + "\"" }
+        return "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 
     /// A string literal (standard_conforming_strings, the default since PostgreSQL 9.1).
     static func literal(_ text: String) -> String {
-        "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+        guard text.utf8.contains(UInt8(ascii: "'")) else { return "'" + text + "'" }
+        return "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
     }
-
-    var quotedSchema: String { Self.quote(schema) }
 
     func table(_ name: String) -> String {
         quotedSchema + "." + Self.quote(name)
     }
-
-    var meta: String { table("_reservoir_meta") }
-    var entities: String { table("_reservoir_entities") }
-    var columns: String { table("_reservoir_columns") }
-    var changes: String { table("_reservoir_changes") }
 
     /// The NOTIFY channel commits to this store are announced on.
     var channel: String { "reservoir." + schema }
@@ -50,7 +63,7 @@ struct Layout: Sendable {
     /// as mixed takes it exclusively. PostgreSQL's table rewrites are not MVCC-safe: a
     /// reader whose snapshot predates the rewrite would see the table empty, or fail with
     /// "cached plan must not change result type".
-    var rewriteKeys: String { "hashtext('reservoir.rewrite'), hashtext(\(Self.literal(schema)))" }
+    let rewriteKeys: String
 
     var createTables: String {
         """
@@ -148,6 +161,8 @@ struct TableInfo: Sendable {
     private(set) var rowShape = RowShape(columns: [], positions: [], kinds: [])
     /// `"id", "a", "b"`: the select list, in table order.
     private(set) var selectList = ""
+    /// Each column's kind, in table order (for rows streamed into a `COPY`).
+    private(set) var columnKinds: [ColumnKind] = []
 
     init(entity: EntityDescription, columns: [String], kinds: [String: ColumnKind]) {
         self.entity = entity
@@ -164,6 +179,7 @@ struct TableInfo: Sendable {
         let positions = names.map { name in columns.firstIndex(of: name) }
         rowShape = RowShape(columns: names, positions: positions, kinds: names.map { kinds[$0] ?? .mixed })
         selectList = columns.map(Layout.quote).joined(separator: ", ")
+        columnKinds = columns.map { kinds[$0] ?? .mixed }
     }
 }
 

@@ -5,7 +5,9 @@ import Reservoir
 /// A read transaction: `REPEATABLE READ`, so every statement sees the snapshot taken by the
 /// first, and the catalog and sequence read with it describe exactly that snapshot.
 class PGReadTransaction: ReadTransaction {
-    let connection: PGConnection
+    /// A write transaction's moves to a fresh connection when its first statement finds the
+    /// server restarted (``PGWriteTransaction``); a read's never changes.
+    var connection: PGConnection
     let layout: Layout
     /// Schema changes in a write transaction replace the tables' descriptions, and with them
     /// the statements made for them.
@@ -22,17 +24,24 @@ class PGReadTransaction: ReadTransaction {
     }
 
     func row(_ entity: String, id: Value) throws -> Row? {
+        guard let (sql, parameters, table) = rowStatement(entity, id: id) else { return nil }
+        return try decodeFirst(try connection.run(sql, parameters), table)
+    }
+
+    /// The statement reading the row stored under `id`, with the table it reads; nil when
+    /// no row can match (no table yet, or an id its key column cannot hold).
+    func rowStatement(_ entity: String, id: Value) -> (sql: String, parameters: [PGParameter], table: TableInfo)? {
         guard let table = catalog.tables[entity],
               let match = ColumnCodec.equality(table.entity.idColumn, kind: table.idKind, id.stored) else { return nil }
         let key = StatementKey(entity: entity, kind: .byID, present: 0)
-        let sql: String
-        if let cached = statements[key] {
-            sql = cached
-        } else {
-            sql = "SELECT \(table.selectList) FROM \(layout.table(entity)) WHERE \(match.sql)"
-            statements[key] = sql
-        }
-        let result = try connection.run(sql, match.parameters)
+        if let cached = statements[key] { return (cached, match.parameters, table) }
+        let sql = "SELECT \(table.selectList) FROM \(layout.table(entity)) WHERE \(match.sql)"
+        statements[key] = sql
+        return (sql, match.parameters, table)
+    }
+
+    /// The first row of `result` as a ``Row`` of `table`, nil when it has none.
+    func decodeFirst(_ result: PGResult, _ table: TableInfo) throws -> Row? {
         guard result.rowCount > 0 else { return nil }
         return try decodeRow(result, 0, table)
     }
@@ -145,7 +154,7 @@ class PGReadTransaction: ReadTransaction {
 
 /// Which statement for which table: the cache key of ``PGReadTransaction/statements``.
 struct StatementKey: Hashable {
-    enum Kind: Hashable { case byID, copy, insert, upsert }
+    enum Kind: Hashable { case byID, copy, insert, upsert, new }
     let entity: String
     let kind: Kind
     /// For inserts and upserts: the table columns the row has values for, as bits.

@@ -11,12 +11,90 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
     let retention: Int
     private(set) var catalogChanged = false
 
-    init(connection: PGConnection, layout: Layout, catalog: Catalog, sequence: UInt64, retention: Int) {
+    /// A first statement that reads, built from catalog version `catalog` before the server
+    /// transaction began, to send together with `BEGIN` (``PostgresBackend``'s `beginWrite`).
+    typealias FirstRead = (sql: String, parameters: [PGParameter], catalog: Int64)
+
+    /// A begun transaction: its connection, the sequence and catalog its meta row named, and
+    /// the first read's result when the catalog it was built from still holds.
+    struct Start {
+        let connection: PGConnection
+        let sequence: UInt64
+        let catalog: Catalog
+        let read: PGResult?
+    }
+
+    /// Begins the server transaction (`BEGIN`, the meta row's write lock), sending the given
+    /// first read with it.
+    private let opener: (FirstRead?) throws -> Start
+    /// Whether the server transaction has begun. Every method begins it before it reads the
+    /// catalog: until then `catalog` is the store's last known, which another client's schema
+    /// change may have outdated.
+    private(set) var begun = false
+
+    /// `catalog` is the newest the store knows; the server transaction begins with the first
+    /// statement (`opener`), and a first read goes in the same round trip.
+    init(connection: PGConnection, layout: Layout, catalog: Catalog, sequence: UInt64, retention: Int,
+         opener: @escaping (FirstRead?) throws -> Start) {
         self.retention = retention
+        self.opener = opener
         super.init(connection: connection, layout: layout, catalog: catalog, sequence: sequence)
     }
 
+    /// Begins the server transaction unless it has, sending `read` (built from `catalog`)
+    /// along. Returns `read`'s result when it holds; nil when the transaction had begun or
+    /// the catalog changed meanwhile, and the caller must build and run its statement anew.
+    @discardableResult
+    private func begin(reading read: (sql: String, parameters: [PGParameter])? = nil) throws -> PGResult? {
+        guard !begun else { return nil }
+        let start = try opener(read.map { ($0.sql, $0.parameters, catalog.version) })
+        begun = true
+        connection = start.connection
+        sequence = start.sequence
+        if start.catalog.version != catalog.version || catalog.version < 0 { catalog = start.catalog }
+        return start.read
+    }
+
+    // MARK: - Reads, after begin
+
+    override func row(_ entity: String, id: Value) throws -> Row? {
+        if !begun, let (sql, parameters, table) = rowStatement(entity, id: id),
+           let result = try begin(reading: (sql, parameters)) {
+            return try decodeFirst(result, table)
+        }
+        try begin()
+        return try super.row(entity, id: id)
+    }
+
+    override func fetch(_ query: Query, expecting: (Int) -> Void, each body: (Row) throws -> Void) throws {
+        try begin()
+        try super.fetch(query, expecting: expecting, each: body)
+    }
+
+    override func count(_ query: Query) throws -> Int {
+        try begin()
+        return try super.count(query)
+    }
+
+    override func entities() throws -> [EntityDescription] {
+        try begin()
+        return try super.entities()
+    }
+
+    override func lastSequence() throws -> UInt64 {
+        try begin()
+        return try super.lastSequence()
+    }
+
+    override func changeLog(after sequence: UInt64, limit: Int) throws -> [ChangeLogEntry] {
+        try begin()
+        return try super.changeLog(after: sequence, limit: limit)
+    }
+
+    // MARK: - Writes
+
     func put(_ entity: EntityDescription, id: Value, row: Row) throws {
+        try begin()
         let id = id.stored
         let table = try prepareRow(entity, id: id, row: row)
         if table.idKind == .mixed {
@@ -25,27 +103,46 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
             try delete(entity, id: id)
         }
         raiseFloor(entity.name, id)
-        let (sql, parameters) = try upsert(table, id: id, row: row, replacing: true)
+        let (sql, parameters) = try upsert(table, id: id, row: row, mode: .upsert)
         try connection.enqueue(sql, parameters)
     }
 
     func insert(_ entity: EntityDescription, id: Value, row: Row) throws -> Bool {
         let id = id.stored
+        if !begun, case .integer = id, let table = catalog.tables[entity.name], table.idKind == .integer,
+           let result = try begin(reading: (floorStatement(table), [])) {
+            floors[entity.name] = Self.maximum(result)
+        }
+        try begin()
+        if knownNew >= Self.insertsBeforeCopy, case let .integer(key) = id, let table = catalog.tables[entity.name],
+           table.idKind == .integer, let known = floors[entity.name], key > known, table.entity == entity,
+           try connection.copyRow(copyCommand(table), fieldCount: table.columns.count, { Self.append(row, id: id, of: table, to: &$0) }) {
+            floors[entity.name] = key
+            return true
+        }
         let table = try prepareRow(entity, id: id, row: row)
         if case let .integer(key) = id, table.idKind == .integer, key > (try floor(table)) {
-            // Above every id the table holds: new for sure, so it streams into a COPY.
+            // Above every id the table holds: new for sure, so no answer is awaited.
             floors[entity.name] = key
-            try connection.copyRow(copyCommand(table), try fields(table, id: id, row: row))
+            knownNew += 1
+            if knownNew <= Self.insertsBeforeCopy {
+                // A few go as queued INSERTs: a COPY costs two round trips of its own (open, end).
+                let (sql, parameters) = try upsert(table, id: id, row: row, mode: .new)
+                try connection.enqueue(sql, parameters)
+            } else {
+                try connection.copyRow(copyCommand(table), try fields(table, id: id, row: row))
+            }
             return true
         }
         if table.idKind == .mixed, try self.row(entity.name, id: id) != nil { return false }
-        let (sql, parameters) = try upsert(table, id: id, row: row, replacing: false)
+        let (sql, parameters) = try upsert(table, id: id, row: row, mode: .insert)
         guard try connection.run(sql, parameters).affectedRows == 1 else { return false }
         raiseFloor(entity.name, id)
         return true
     }
 
     func delete(_ entity: EntityDescription, id: Value) throws {
+        try begin()
         guard let table = catalog.tables[entity.name],
               let match = ColumnCodec.equality(table.entity.idColumn, kind: table.idKind, id.stored) else { return }
         try connection.enqueue("DELETE FROM \(layout.table(entity.name)) WHERE \(match.sql)", match.parameters)
@@ -58,12 +155,29 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
     /// so nobody else adds one meanwhile; deletes only lower the true maximum.
     private var floors: [String: Int64] = [:]
 
+    /// Rows known new that this transaction sent as INSERTs; past ``insertsBeforeCopy`` they
+    /// stream into a `COPY`.
+    private var knownNew = 0
+
+    /// Known-new rows sent as queued INSERTs before a transaction switches to `COPY`, whose
+    /// two round trips (open, end) pay off only over many rows.
+    static let insertsBeforeCopy = 16
+
     private func floor(_ table: TableInfo) throws -> Int64 {
         if let known = floors[table.entity.name] { return known }
-        let result = try connection.run("SELECT max(\(Layout.quote(table.entity.idColumn))) FROM \(layout.table(table.entity.name))")
-        let known = result.rowCount > 0 && !result.isNull(0, 0) ? result.int64(0, 0) : Int64.min
+        let known = Self.maximum(try connection.run(floorStatement(table)))
         floors[table.entity.name] = known
         return known
+    }
+
+    /// The statement reading `table`'s largest id.
+    private func floorStatement(_ table: TableInfo) -> String {
+        "SELECT max(\(Layout.quote(table.entity.idColumn))) FROM \(layout.table(table.entity.name))"
+    }
+
+    /// A `max(id)` result's value; `Int64.min` for an empty table.
+    private static func maximum(_ result: PGResult) -> Int64 {
+        result.rowCount > 0 && !result.isNull(0, 0) ? result.int64(0, 0) : Int64.min
     }
 
     private func raiseFloor(_ entity: String, _ id: Value) {
@@ -71,6 +185,7 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
     }
 
     func record(_ changeSet: ChangeSet) throws {
+        try begin()
         guard let sequence = Int64(exactly: changeSet.sequence) else {
             throw ReservoirError(.valueOutOfRange, "\(connection.name): sequence \(changeSet.sequence) does not fit a bigint")
         }
@@ -126,6 +241,21 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
         }
     }
 
+    /// Appends `row`'s fields for a binary `COPY` into `table`, when no schema change is
+    /// needed for it: its columns are the table's, in order, and each value is of its
+    /// column's kind. Otherwise returns false, and ``insert(_:id:row:)`` takes the long way
+    /// (``prepareRow(_:id:row:)``), which a bulk load of 100,000 rows pays for once, not per row.
+    private static func append(_ row: Row, id: Value, of table: TableInfo, to buffer: inout [UInt8]) -> Bool {
+        guard row.columns == table.columns, table.columns.first == table.entity.idColumn else { return false }
+        let kinds = table.columnKinds
+        for (index, value) in row.values.enumerated() {
+            // The exact kind, as prepareColumn demands (isID false), and the id as given.
+            guard let field = ColumnCodec.parameter(index == 0 ? id : value.stored, kind: kinds[index], isID: false) else { return false }
+            field.appendField(to: &buffer)
+        }
+        return true
+    }
+
     /// The `COPY` new rows of `table` stream into.
     private func copyCommand(_ table: TableInfo) -> String {
         let key = StatementKey(entity: table.entity.name, kind: .copy, present: 0)
@@ -135,8 +265,10 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
         return command
     }
 
-    /// The INSERT for `row` under `id` (columns already prepared), for its non-null columns.
-    private func upsert(_ table: TableInfo, id: Value, row: Row, replacing: Bool) throws -> (String, [PGParameter]) {
+    /// The INSERT for `row` under `id` (columns already prepared), for its non-null columns:
+    /// `mode` `.upsert` replaces a row with that id, `.insert` leaves it (and touches no row),
+    /// `.new` has no conflict clause (the id is known new; a conflict is an error).
+    private func upsert(_ table: TableInfo, id: Value, row: Row, mode: StatementKey.Kind) throws -> (String, [PGParameter]) {
         let all = try fields(table, id: id, row: row)
         var present: UInt64 = 0
         var parameters: [PGParameter] = []
@@ -146,7 +278,7 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
             if index < 64 { present |= 1 << UInt64(index) }
             parameters.append(field)
         }
-        let key = StatementKey(entity: table.entity.name, kind: replacing ? .upsert : .insert, present: present)
+        let key = StatementKey(entity: table.entity.name, kind: mode, present: present)
         if table.columns.count <= 64, let cached = statements[key] { return (cached, parameters) }
         var names: [String] = []
         var placeholders: [String] = []
@@ -156,12 +288,13 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
             placeholders.append("$\(placeholders.count + 1)::\((table.kinds[column] ?? .mixed).castType)")
         }
         let idColumn = table.entity.idColumn
-        var sql = "INSERT INTO \(layout.table(table.entity.name)) (\(names.joined(separator: ", "))) VALUES (\(placeholders.joined(separator: ", "))) ON CONFLICT (\(Layout.quote(idColumn))) DO "
+        var sql = "INSERT INTO \(layout.table(table.entity.name)) (\(names.joined(separator: ", "))) VALUES (\(placeholders.joined(separator: ", ")))"
         let others = table.columns.filter { $0 != idColumn }
-        if replacing && !others.isEmpty {
-            sql += "UPDATE SET " + others.map { "\(Layout.quote($0)) = EXCLUDED.\(Layout.quote($0))" }.joined(separator: ", ")
-        } else {
-            sql += "NOTHING"
+        if mode == .upsert && !others.isEmpty {
+            sql += " ON CONFLICT (\(Layout.quote(idColumn))) DO UPDATE SET "
+                + others.map { "\(Layout.quote($0)) = EXCLUDED.\(Layout.quote($0))" }.joined(separator: ", ")
+        } else if mode != .new {
+            sql += " ON CONFLICT (\(Layout.quote(idColumn))) DO NOTHING"
         }
         if table.columns.count <= 64 { statements[key] = sql }
         return (sql, parameters)
