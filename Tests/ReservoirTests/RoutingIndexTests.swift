@@ -17,14 +17,26 @@ private func route(_ predicate: RowPredicate?) throws -> SubscriptionRoute {
     SubscriptionRoute(query: try Query(entity: Post.schema.entity, predicate: predicate))
 }
 
+/// Who holds which post, as the store's shared record table would say.
+private struct Held: RecordHolders {
+    var byID: [Value: [UInt64]] = [:]
+
+    func formHolders(of ids: [Value], entity: String, into tokens: inout Set<UInt64>) {
+        guard entity == "posts" else { return }
+        for id in ids { tokens.formUnion(byID[id] ?? []) }
+    }
+}
+
+/// Channel 7's subscription (token 1) holding record 70.
+private let seventy = Held(byID: [.integer(70): [1]])
+
 @Suite("RoutingIndex")
 struct RoutingIndexTests {
-    /// Channel 7's and 8's keyed subscriptions (tokens 1, 2), ready, channel 7's holding record 70.
+    /// Channel 7's and 8's keyed subscriptions (tokens 1, 2), ready.
     private func twoChannels() throws -> RoutingIndex {
         var index = RoutingIndex()
         index.add(1, route: try route(.compare(column: "channel", .equal, .integer(7))))
         index.add(2, route: try route(.compare(column: "channel", .equal, .integer(8))))
-        index.updateHoldings(1, added: [Value.integer(70)], removed: [Value]())
         index.setReady(1)
         index.setReady(2)
         return index
@@ -53,14 +65,15 @@ struct RoutingIndexTests {
     func movedRecord() throws {
         let index = try twoChannels()
         let move = ChangeSet(sequence: 1, entities: [EntityChanges(entity: "posts", updated: [row(70, channel: 8)])])
-        #expect(index.targets(of: move) == [1, 2])
+        #expect(index.targets(of: move, holders: seventy) == [1, 2])
+        #expect(index.targets(of: move) == [2])
     }
 
     @Test("a delete carrying only the id reaches the subscription holding it, and no other")
     func deleteByID() throws {
         let index = try twoChannels()
-        #expect(index.targets(of: ChangeSet(sequence: 1, entities: [EntityChanges(entity: "posts", deleted: [.integer(70)])])) == [1])
-        #expect(index.targets(of: ChangeSet(sequence: 2, entities: [EntityChanges(entity: "posts", deleted: [.integer(99)])])).isEmpty)
+        #expect(index.targets(of: ChangeSet(sequence: 1, entities: [EntityChanges(entity: "posts", deleted: [.integer(70)])]), holders: seventy) == [1])
+        #expect(index.targets(of: ChangeSet(sequence: 2, entities: [EntityChanges(entity: "posts", deleted: [.integer(99)])]), holders: seventy).isEmpty)
     }
 
     @Test("an unindexable predicate, an unready keyed route and an unrouted observer get every change")
@@ -74,16 +87,15 @@ struct RoutingIndexTests {
         #expect(index.targets(of: ChangeSet(sequence: 3, entities: [], isComplete: false)) == [1, 2, 3, 4, 5])
     }
 
-    @Test("holdings follow what a subscription holds, and removing it forgets them")
+    @Test("holders reach a change only while their route is registered")
     func holdings() throws {
         var index = try twoChannels()
-        index.updateHoldings(2, added: [Value.integer(70)], removed: [Value]())
-        index.updateHoldings(1, added: [Value](), removed: [Value.integer(70)])
+        let held = Held(byID: [.integer(70): [2]])
         let delete = ChangeSet(sequence: 1, entities: [EntityChanges(entity: "posts", deleted: [.integer(70)])])
-        #expect(index.targets(of: delete) == [2])
-        index.remove(2, holding: [Value.integer(70)])
-        #expect(index.targets(of: delete).isEmpty)
-        #expect(index.heldRecordCount(entity: "posts") == 0)
+        #expect(index.targets(of: delete, holders: held) == [2])
+        // Records still listed for an observer already removed (it is closing) do not route.
+        index.remove(2)
+        #expect(index.targets(of: delete, holders: held).isEmpty)
     }
 
     // MARK: - Ranges
@@ -127,12 +139,12 @@ struct RoutingIndexTests {
     func rangeHoldersAndNull() throws {
         var index = RoutingIndex()
         try ranged(1, .compare(column: "channel", .greater, .integer(3)), into: &index)
-        index.updateHoldings(1, added: [Value.integer(50)], removed: [Value]())
-        #expect(index.targets(of: change(1, channel: 0, id: 50)) == [1])
-        #expect(index.targets(of: change(2, channel: 0, id: 51)).isEmpty)
+        let held = Held(byID: [.integer(50): [1]])
+        #expect(index.targets(of: change(1, channel: 0, id: 50), holders: held) == [1])
+        #expect(index.targets(of: change(2, channel: 0, id: 51), holders: held).isEmpty)
         let null = ChangeSet(sequence: 3, entities: [EntityChanges(entity: "posts", inserted: [RowChange(id: .integer(52), row: Row(columns: ["id", "channel"], values: [.integer(52), .null]))])])
         #expect(index.targets(of: null).isEmpty)
-        index.remove(1, holding: [Value.integer(50)])
+        index.remove(1)
         #expect(index.targets(of: change(4, channel: 9)).isEmpty)
     }
 
@@ -151,7 +163,7 @@ struct RoutingIndexTests {
             ranges[token] = try route(.and(parts)).range
         }
         for token in UInt64(1)...300 where token % 7 == 0 {
-            index.remove(token, holding: [Value]())
+            index.remove(token)
             ranges[token] = nil
         }
         for channel in -1...41 {

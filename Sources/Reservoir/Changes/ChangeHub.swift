@@ -64,23 +64,21 @@ final class ChangeHub: @unchecked Sendable {
         return nextToken
     }
 
-    /// Removes an observer, and the records it said it held. A delivery already under way
-    /// may still reach it once.
-    func removeObserver(_ token: UInt64, holding held: some Sequence<Value> = [Value]()) {
+    /// Removes an observer. A delivery already under way may still reach it once.
+    func removeObserver(_ token: UInt64) {
         condition.lock()
         defer { condition.unlock() }
         observers[token] = nil
-        index.remove(token, holding: held)
+        index.remove(token)
     }
 
-    /// Tells the routing index what a keyed observer holds now; the first call also ends
-    /// its "every change to the entity" start (see ``RoutingIndex/setReady(_:)``).
-    func updateHoldings(_ token: UInt64, added: some Sequence<Value>, removed: some Sequence<Value>, ready: Bool = false) {
+    /// Ends a keyed observer's "every change to the entity" start, once the records it
+    /// holds are in ``records`` under its token (see ``RoutingIndex/setReady(_:)``).
+    func setReady(_ token: UInt64) {
         condition.lock()
         defer { condition.unlock() }
         guard observers[token] != nil else { return }
-        index.updateHoldings(token, added: added, removed: removed)
-        if ready { index.setReady(token) }
+        index.setReady(token)
     }
 
     /// Whether no change set is waiting or being delivered: shared live results are then
@@ -172,13 +170,13 @@ final class ChangeHub: @unchecked Sendable {
             while !pending.isEmpty {
                 let next = pending.removeFirst()
                 var targets: [any ChangeObserver] = []
-                for token in index.targets(of: next) {
+                for token in index.targets(of: next, holders: records) {
                     if let observer = observers[token]?.observer {
                         targets.append(observer)
                     } else {
                         // Released without being removed: stop routing to it.
                         observers[token] = nil
-                        index.remove(token, holding: [Value]())
+                        index.remove(token)
                     }
                 }
                 condition.unlock()

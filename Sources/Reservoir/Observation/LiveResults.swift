@@ -1,12 +1,17 @@
-/// One version of one record in a live result: its id, row and decoded value.
+/// One version of one record in a live result: its id, row and decoded value, and the
+/// live fetches holding it.
 ///
 /// A class so the sorted list moves pointers, not records, and so "the same version"
 /// is object identity: an update replaces the entry, an untouched record keeps it.
 final class LiveEntry<T: Sendable>: @unchecked Sendable {
-    // @unchecked: immutable after init.
+    // @unchecked: immutable after init but for `holders`, which only the store's
+    // ``SharedRecordTable`` touches, under its lock.
     let id: Value
     let row: Row
     let record: T
+    /// The live fetches holding this version (kept here, not in a map beside it, so a held
+    /// record costs the table one pointer).
+    var holders = HolderTokens()
 
     init(id: Value, row: Row, record: T) {
         self.id = id
@@ -20,8 +25,9 @@ final class LiveEntry<T: Sendable>: @unchecked Sendable {
 /// query's total order, so a commit touching k records costs O(k log n) plus pointer
 /// moves. It falls back to a re-fetch only where it must: a full `limit` window that
 /// loses a member it cannot replace, and any change under a non-zero `offset` (whose
-/// hidden prefix it does not hold). Given a ``SharedRecordTable``, its entries come from
-/// there, so live fetches holding the same record version share one decoded copy.
+/// hidden prefix it does not hold). Its entries come from the store's ``SharedRecordTable``,
+/// so live fetches holding the same record version share one decoded copy, and the table
+/// (not a map of its own) says which version of a changed record this fetch holds.
 final class LiveResults<T: Storable> {
     typealias Entry = LiveEntry<T>
 
@@ -35,31 +41,33 @@ final class LiveResults<T: Storable> {
 
     let query: Query
     private(set) var entries: ChunkedList<Entry>
-    private var byID: [Value: Entry]
     /// The newest change set reflected in `entries`.
     private(set) var sequence: UInt64
-    /// Where entries come from when shared with other live fetches; nil to decode privately.
-    private let records: SharedRecordTable<T>?
+    /// Where entries come from, shared with the store's other live fetches.
+    private let records: SharedRecordTable<T>
+    /// This fetch's name among the holders of `records` (its observer's hub token).
+    private let holder: UInt64
 
-    /// Fetches the results in one snapshot of `backend`, taking entries from `records` when given.
-    init(query: Query, backend: any StorageBackend, records: SharedRecordTable<T>? = nil) throws {
+    /// Fetches the results in one snapshot of `backend`, taking entries from `records` and
+    /// holding them as `holder`.
+    init(query: Query, backend: any StorageBackend, records: SharedRecordTable<T>, holder: UInt64) throws {
         self.query = query
         self.records = records
+        self.holder = holder
         entries = ChunkedList()
-        byID = [:]
         sequence = 0
         try load(from: backend)
     }
 
     deinit {
-        records?.release(entries)
+        records.release(entries, holder: holder)
     }
 
     /// Re-runs the fetch; returns what changed, by identity.
     private func refetch(from backend: any StorageBackend) throws -> Delta {
         let old = entries
         try load(from: backend)
-        records?.release(old)
+        records.release(old, holder: holder)
         return identityDelta(from: old.array, to: entries.array)
     }
 
@@ -70,20 +78,8 @@ final class LiveResults<T: Storable> {
             (try reader.fetch(query), try reader.lastSequence())
         }
         let idColumn = query.entity.idColumn
-        var entries: [Entry] = []
-        if let records {
-            entries = try records.acquireEntries(rows.map { (id: $0.value(idColumn), row: $0) })
-        } else {
-            entries.reserveCapacity(rows.count)
-            for row in rows {
-                entries.append(Entry(id: row.value(idColumn), row: row, record: try RecordCoding.decode(T.self, from: row)))
-            }
-        }
-        var byID: [Value: Entry] = [:]
-        byID.reserveCapacity(rows.count)
-        for entry in entries { byID[entry.id] = entry }
+        let entries = try records.acquireEntries(rows.map { (id: $0.value(idColumn), row: $0) }, holder: holder)
         self.entries = ChunkedList(entries)
-        self.byID = byID
         self.sequence = sequence
     }
 
@@ -108,12 +104,11 @@ final class LiveResults<T: Storable> {
         for change in changes.inserted + changes.updated { touched[change.id] = .some(change.row) }
 
         // Old versions leaving the list, and new versions that match.
-        var leaving: [Entry] = []
+        let leaving = records.heldEntries(touched.keys, holder: holder)
         var arriving: [Entry] = []
         for (id, newRow) in touched {
-            if let old = byID[id] { leaving.append(old) }
             if let row = newRow, query.predicate.map({ QueryEvaluator.matches($0, row) }) ?? true {
-                arriving.append(try makeEntry(id: id, row: row))
+                arriving.append(try records.entry(id: id, row: row))
             }
         }
         if leaving.isEmpty && arriving.isEmpty { return none }
@@ -130,13 +125,11 @@ final class LiveResults<T: Storable> {
         let oldCount = entries.count
         var removed = leaving.map { (offset: offset(of: $0.row), entry: $0) }
         removed.sort { $0.offset > $1.offset }
-        for (offset, entry) in removed {
+        for (offset, _) in removed {
             entries.remove(at: offset)
-            byID[entry.id] = nil
         }
         for entry in arriving {
             entries.insert(entry, at: insertionPoint(for: entry.row))
-            byID[entry.id] = entry
         }
         if let limit = query.limit, entries.count > limit {
             // Past the window now: new arrivals (never inserted, as far as the subscriber
@@ -153,25 +146,16 @@ final class LiveResults<T: Storable> {
             for (entry, offset) in zip(pushedOut, oldOffsets.reversed()) {
                 removed.append((offset: offset, entry: entry))
             }
-            for entry in tail { byID[entry.id] = nil }
             arriving.removeAll { arrival in tail.contains { $0 === arrival } }
         }
         removed.sort { $0.offset < $1.offset }
         let inserted = arriving.map { (offset: offset(of: $0.row), entry: $0) }.sorted { $0.offset < $1.offset }
-        if let records {
-            // Closures rather than key paths here and across Observation: in unspecialized
-            // generic code a key path literal is built at run time each time it is evaluated
-            // (a type lookup by mangled name), which profiled at several µs per commit.
-            records.acquire(inserted.lazy.map { $0.entry })
-            records.release(removed.lazy.map { $0.entry })
-        }
+        // Closures rather than key paths here and across Observation: in unspecialized
+        // generic code a key path literal is built at run time each time it is evaluated
+        // (a type lookup by mangled name), which profiled at several µs per commit.
+        records.acquire(inserted.lazy.map { $0.entry }, holder: holder)
+        records.release(removed.lazy.map { $0.entry }, holder: holder)
         return Delta(removed: removed, inserted: inserted)
-    }
-
-    /// The entry for `id` at `row`: the shared one when there is a table, else a new one.
-    private func makeEntry(id: Value, row: Row) throws -> Entry {
-        if let records { return try records.entry(id: id, row: row) }
-        return Entry(id: id, row: row, record: try RecordCoding.decode(T.self, from: row))
     }
 
     // MARK: - Binary search in the query's total order

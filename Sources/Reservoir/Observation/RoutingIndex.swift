@@ -5,32 +5,14 @@
 /// every change set. A routed observer with an unkeyed route gets every change set that
 /// touches its entity. A keyed observer gets a change set when a changed row's new value
 /// of its column is one of its keys (for a ranged one: is in its range, see ``RangeRoutes``),
-/// or when it holds one of the changed ids; until it
-/// has said what it holds (``setReady(_:)``) it gets every change to its entity, so a
-/// record its initial fetch saw and an early change moved away still reaches it.
+/// or when it holds one of the changed ids (asked of ``RecordHolders``, the store's shared
+/// record table, which keeps each held record once for every purpose); until it is ready
+/// (``setReady(_:)``) it gets every change to its entity, so a record its initial fetch saw
+/// and an early change moved away still reaches it.
 /// Incomplete change sets (history lost to retention) go to everyone.
 ///
 /// Not thread-safe: the hub guards it with its lock.
 struct RoutingIndex {
-    /// A record's holders: nearly always one, so no array is allocated for it.
-    private struct Holders {
-        var first: UInt64
-        var more: [UInt64] = []
-
-        func contains(_ token: UInt64) -> Bool { first == token || more.contains(token) }
-
-        /// Removes `token`; returns false when no holder is left.
-        mutating func remove(_ token: UInt64) -> Bool {
-            if first == token {
-                guard let next = more.popLast() else { return false }
-                first = next
-            } else {
-                more.removeAll { $0 == token }
-            }
-            return true
-        }
-    }
-
     private struct EntityRoutes {
         /// Unkeyed observers, and keyed ones that have not yet said what they hold.
         var everyChange: Set<UInt64> = []
@@ -38,10 +20,8 @@ struct RoutingIndex {
         var byKey: [String: [Value: [UInt64]]] = [:]
         /// Ranged observers by column.
         var byRange: [String: RangeRoutes] = [:]
-        /// Who holds each record, for keyed observers.
-        var holders: [Value: Holders] = [:]
 
-        var isEmpty: Bool { everyChange.isEmpty && byKey.isEmpty && byRange.isEmpty && holders.isEmpty }
+        var isEmpty: Bool { everyChange.isEmpty && byKey.isEmpty && byRange.isEmpty }
     }
 
     private var unrouted: Set<UInt64> = []
@@ -79,29 +59,8 @@ struct RoutingIndex {
         }
     }
 
-    /// Records that a keyed observer now holds `added` and no longer holds `removed`.
-    mutating func updateHoldings(_ token: UInt64, added: some Sequence<Value>, removed: some Sequence<Value>) {
-        guard let route = routes[token], route.isKeyed else { return }
-        var routes = entities[route.entity] ?? EntityRoutes()
-        entities[route.entity] = nil  // mutate the dictionary's storage in place, not a copy
-        for id in removed {
-            if var holders = routes.holders[id] {
-                routes.holders[id] = holders.remove(token) ? holders : nil
-            }
-        }
-        for id in added {
-            if var holders = routes.holders[id] {
-                if !holders.contains(token) { holders.more.append(token) }
-                routes.holders[id] = holders
-            } else {
-                routes.holders[id] = Holders(first: token)
-            }
-        }
-        entities[route.entity] = routes
-    }
-
-    /// Removes an observer and everything it held.
-    mutating func remove(_ token: UInt64, holding held: some Sequence<Value>) {
+    /// Removes an observer.
+    mutating func remove(_ token: UInt64) {
         all.remove(token)
         unrouted.remove(token)
         guard let route = routes.removeValue(forKey: token) else { return }
@@ -117,17 +76,13 @@ struct RoutingIndex {
                 if routes.byKey[column]?[key]?.isEmpty == true { routes.byKey[column]?[key] = nil }
             }
             if routes.byKey[column]?.isEmpty == true { routes.byKey[column] = nil }
-            for id in held {
-                if var holders = routes.holders[id] {
-                    routes.holders[id] = holders.remove(token) ? holders : nil
-                }
-            }
         }
         if !routes.isEmpty { entities[route.entity] = routes }
     }
 
-    /// The observers `changeSet` can affect, in the order they were added.
-    func targets(of changeSet: ChangeSet) -> [UInt64] {
+    /// The observers `changeSet` can affect, in the order they were added, with `holders`
+    /// saying who holds a changed record.
+    func targets(of changeSet: ChangeSet, holders: some RecordHolders) -> [UInt64] {
         guard changeSet.isComplete else { return all.sorted() }
         var found = unrouted
         for changes in changeSet.entities {
@@ -141,21 +96,29 @@ struct RoutingIndex {
                 for change in changes.inserted { ranged.forEachContaining(change.row.value(column)) { found.insert($0) } }
                 for change in changes.updated { ranged.forEachContaining(change.row.value(column)) { found.insert($0) } }
             }
-            guard !routes.holders.isEmpty else { continue }
-            for change in changes.updated { routes.holders[change.id].map { found.formUnion(holderTokens($0)) } }
-            for id in changes.deleted { routes.holders[id].map { found.formUnion(holderTokens($0)) } }
+            // Only keyed observers need their holdings looked up: the rest get every change.
+            guard !routes.byKey.isEmpty || !routes.byRange.isEmpty else { continue }
+            var ids: [Value] = []
+            ids.reserveCapacity(changes.updated.count + changes.deleted.count + changes.inserted.count)
+            for change in changes.updated { ids.append(change.id) }
+            ids.append(contentsOf: changes.deleted)
             // An insert of a held id (a delete and re-insert netted oddly by a change log).
-            for change in changes.inserted { routes.holders[change.id].map { found.formUnion(holderTokens($0)) } }
+            for change in changes.inserted { ids.append(change.id) }
+            var held: Set<UInt64> = []
+            holders.formHolders(of: ids, entity: changes.entity, into: &held)
+            // A fetch's records outlive its route for a moment as it closes: skip those.
+            for token in held where self.routes[token] != nil { found.insert(token) }
         }
         return found.sorted()
     }
 
-    private func holderTokens(_ holders: Holders) -> [UInt64] {
-        holders.more.isEmpty ? [holders.first] : [holders.first] + holders.more
+    /// The observers `changeSet` can affect when no record is held.
+    func targets(of changeSet: ChangeSet) -> [UInt64] {
+        targets(of: changeSet, holders: NoRecordHolders())
     }
+}
 
-    /// How many records have a holder (for tests and memory reports).
-    func heldRecordCount(entity: String) -> Int {
-        entities[entity]?.holders.count ?? 0
-    }
+/// Holds nothing: routing by keys and ranges alone.
+struct NoRecordHolders: RecordHolders {
+    func formHolders(of ids: [Value], entity: String, into tokens: inout Set<UInt64>) {}
 }

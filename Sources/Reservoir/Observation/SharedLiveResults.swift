@@ -27,8 +27,9 @@ protocol SharedResultsMember<Record>: AnyObject, Sendable {
 ///
 /// The results and their delta per change set are computed once; each subscription
 /// (``LiveSubscription``) keeps only what it has sent, its demand and its coalescing. It
-/// observes the ``ChangeHub`` with the query's ``SubscriptionRoute`` and tells the hub
-/// which ids it holds, so a keyed fetch is reached only by changes that can affect it.
+/// observes the ``ChangeHub`` with the query's ``SubscriptionRoute`` and holds its records
+/// in the store's ``SharedRecords`` under its hub token, which is where the hub looks up a
+/// changed record's holders, so a keyed fetch is reached only by changes that can affect it.
 /// It lives as long as a member holds it; the last member leaving stops it.
 final class SharedLiveResults<T: Storable>: ChangeObserver, @unchecked Sendable {
     // @unchecked: mutable state is guarded by `condition`. Lock order: this lock, then a
@@ -82,7 +83,7 @@ final class SharedLiveResults<T: Storable>: ChangeObserver, @unchecked Sendable 
         var fetchError: (any Error)?
         do {
             let records = store.hub.records.table(for: T.self, entity: key.query.entity.name)
-            fetched = try LiveResults(query: key.query, backend: store.backend, records: records)
+            fetched = try LiveResults(query: key.query, backend: store.backend, records: records, holder: token)
         } catch {
             fetchError = error
         }
@@ -103,8 +104,10 @@ final class SharedLiveResults<T: Storable>: ChangeObserver, @unchecked Sendable 
             condition.unlock()
             return stopObserving(held)
         }
-        if let results, route.isKeyed {
-            store.hub.updateHoldings(token, added: results.entries.lazy.map { $0.id }, removed: [Value](), ready: true)
+        if route.isKeyed {
+            // Its records are in the shared table since the fetch: keys and holders now
+            // bring it every change that can affect it.
+            store.hub.setReady(token)
         }
         condition.unlock()
     }
@@ -133,17 +136,17 @@ final class SharedLiveResults<T: Storable>: ChangeObserver, @unchecked Sendable 
         stopObserving(held)
     }
 
-    /// Marks the results closed and releases them; returns the token and ids to unregister.
-    private func closeLocked() -> (token: UInt64?, ids: [Value]) {
+    /// Marks the results closed and releases them (and so their records); returns the
+    /// token to unregister.
+    private func closeLocked() -> UInt64? {
         isClosed = true
-        let ids = route.isKeyed ? (results?.entries.map { $0.id } ?? []) : []
         results = nil
         defer { token = nil }
-        return (token, ids)
+        return token
     }
 
-    private func stopObserving(_ held: (token: UInt64?, ids: [Value])) {
-        if let token = held.token { store.hub.removeObserver(token, holding: held.ids) }
+    private func stopObserving(_ token: UInt64?) {
+        if let token { store.hub.removeObserver(token) }
         store.hub.dropSharedResults(key, self)
     }
 
@@ -174,21 +177,12 @@ final class SharedLiveResults<T: Storable>: ChangeObserver, @unchecked Sendable 
         failLocked()
     }
 
-    /// Applies `changeSet` and updates the hub's holdings; nil (with `failure` set) on error.
+    /// Applies `changeSet` (which updates what it holds in the shared table); nil (with
+    /// `failure` set) on error.
     private func applyLocked(_ changeSet: ChangeSet) -> LiveResults<T>.Delta? {
         guard let results else { return nil }
         do {
-            let delta = try results.apply(changeSet, backend: store.backend)
-            if !delta.isEmpty, route.isKeyed, let token {
-                let removed = Set(delta.removed.lazy.map { $0.entry.id })
-                let inserted = Set(delta.inserted.lazy.map { $0.entry.id })
-                // Most commits update records in place: the same ids leave and arrive, and
-                // the hub's lock need not be taken for a change of nothing.
-                if removed != inserted {
-                    store.hub.updateHoldings(token, added: inserted.subtracting(removed), removed: removed.subtracting(inserted))
-                }
-            }
-            return delta
+            return try results.apply(changeSet, backend: store.backend)
         } catch {
             failure = error
             return nil

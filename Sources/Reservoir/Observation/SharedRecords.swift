@@ -1,16 +1,28 @@
 import Foundation
 
+/// Who holds which records, so a change to a record reaches the fetches holding it even
+/// when its new row (or, for a delete, its id alone) no longer matches their keys.
+protocol RecordHolders {
+    /// Adds to `tokens` the observer of every live fetch holding one of `ids` of `entity`.
+    func formHolders(of ids: [Value], entity: String, into tokens: inout Set<UInt64>)
+}
+
 /// One store's decoded records held by live fetches, once each: a record that several
 /// live fetches hold (overlapping ranges, the same records in two sort orders) is decoded
 /// and kept once, and each fetch's list points at the one ``LiveEntry``.
 ///
-/// Entries are keyed by record type, entity and id, and counted by the fetches holding them;
-/// an entry is reused only for exactly its row (``Row/==``), so a change set's new version
+/// Entries are kept by record type, entity and id, and list the fetches holding them (by
+/// their ``ChangeHub`` token). That one index per entity is also what a fetch asks for its
+/// own version of a changed record, and what the hub asks for a changed record's holders,
+/// so a held record costs one bucket in all, not one map entry here, one per fetch and one
+/// for routing.
+/// An entry is reused only for exactly its row (``Row/==``), so a change set's new version
 /// of a record replaces it for the next fetch that asks, and fetches still holding the old
 /// version keep theirs until their own change arrives. Sharing is best effort: a lookup
 /// that misses decodes a copy, never a wrong version.
-final class SharedRecords: @unchecked Sendable {
-    // @unchecked: `tables` is guarded by `lock`.
+final class SharedRecords: RecordHolders, @unchecked Sendable {
+    // @unchecked: `tables` and `byEntity` are guarded by `lock`. Lock order: the hub's lock,
+    // then this one, then a table's; a table never calls out.
     private struct TableKey: Hashable {
         let type: ObjectIdentifier
         let entity: String
@@ -18,6 +30,8 @@ final class SharedRecords: @unchecked Sendable {
 
     private let lock = NSLock()
     private var tables: [TableKey: AnyObject] = [:]
+    /// Every table of an entity (one per record type decoding it), for routing.
+    private var byEntity: [String: [any HeldRecordTable]] = [:]
 
     /// The table of `T` records of `entity`.
     func table<T: Storable>(for type: T.Type, entity: String) -> SharedRecordTable<T> {
@@ -27,87 +41,52 @@ final class SharedRecords: @unchecked Sendable {
         if let table = tables[key] as? SharedRecordTable<T> { return table }
         let table = SharedRecordTable<T>()
         tables[key] = table
+        byEntity[entity, default: []].append(table)
         return table
+    }
+
+    func formHolders(of ids: [Value], entity: String, into tokens: inout Set<UInt64>) {
+        lock.lock()
+        defer { lock.unlock() }
+        for table in byEntity[entity] ?? [] { table.formHolders(of: ids, into: &tokens) }
     }
 }
 
-/// The decoded `T` records of one entity that live fetches hold (see ``SharedRecords``).
-///
-/// Each slot counts the live fetches holding its entry; the last to let go removes it. The
-/// count is kept by the fetches (``acquire(_:)``, ``release(_:)``) rather than by weak
-/// references, because an object that is weakly referenced is retained and released
-/// through its side table, which made every list walk over the entries slower.
-final class SharedRecordTable<T: Storable>: @unchecked Sendable {
-    // @unchecked: the slots are guarded by `lock`.
-    private struct Slot {
-        let entry: LiveEntry<T>
-        var holders: Int
+/// A ``SharedRecordTable`` whatever its record type, as the hub's routing sees it.
+protocol HeldRecordTable: AnyObject, Sendable {
+    /// Adds to `tokens` the holders of every version of each of `ids`.
+    func formHolders(of ids: [Value], into tokens: inout Set<UInt64>)
+}
+
+/// The fetches holding one entry, by hub token (never 0: the hub's start at 1): nearly
+/// always one, so no array is allocated for it. A multiset: a fetch that acquires an entry
+/// twice (a re-fetch keeping a record) holds it until it releases it twice.
+struct HolderTokens {
+    /// 0 when no fetch holds the entry.
+    private var first: UInt64 = 0
+    private var more: [UInt64] = []
+
+    var isEmpty: Bool { first == 0 }
+
+    func contains(_ token: UInt64) -> Bool { first == token || more.contains(token) }
+
+    mutating func add(_ token: UInt64) {
+        if first == 0 { first = token } else { more.append(token) }
     }
 
-    private let lock = NSLock()
-    private var slots: [Value: Slot] = [:]
-
-    /// The entry for record `id` at exactly `row`: the one held, or `row` decoded. The
-    /// caller acquires it once it keeps it.
-    func entry(id: Value, row: Row) throws -> LiveEntry<T> {
-        lock.lock()
-        let held = slots[id]?.entry
-        lock.unlock()
-        if let held, held.row == row { return held }
-        return LiveEntry(id: id, row: row, record: try RecordCoding.decode(T.self, from: row))
-    }
-
-    /// The entries for `rows` (id and row each), decoded where none is held, and acquired:
-    /// a fetch's whole result in one pass under the lock.
-    func acquireEntries(_ rows: [(id: Value, row: Row)]) throws -> [LiveEntry<T>] {
-        lock.lock()
-        defer { lock.unlock() }
-        var entries: [LiveEntry<T>] = []
-        entries.reserveCapacity(rows.count)
-        for (id, row) in rows {
-            if var slot = slots[id], slot.entry.row == row {
-                slot.holders += 1
-                slots[id] = slot
-                entries.append(slot.entry)
-            } else {
-                let entry = LiveEntry(id: id, row: row, record: try RecordCoding.decode(T.self, from: row))
-                slots[id] = Slot(entry: entry, holders: 1)
-                entries.append(entry)
-            }
+    /// Removes one occurrence of `token`; returns false when no holder is left.
+    mutating func remove(_ token: UInt64) -> Bool {
+        if first == token {
+            first = more.popLast() ?? 0
+        } else if let position = more.firstIndex(of: token) {
+            more.remove(at: position)
         }
-        return entries
+        return first != 0
     }
 
-    /// Counts one more holder of each of `entries`; an entry newer than the one held for
-    /// its id takes the slot (fetches still holding the older one keep their own).
-    func acquire(_ entries: some Sequence<LiveEntry<T>>) {
-        lock.lock()
-        defer { lock.unlock() }
-        for entry in entries {
-            if var slot = slots[entry.id], slot.entry === entry {
-                slot.holders += 1
-                slots[entry.id] = slot
-            } else {
-                slots[entry.id] = Slot(entry: entry, holders: 1)
-            }
-        }
-    }
-
-    /// Counts one holder fewer of each of `entries`, forgetting those no fetch holds.
-    func release(_ entries: some Sequence<LiveEntry<T>>) {
-        lock.lock()
-        defer { lock.unlock() }
-        for entry in entries {
-            guard var slot = slots[entry.id], slot.entry === entry else { continue }
-            slot.holders -= 1
-            slots[entry.id] = slot.holders > 0 ? slot : nil
-        }
-    }
-
-    /// How many records some fetch holds an entry of (for tests and memory reports).
-    var heldCount: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return slots.count
+    func forEach(_ body: (UInt64) -> Void) {
+        guard first != 0 else { return }
+        body(first)
+        for token in more { body(token) }
     }
 }

@@ -3,8 +3,8 @@
 /// A fetch whose predicate requires one column to equal one of a few values (`channel == 7`,
 /// `channel IN (7, 8)`, either alone or as one term of a top-level AND) is *keyed*: a changed
 /// row reaches it only when its new value of that column is one of the keys, or when the fetch
-/// holds the record (the hub keeps an id → holders map for that: a record moving out of the
-/// fetch, or deleted, carries only its new row or its id). Failing such a term, a fetch whose
+/// holds the record (the hub asks the store's ``SharedRecords`` who holds it: a record moving
+/// out of the fetch, or deleted, carries only its new row or its id). Failing such a term, a fetch whose
 /// top-level AND bounds one column (`score > 3`, `day >= a AND day < b`) is *ranged*: a
 /// changed row reaches it when its new value of that column is in the range, or when the
 /// fetch holds the record. Any other fetch, and any fetch with an offset (whose hidden prefix
