@@ -35,10 +35,10 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
     private var token: UInt64 = 0
     private var lastSequenceCheck: ContinuousClock.Instant?
     private var probedSequence: Int64 = -1
-    /// The store's wake-up (``watchCommits(_:)``) and the read source that calls it when the
+    /// The store's wake-up (``watchCommits(_:)``) and the thread that calls it when the
     /// listener's socket has input: both under `listenerLock`.
     private var wake: (@Sendable () -> Void)?
-    private var listenerSource: (any DispatchSourceRead)?
+    private var listenerThread: PGNotifyThread?
     /// The writer connection's server process, whose notifications are this store's own.
     private let writerPID = Locked<Int32>(0)
 
@@ -183,7 +183,7 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
         guard var connection = writer else { throw closedError() }
         if let read, read.catalog >= 0, connection.preparedCatalog == read.catalog,
            case let (results, failure)? = try? connection.pipeline(
-               ["BEGIN", "SELECT sequence, catalog FROM \(layout.meta) FOR UPDATE"], then: (read.sql, read.parameters)) {
+               ["BEGIN", layout.lockMeta], then: (read.sql, read.parameters)) {
             if results.count >= 2 {
                 // Begun, with the write lock. A failed read (a statement prepared for a table
                 // another client has since changed) is rolled back and begun again below.
@@ -352,29 +352,33 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
     /// Wakes the store whenever `connection`'s socket has input. Call under `listenerLock`.
     private func watchSocket(of connection: PGConnection) {
         stopWatchingSocket()
-        guard let wake, connection.socket >= 0 else { return }
-        let source = DispatchSource.makeReadSource(fileDescriptor: connection.socket, queue: DispatchQueue(label: "reservoir.postgres.notify"))
-        source.setEventHandler { [weak self, weak connection] in
-            guard let self else { return }
+        guard wake != nil else { return }
+        listenerThread = PGNotifyThread(watching: connection) { [weak self] connection in
+            guard let self else { return false }
             self.listenerLock.lock()
             // Reading the input here keeps the socket from firing again. A broken connection
             // (the server went away) stops the watch; the probe this wakes replaces the
             // listener and watches the new one. This store's own commits (every one of them
             // comes back here) wake nobody: only another client's move the token.
-            let alive = connection != nil && self.listener === connection && connection?.consumeInput() == true
+            // A replaced listener's thread just ends (its replacement has a thread of its own).
+            guard self.listener === connection else {
+                self.listenerLock.unlock()
+                return false
+            }
+            let alive = connection.consumeInput()
             if !alive { self.stopWatchingSocket() }
             let others = alive && self.takeOthersNotifications()
+            let wake = self.wake
             self.listenerLock.unlock()
-            if !alive || others { wake() }
+            if !alive || others { wake?() }
+            return alive
         }
-        source.resume()
-        listenerSource = source
     }
 
     /// Call under `listenerLock`.
     private func stopWatchingSocket() {
-        listenerSource?.cancel()
-        listenerSource = nil
+        listenerThread?.stop()
+        listenerThread = nil
     }
 
     fileprivate func stopWatching() {

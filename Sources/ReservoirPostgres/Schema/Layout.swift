@@ -24,6 +24,13 @@ struct Layout: Sendable {
     let entities: String
     let columns: String
     let changes: String
+    /// The NOTIFY channel commits to this store are announced on.
+    let channel: String
+    /// The statements every commit sends, spelled once for the same reason: the writer's
+    /// meta-row lock, a change-log row, the meta row's new sequence.
+    let lockMeta: String
+    let logInsert: String
+    let metaUpdate: String
 
     init(schema: String) {
         self.schema = schema
@@ -33,6 +40,10 @@ struct Layout: Sendable {
         columns = quotedSchema + "." + Self.quote("_reservoir_columns")
         changes = quotedSchema + "." + Self.quote("_reservoir_changes")
         rewriteKeys = "hashtext('reservoir.rewrite'), hashtext(\(Self.literal(schema)))"
+        channel = "reservoir." + schema
+        lockMeta = "SELECT sequence, catalog FROM \(meta) FOR UPDATE"
+        logInsert = "INSERT INTO \(changes) (sequence, entity, kind, ids) VALUES ($1::bigint, $2::text, $3::text, $4::bytea)"
+        metaUpdate = "UPDATE \(meta) SET sequence = $1::bigint, xact = pg_current_xact_id()"
     }
 
     static func quote(_ identifier: String) -> String {
@@ -51,8 +62,6 @@ struct Layout: Sendable {
         quotedSchema + "." + Self.quote(name)
     }
 
-    /// The NOTIFY channel commits to this store are announced on.
-    var channel: String { "reservoir." + schema }
 
     /// Two keys for `pg_advisory_xact_lock`, so two processes creating the same new store
     /// do it one after the other.

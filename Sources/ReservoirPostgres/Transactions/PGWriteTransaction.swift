@@ -189,18 +189,19 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
         guard let sequence = Int64(exactly: changeSet.sequence) else {
             throw ReservoirError(.valueOutOfRange, "\(connection.name): sequence \(changeSet.sequence) does not fit a bigint")
         }
-        let log = "INSERT INTO \(layout.changes) (sequence, entity, kind, ids) VALUES ($1::bigint, $2::text, $3::text, $4::bytea)"
         try ChangeLogCodec.forEachGroup(changeSet) { entity, kind, ids in
-            try connection.enqueue(log, [.integer(sequence), .text(entity), .text(Self.kindCode(kind)), .bytes([UInt8](PackedIDs.pack(ids)))])
+            try connection.enqueue(layout.logInsert, [.integer(sequence), .text(entity), .text(Self.kindCode(kind)), .bytes([UInt8](PackedIDs.pack(ids)))])
         }
-        try connection.enqueue(
-            "UPDATE \(layout.meta) SET sequence = $1::bigint, xact = pg_current_xact_id()", [.integer(sequence)])
-        try connection.enqueue("SELECT pg_notify($1::text, $2::text)", [.text(layout.channel), .text(String(sequence))])
+        try connection.enqueue(layout.metaUpdate, [.integer(sequence)])
+        try connection.enqueue(Self.notify, [.text(layout.channel), .text(String(sequence))])
         if retention > 0 && sequence % Self.trimInterval == 0 {
             try connection.enqueue("DELETE FROM \(layout.changes) WHERE sequence <= $1::bigint", [.integer(sequence - Int64(retention))])
         }
         self.sequence = changeSet.sequence
     }
+
+    /// The commit's announcement to other clients (``PostgresBackend`` drops its own).
+    private static let notify = "SELECT pg_notify($1::text, $2::text)"
 
     /// The letter the change log stores `kind` as.
     private static func kindCode(_ kind: ChangeType) -> String {
