@@ -9,7 +9,7 @@ struct EntryIndexTests {
 
     @Test("sets, replacements and removals agree with a dictionary through growth and shrinking")
     func agreesWithDictionary() {
-        var index = EntryIndex<Int>()
+        var index = EntryIndex()
         var expected: [Value: LiveEntry<Int>] = [:]
         var generator = SystemRandomNumberGenerator()
         let ids: [Value] = (0..<300).map { $0 % 3 == 0 ? .text("id \($0)") : .integer(Int64($0)) }

@@ -7,19 +7,19 @@
 /// linear probing, and backward-shift deletion, so no tombstones build up.
 ///
 /// Not thread-safe: the table guards it with its lock.
-struct EntryIndex<T: Sendable> {
-    private var buckets: [LiveEntry<T>?] = []
+struct EntryIndex {
+    private var buckets: [HeldEntry?] = []
     /// How many entries are indexed.
     private(set) var count = 0
 
     /// The entry with `id`, if any.
-    func find(_ id: Value) -> LiveEntry<T>? {
+    func find(_ id: Value) -> HeldEntry? {
         bucket(of: id).map { buckets[$0] } ?? nil
     }
 
     /// Indexes `entry`, replacing the one with its id; returns the one replaced.
     @discardableResult
-    mutating func set(_ entry: LiveEntry<T>) -> LiveEntry<T>? {
+    mutating func set(_ entry: HeldEntry) -> HeldEntry? {
         if (count + 1) * 4 > buckets.count * 3 { resize(to: Swift.max(16, buckets.count * 2)) }
         let mask = buckets.count - 1
         var position = entry.id.hashValue & mask

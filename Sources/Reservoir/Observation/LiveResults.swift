@@ -3,20 +3,32 @@
 ///
 /// A class so the sorted list moves pointers, not records, and so "the same version"
 /// is object identity: an update replaces the entry, an untouched record keeps it.
-final class LiveEntry<T: Sendable>: @unchecked Sendable {
+final class LiveEntry<T: Sendable>: HeldEntry, @unchecked Sendable {
+    // @unchecked: immutable after init; `holders`, in the base class, is guarded as it says.
+    let record: T
+
+    init(id: Value, row: Row, record: T) {
+        self.record = record
+        super.init(id: id, row: row)
+    }
+}
+
+/// What every ``LiveEntry`` has whatever its record type: the id, the row and the fetches
+/// holding it. ``EntryIndex`` stores these, so its probing loops are ordinary code rather
+/// than generic code over the app's record type, which runs unspecialized (metadata looked
+/// up on every array access: thousands of instructions a lookup in a profile).
+class HeldEntry: @unchecked Sendable {
     // @unchecked: immutable after init but for `holders`, which only the store's
     // ``SharedRecordTable`` touches, under its lock.
     let id: Value
     let row: Row
-    let record: T
     /// The live fetches holding this version (kept here, not in a map beside it, so a held
     /// record costs the table one pointer).
     var holders = HolderTokens()
 
-    init(id: Value, row: Row, record: T) {
+    init(id: Value, row: Row) {
         self.id = id
         self.row = row
-        self.record = record
     }
 }
 

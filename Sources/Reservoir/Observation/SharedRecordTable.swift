@@ -11,7 +11,7 @@ final class SharedRecordTable<T: Storable>: HeldRecordTable, @unchecked Sendable
     // @unchecked: `current`, `displaced` and every held entry's `holders` are guarded by `lock`.
     private let lock = NSLock()
     /// The newest version held of each record.
-    private var current = EntryIndex<T>()
+    private var current = EntryIndex()
     /// Older versions some fetch still holds: only while a change set is on its way through
     /// the fetches holding the record (or a fetch still loading applies it late), so this is
     /// nearly always empty and costs nothing per record.
@@ -21,7 +21,7 @@ final class SharedRecordTable<T: Storable>: HeldRecordTable, @unchecked Sendable
     /// caller acquires it once it keeps it.
     func entry(id: Value, row: Row) throws -> LiveEntry<T> {
         lock.lock()
-        let held = current.find(id)
+        let held = typed(current.find(id))
         lock.unlock()
         if let held, held.row == row { return held }
         return LiveEntry(id: id, row: row, record: try RecordCoding.decode(T.self, from: row))
@@ -37,7 +37,7 @@ final class SharedRecordTable<T: Storable>: HeldRecordTable, @unchecked Sendable
         entries.reserveCapacity(rows.count)
         do {
             for (id, row) in rows {
-                if let held = current.find(id), held.row == row {
+                if let held = typed(current.find(id)), held.row == row {
                     held.holders.add(holder)
                     entries.append(held)
                 } else {
@@ -74,9 +74,9 @@ final class SharedRecordTable<T: Storable>: HeldRecordTable, @unchecked Sendable
         defer { lock.unlock() }
         var found: [LiveEntry<T>] = []
         for id in ids {
-            if let entry = current.find(id), entry.holders.contains(holder) {
+            if let entry = typed(current.find(id)), entry.holders.contains(holder) {
                 found.append(entry)
-            } else if let older = displaced[id]?.first(where: { $0.holders.contains(holder) }) {
+            } else if !displaced.isEmpty, let older = displaced[id]?.first(where: { $0.holders.contains(holder) }) {
                 found.append(older)
             }
         }
@@ -88,7 +88,7 @@ final class SharedRecordTable<T: Storable>: HeldRecordTable, @unchecked Sendable
         defer { lock.unlock() }
         for id in ids {
             current.find(id)?.holders.forEach { tokens.insert($0) }
-            guard let older = displaced[id] else { continue }
+            guard !displaced.isEmpty, let older = displaced[id] else { continue }
             for entry in older { entry.holders.forEach { tokens.insert($0) } }
         }
     }
@@ -107,11 +107,17 @@ final class SharedRecordTable<T: Storable>: HeldRecordTable, @unchecked Sendable
         return displaced.values.reduce(0) { $0 + $1.count }
     }
 
+    /// `entry` as what it is: this table indexes only its own `LiveEntry<T>`s, so the
+    /// unchecked downcast holds (``EntryIndex`` keeps them as their non-generic base).
+    private func typed(_ entry: HeldEntry?) -> LiveEntry<T>? {
+        entry.map { unsafeDowncast($0, to: LiveEntry<T>.self) }
+    }
+
     private func acquireLocked(_ entry: LiveEntry<T>, holder: UInt64) {
         // A held entry is indexed already (as current or displaced): only its holders change.
         guard entry.holders.isEmpty else { return entry.holders.add(holder) }
         entry.holders.add(holder)
-        if let replaced = current.set(entry) {
+        if let replaced = typed(current.set(entry)) {
             displaced[entry.id, default: []].append(replaced)
         }
     }
@@ -121,13 +127,15 @@ final class SharedRecordTable<T: Storable>: HeldRecordTable, @unchecked Sendable
         let id = entry.id
         if current.find(id) === entry {
             // The newest version is let go: an older one still held takes its place.
-            if let older = displaced[id]?.popLast() {
+            // `displaced` is nearly always empty: skip the generic dictionary's accessors then
+            // (unspecialized over T, each costs thousands of instructions).
+            if !displaced.isEmpty, let older = displaced[id]?.popLast() {
                 current.set(older)
                 if displaced[id]?.isEmpty == true { displaced[id] = nil }
             } else {
                 current.remove(id)
             }
-        } else if displaced[id] != nil {
+        } else if !displaced.isEmpty, displaced[id] != nil {
             displaced[id]?.removeAll { $0 === entry }
             if displaced[id]?.isEmpty == true { displaced[id] = nil }
         }
