@@ -30,17 +30,17 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
     private let idle: Locked<[PGConnection]>
     private let cachedCatalog: Locked<Catalog?>
     private let closed = Locked(false)
-    private let listenerLock = NSLock()
-    private var listener: PGConnection?
-    private var token: UInt64 = 0
-    private var lastSequenceCheck: ContinuousClock.Instant?
-    private var probedSequence: Int64 = -1
+    let listenerLock = NSLock()
+    var listener: PGConnection?
+    var token: UInt64 = 0
+    var lastSequenceCheck: ContinuousClock.Instant?
+    var probedSequence: Int64 = -1
     /// The store's wake-up (``watchCommits(_:)``) and the thread that calls it when the
     /// listener's socket has input: both under `listenerLock`.
-    private var wake: (@Sendable () -> Void)?
-    private var listenerThread: PGNotifyThread?
+    var wake: (@Sendable () -> Void)?
+    var listenerThread: PGNotifyThread?
     /// The writer connection's server process, whose notifications are this store's own.
-    private let writerPID = Locked<Int32>(0)
+    let writerPID = Locked<Int32>(0)
 
     /// Connects to the server `configuration` names and creates the store's tables in its
     /// schema when missing. Throws `.cannotOpen` naming the server and the cause (not
@@ -256,7 +256,7 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
     }
 
     /// `.gone` when `error` says the store's tables no longer exist (its schema was dropped).
-    private func gone(_ error: ReservoirError) -> ReservoirError? {
+    func gone(_ error: ReservoirError) -> ReservoirError? {
         guard error.nativeCode == PGFailure.packed("42P01") || error.nativeCode == PGFailure.packed("3F000") else { return nil }
         return ReservoirError(.gone, "\(server.name): the store's tables are gone (was schema \(layout.schema) dropped?); open the store again to create them anew",
                               nativeCode: error.nativeCode, nativeMessage: error.nativeMessage)
@@ -276,118 +276,6 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
         }
     }
 
-    // MARK: - Other clients
-
-    /// Counts NOTIFYs from other clients' commits on a listening connection (reading what
-    /// arrived costs no round trip), and now and then (every second, or every ten while the
-    /// socket is watched) reads the newest sequence as a safety net for a notification lost
-    /// with a connection. A broken listener is replaced,
-    /// and the token moves, so the store catches up from the log after an outage.
-    public func commitToken() throws -> UInt64 {
-        listenerLock.lock()
-        defer { listenerLock.unlock() }
-        try checkOpen()
-        if listener == nil || !(listener?.consumeInput() ?? false) {
-            try connectListener()
-        }
-        guard let listener else { return token }
-        _ = takeOthersNotifications()
-        // With the socket watched, NOTIFY wakes the store and a broken listener is noticed at
-        // once; the read then only guards against a connection that died silently.
-        let now = ContinuousClock.now
-        let interval: Duration = wake == nil ? .seconds(1) : .seconds(10)
-        if lastSequenceCheck.map({ now - $0 >= interval }) ?? true {
-            lastSequenceCheck = now
-            do {
-                let sequence = try listener.execute("SELECT sequence FROM \(layout.meta)").text(0, 0).flatMap { Int64($0) } ?? 0
-                if sequence != probedSequence {
-                    probedSequence = sequence
-                    token &+= 1
-                }
-            } catch let error as ReservoirError {
-                throw gone(error) ?? error
-            }
-        }
-        return token
-    }
-
-    /// Takes the notifications the listener has received; moves the token and returns true
-    /// when one came from another client. Call under `listenerLock`.
-    private func takeOthersNotifications() -> Bool {
-        guard let listener else { return false }
-        let own = writerPID.withLock { $0 }
-        guard listener.takeNotifications().contains(where: { $0.sender != own }) else { return false }
-        token &+= 1
-        return true
-    }
-
-    /// NOTIFY arrives on the listener's socket as soon as another client commits: the store
-    /// is woken then, and its probe reads the notifications (``commitToken()``).
-    public func watchCommits(_ wake: @escaping @Sendable () -> Void) -> (any CommitWatch)? {
-        listenerLock.lock()
-        defer { listenerLock.unlock() }
-        self.wake = wake
-        // Listen now: until a listener exists, no notification can arrive to wake anybody.
-        // Should connecting fail, the store's timer probe tries again (and watches then).
-        if let listener {
-            watchSocket(of: listener)
-        } else {
-            try? connectListener()
-        }
-        return NotifyWatch(backend: self)
-    }
-
-    /// Replaces the listening connection (also its socket watch). Call under `listenerLock`.
-    private func connectListener() throws {
-        stopWatchingSocket()
-        listener = nil
-        let connection = try PGConnection(conninfo: server.conninfo, name: server.name)
-        try connection.execute("LISTEN \(Layout.quote(layout.channel))")
-        listener = connection
-        token &+= 1
-        lastSequenceCheck = nil
-        if wake != nil { watchSocket(of: connection) }
-    }
-
-    /// Wakes the store whenever `connection`'s socket has input. Call under `listenerLock`.
-    private func watchSocket(of connection: PGConnection) {
-        stopWatchingSocket()
-        guard wake != nil else { return }
-        listenerThread = PGNotifyThread(watching: connection) { [weak self] connection in
-            guard let self else { return false }
-            self.listenerLock.lock()
-            // Reading the input here keeps the socket from firing again. A broken connection
-            // (the server went away) stops the watch; the probe this wakes replaces the
-            // listener and watches the new one. This store's own commits (every one of them
-            // comes back here) wake nobody: only another client's move the token.
-            // A replaced listener's thread just ends (its replacement has a thread of its own).
-            guard self.listener === connection else {
-                self.listenerLock.unlock()
-                return false
-            }
-            let alive = connection.consumeInput()
-            if !alive { self.stopWatchingSocket() }
-            let others = alive && self.takeOthersNotifications()
-            let wake = self.wake
-            self.listenerLock.unlock()
-            if !alive || others { wake?() }
-            return alive
-        }
-    }
-
-    /// Call under `listenerLock`.
-    private func stopWatchingSocket() {
-        listenerThread?.stop()
-        listenerThread = nil
-    }
-
-    fileprivate func stopWatching() {
-        listenerLock.lock()
-        defer { listenerLock.unlock() }
-        wake = nil
-        stopWatchingSocket()
-    }
-
     // MARK: - Closing
 
     public func close() {
@@ -403,7 +291,7 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
         idle.withLock { $0.removeAll() }
     }
 
-    private func checkOpen() throws {
+    func checkOpen() throws {
         if closed.withLock({ $0 }) { throw closedError() }
     }
 
@@ -439,13 +327,4 @@ extension BackendFactory {
         scheme: "postgresql",
         summary: "postgresql://… (as postgres://)"
     ) { try PostgresBackend($0) }
-}
-
-/// The running NOTIFY wake-up of a ``PostgresBackend``.
-private final class NotifyWatch: CommitWatch {
-    private weak let backend: PostgresBackend?
-
-    init(backend: PostgresBackend) { self.backend = backend }
-
-    func cancel() { backend?.stopWatching() }
 }

@@ -1,0 +1,125 @@
+import Foundation
+import Reservoir
+
+/// Other clients' commits: the listening connection, its NOTIFY wake-up thread and the
+/// commit token (Backends.md § PostgreSQL, several clients). State under `listenerLock`.
+extension PostgresBackend {
+    /// Counts NOTIFYs from other clients' commits on a listening connection (reading what
+    /// arrived costs no round trip), and now and then (every second, or every ten while the
+    /// socket is watched) reads the newest sequence as a safety net for a notification lost
+    /// with a connection. A broken listener is replaced,
+    /// and the token moves, so the store catches up from the log after an outage.
+    public func commitToken() throws -> UInt64 {
+        listenerLock.lock()
+        defer { listenerLock.unlock() }
+        try checkOpen()
+        if listener == nil || !(listener?.consumeInput() ?? false) {
+            try connectListener()
+        }
+        guard let listener else { return token }
+        _ = takeOthersNotifications()
+        // With the socket watched, NOTIFY wakes the store and a broken listener is noticed at
+        // once; the read then only guards against a connection that died silently.
+        let now = ContinuousClock.now
+        let interval: Duration = wake == nil ? .seconds(1) : .seconds(10)
+        if lastSequenceCheck.map({ now - $0 >= interval }) ?? true {
+            lastSequenceCheck = now
+            do {
+                let sequence = try listener.execute("SELECT sequence FROM \(layout.meta)").text(0, 0).flatMap { Int64($0) } ?? 0
+                if sequence != probedSequence {
+                    probedSequence = sequence
+                    token &+= 1
+                }
+            } catch let error as ReservoirError {
+                throw gone(error) ?? error
+            }
+        }
+        return token
+    }
+
+    /// Takes the notifications the listener has received; moves the token and returns true
+    /// when one came from another client. Call under `listenerLock`.
+    func takeOthersNotifications() -> Bool {
+        guard let listener else { return false }
+        let own = writerPID.withLock { $0 }
+        guard listener.takeNotifications().contains(where: { $0.sender != own }) else { return false }
+        token &+= 1
+        return true
+    }
+
+    /// NOTIFY arrives on the listener's socket as soon as another client commits: the store
+    /// is woken then, and its probe reads the notifications (``commitToken()``).
+    public func watchCommits(_ wake: @escaping @Sendable () -> Void) -> (any CommitWatch)? {
+        listenerLock.lock()
+        defer { listenerLock.unlock() }
+        self.wake = wake
+        // Listen now: until a listener exists, no notification can arrive to wake anybody.
+        // Should connecting fail, the store's timer probe tries again (and watches then).
+        if let listener {
+            watchSocket(of: listener)
+        } else {
+            try? connectListener()
+        }
+        return NotifyWatch(backend: self)
+    }
+
+    /// Replaces the listening connection (also its socket watch). Call under `listenerLock`.
+    func connectListener() throws {
+        stopWatchingSocket()
+        listener = nil
+        let connection = try PGConnection(conninfo: server.conninfo, name: server.name)
+        try connection.execute("LISTEN \(Layout.quote(layout.channel))")
+        listener = connection
+        token &+= 1
+        lastSequenceCheck = nil
+        if wake != nil { watchSocket(of: connection) }
+    }
+
+    /// Wakes the store whenever `connection`'s socket has input. Call under `listenerLock`.
+    func watchSocket(of connection: PGConnection) {
+        stopWatchingSocket()
+        guard wake != nil else { return }
+        listenerThread = PGNotifyThread(watching: connection) { [weak self] connection in
+            guard let self else { return false }
+            self.listenerLock.lock()
+            // Reading the input here keeps the socket from firing again. A broken connection
+            // (the server went away) stops the watch; the probe this wakes replaces the
+            // listener and watches the new one. This store's own commits (every one of them
+            // comes back here) wake nobody: only another client's move the token.
+            // A replaced listener's thread just ends (its replacement has a thread of its own).
+            guard self.listener === connection else {
+                self.listenerLock.unlock()
+                return false
+            }
+            let alive = connection.consumeInput()
+            if !alive { self.stopWatchingSocket() }
+            let others = alive && self.takeOthersNotifications()
+            let wake = self.wake
+            self.listenerLock.unlock()
+            if !alive || others { wake?() }
+            return alive
+        }
+    }
+
+    /// Call under `listenerLock`.
+    func stopWatchingSocket() {
+        listenerThread?.stop()
+        listenerThread = nil
+    }
+
+    func stopWatching() {
+        listenerLock.lock()
+        defer { listenerLock.unlock() }
+        wake = nil
+        stopWatchingSocket()
+    }
+}
+
+/// The running NOTIFY wake-up of a ``PostgresBackend``.
+final class NotifyWatch: CommitWatch {
+    private weak let backend: PostgresBackend?
+
+    init(backend: PostgresBackend) { self.backend = backend }
+
+    func cancel() { backend?.stopWatching() }
+}

@@ -1,0 +1,133 @@
+import Foundation
+import Reservoir
+
+/// Schema changes inside a write: tables created, columns added, a column rewritten as mixed,
+/// indexes made (Backends.md § PostgreSQL, layout).
+extension PGWriteTransaction {
+    func schemaChanged() throws {
+        if !catalogChanged {
+            let result = try connection.execute("UPDATE \(layout.meta) SET catalog = catalog + 1 RETURNING catalog")
+            catalog.version = result.text(0, 0).flatMap { Int64($0) } ?? catalog.version + 1
+            catalogChanged = true
+        }
+        try connection.dropPrepared()
+        connection.preparedCatalog = catalog.version
+    }
+
+    /// The table for `entity`, created when missing; the stored description updated when
+    /// the record type gained fields or indexes.
+    func prepareTable(_ entity: EntityDescription, firstID: Value) throws -> TableInfo {
+        if var table = catalog.tables[entity.name] {
+            guard table.entity != entity else { return table }
+            guard table.entity.idColumn == entity.idColumn else {
+                throw ReservoirError(.invalidSchema, "\(connection.name): entity \(entity.name) is stored with id column \(table.entity.idColumn), not \(entity.idColumn)")
+            }
+            try schemaChanged()
+            try connection.run(
+                "UPDATE \(layout.entities) SET fields = string_to_array($2::text, ','), indexes = string_to_array($3::text, ','), integer_ids = $4::boolean WHERE name = $1::text",
+                [.text(entity.name), .text(entity.fields.joined(separator: ",")), .text(entity.indexes.joined(separator: ",")), .bytes([entity.integerIDs ? 1 : 0])])
+            for index in entity.indexes where !table.entity.indexes.contains(index) && table.kinds[index] != nil {
+                try createIndex(entity.name, index)
+            }
+            table.entity = entity
+            catalog.tables[entity.name] = table
+            return table
+        }
+        let exists = try connection.execute("SELECT to_regclass(\(Layout.literal(layout.table(entity.name)))) IS NOT NULL")
+        if exists.text(0, 0) == "t" {
+            throw ReservoirError(.invalidSchema, "\(connection.name): a table named \(entity.name) exists in schema \(layout.schema) and was not made by Reservoir (it has no entry in _reservoir_entities); rename it, or open the store with ?schema=OTHER")
+        }
+        try schemaChanged()
+        let idKind: ColumnKind = entity.integerIDs ? .integer : (ColumnKind(of: firstID) ?? .integer)
+        try connection.execute("CREATE TABLE \(layout.table(entity.name)) (\(Layout.quote(entity.idColumn)) \(idKind.columnType) PRIMARY KEY)")
+        try connection.run(
+            "INSERT INTO \(layout.entities) (name, id_column, fields, indexes, integer_ids) VALUES ($1::text, $2::text, string_to_array($3::text, ','), string_to_array($4::text, ','), $5::boolean)",
+            [.text(entity.name), .text(entity.idColumn), .text(entity.fields.joined(separator: ",")), .text(entity.indexes.joined(separator: ",")), .bytes([entity.integerIDs ? 1 : 0])])
+        try recordColumn(entity.name, entity.idColumn, position: 0, kind: idKind)
+        let table = TableInfo(entity: entity, columns: [entity.idColumn], kinds: [entity.idColumn: idKind])
+        try connection.execute(layout.trigger(for: table))
+        catalog.tables[entity.name] = table
+        return table
+    }
+
+    /// Makes `column` able to hold `value`: adds it (with the value's kind), or rewrites it
+    /// as mixed when it holds another kind.
+    func prepareColumn(_ column: String, for value: Value, in table: TableInfo) throws -> TableInfo {
+        guard let needed = ColumnKind(of: value) else { return table }
+        guard let existing = table.kinds[column] else {
+            var table = table
+            try schemaChanged()
+            try connection.execute("ALTER TABLE \(layout.table(table.entity.name)) ADD COLUMN \(Layout.quote(column)) \(needed.columnType)")
+            try recordColumn(table.entity.name, column, position: table.columns.count, kind: needed)
+            if table.entity.indexes.contains(column) { try createIndex(table.entity.name, column) }
+            table.columns.append(column)
+            table.kinds[column] = needed
+            catalog.tables[table.entity.name] = table
+            return table
+        }
+        // The exact kind, even for ids: an integer id stored in a real column would come
+        // back as a real (-12 as -12.0), so a second kind of id makes the column mixed too.
+        if existing == .mixed || ColumnCodec.parameter(value, kind: existing, isID: false) != nil { return table }
+        return try makeMixed(column, in: table)
+    }
+
+    /// Rewrites `column` as mixed: its values re-encoded here (``KeyEncoding`` is Swift),
+    /// then stored back by id. Runs once per column, when a second kind first arrives.
+    func makeMixed(_ column: String, in table: TableInfo) throws -> TableInfo {
+        try schemaChanged()
+        // Waits for readers (of every process) to finish; new ones wait for this commit.
+        try connection.execute("SELECT pg_advisory_xact_lock(\(layout.rewriteKeys))")
+        var table = table
+        let name = layout.table(table.entity.name)
+        let idColumn = Layout.quote(table.entity.idColumn)
+        let quoted = Layout.quote(column)
+        let isID = column == table.entity.idColumn
+        let oldKind = table.kinds[column] ?? .mixed
+        let oldIDKind = table.idKind
+        let current = try connection.run("SELECT \(idColumn), \(quoted) FROM \(name) WHERE \(quoted) IS NOT NULL")
+        var pairs: [(id: PGParameter, encoded: [UInt8])] = []
+        for row in 0..<current.rowCount {
+            guard let id = ColumnCodec.value(current.bytes(row, 0), kind: oldIDKind),
+                  let idParameter = ColumnCodec.parameter(id, kind: oldIDKind, isID: true),
+                  let value = ColumnCodec.value(current.bytes(row, 1), kind: oldKind) else {
+                throw ReservoirError(.corrupt, "\(connection.name): table \(table.entity.name), column \(column): a stored value does not decode")
+            }
+            pairs.append((idParameter, ColumnCodec.mixed(value)))
+        }
+        let update: String
+        if isID {
+            try connection.execute("ALTER TABLE \(name) ADD COLUMN _reservoir_new bytea")
+            update = "UPDATE \(name) SET _reservoir_new = $2::bytea WHERE \(idColumn) = $1::\(oldIDKind.castType)"
+        } else {
+            try connection.execute("ALTER TABLE \(name) ALTER COLUMN \(quoted) TYPE bytea USING NULL")
+            update = "UPDATE \(name) SET \(quoted) = $2::bytea WHERE \(idColumn) = $1::\(oldIDKind.castType)"
+        }
+        for pair in pairs {
+            try connection.run(update, [pair.id, .bytes(pair.encoded)])
+        }
+        if isID {
+            try connection.execute("""
+                ALTER TABLE \(name) ALTER COLUMN \(quoted) TYPE bytea USING _reservoir_new;
+                ALTER TABLE \(name) DROP COLUMN _reservoir_new
+                """)
+        }
+        try connection.run("UPDATE \(layout.columns) SET kind = 'm' WHERE entity = $1::text AND name = $2::text",
+                           [.text(table.entity.name), .text(column)])
+        table.kinds[column] = .mixed
+        if isID { try connection.execute(layout.trigger(for: table)) }
+        catalog.tables[table.entity.name] = table
+        try connection.dropPrepared()
+        return table
+    }
+
+    func recordColumn(_ entity: String, _ column: String, position: Int, kind: ColumnKind) throws {
+        try connection.run(
+            "INSERT INTO \(layout.columns) (entity, name, position, kind) VALUES ($1::text, $2::text, $3::bigint, $4::text)",
+            [.text(entity), .text(column), .integer(Int64(position)), .text(kind.rawValue)])
+    }
+
+    func createIndex(_ entity: String, _ column: String) throws {
+        let indexName = Layout.quote(String("\(entity)_\(column)_idx".utf8.prefix(63)) ?? "\(entity)_idx")
+        try connection.execute("CREATE INDEX IF NOT EXISTS \(indexName) ON \(layout.table(entity)) (\(Layout.quote(column)))")
+    }
+}
