@@ -8,6 +8,37 @@ import Testing
 /// Several processes on one environment: commits reach the other process's change hub
 /// through the change log, and a process that dies holding LMDB's locks harms nothing.
 @Suite("LMDB: several processes", .serialized) struct MultiProcessTests {
+    /// #37 item 1: LMDB publishes nothing for a write that dirtied no page, so its id goes to
+    /// the next real commit, whichever process makes it. The environment cached the empty
+    /// write's sequence under that id, and this process then read the other process's commit
+    /// as the old sequence: `lastSequence()` lagged, live fetches missed the commit until the
+    /// next one, and a write here would have reused the sequence.
+    @Test(.timeLimit(.minutes(1)))
+    func anEmptyWriteThenAnotherProcessesCommitIsSeen() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.cleanUp() }
+        let configuration = "lmdb:\(dir.path)/env"
+        let store = try openStore(configuration)
+        defer { store.close() }
+        try await store.write { tx in try tx.insert(Note(id: 1, title: "first", priority: 5)) }
+        let live = Locked<[[Int]]>([])
+        let subscription = store.objectsPublisher(for: FetchRequest<Note>(sortBy: [.ascending(\.id)]))
+            .sink(receiveCompletion: { _ in }, receiveValue: { notes in live.withLock { $0.append(notes.map(\.id)) } })
+        defer { subscription.cancel() }
+        try await store.write { _ in }
+        try await store.write { tx in try tx.update(Note(id: 1, title: "first", priority: 5)) }
+
+        let helper = try ChildProcess(built: "ReservoirLMDBTestHelper", ["write", configuration, "2", "1", "0"])
+        #expect(await helper.waitForExit() == 0, "helper output: \(helper.output)")
+        #expect(try await store.read { try $0.lastSequence() } == 2, "the other process's commit is sequence 2")
+        #expect(try store.fetch(Note.self).map(\.id) == [1, 2])
+        let arrived = await eventually(timeout: .seconds(5)) { live.withLock { $0.last } == [1, 2] }
+        #expect(arrived, "the live fetch got the other process's commit: \(live.withLock { $0 })")
+        try await store.write { tx in try tx.insert(Note(id: 3, title: "mine", priority: 1)) }
+        #expect(try await store.read { try $0.lastSequence() } == 3, "this process's next commit takes the next sequence")
+        #expect(try store.backend.read { try $0.changeLog(after: 0, limit: 10).map(\.sequence) } == [1, 2, 3])
+    }
+
     @Test(.timeLimit(.minutes(1)))
     func commitInAnotherProcessReachesChangesQuickly() async throws {
         let dir = try TemporaryDirectory()

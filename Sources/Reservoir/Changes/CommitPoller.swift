@@ -9,6 +9,11 @@ import Foundation
 ///   LMDB through its lock file's map, neither of which notifies); the follow-ups catch it
 ///   within about twice that lag, and cost a few microseconds each, only around activity.
 ///   A timer probes once a second as the safety net for what a signal can miss.
+/// - The token only decides whether a wake-up's first probe reads the change log. The
+///   follow-ups and the timer read it whatever the token says (the newest visible sequence
+///   against the last one announced: one cheap read), so a token that moved before its
+///   commit was visible, or a catch-up that failed, cannot leave a commit unannounced until
+///   the next one. A token counts as seen only once a catch-up after it finished.
 /// - The signal fires for this store's own commits too. A wake-up within ``ownCommitQuiet``
 ///   of one is probed that long after it instead of at once, so a store committing in a
 ///   tight loop probes about every 2 ms rather than once per commit; and the follow-ups
@@ -17,16 +22,27 @@ import Foundation
 ///   committing arrives up to 2 ms later.
 /// - Without one: the timer probes every 50 ms.
 ///
-/// Idle, a store with a signal wakes once a second and does one cheap probe.
+/// Idle, a store with a signal wakes once a second and does one cheap probe and one read of
+/// its newest sequence (for PostgreSQL, a round trip).
 final class CommitPoller: @unchecked Sendable {
+    /// What a catch-up found.
+    enum CatchUp: Sendable {
+        /// Commits this store had not announced (another process's or store's).
+        case found
+        /// Nothing beyond what the store announced.
+        case nothing
+        /// It could not read the log (busy, transient): the next probe reads it again.
+        case failed
+    }
+
     // @unchecked: `lastToken`, `generation` and `hooks` are touched only on `queue`; `control` is Locked.
 
     /// What a probe calls: the backend's token, the catch-up when it moved, the stop when the
     /// store's files are gone.
     struct Hooks: Sendable {
         let token: @Sendable () throws -> UInt64
-        /// Catches up; returns whether it found commits other than the store's own.
-        let moved: @Sendable () -> Bool
+        /// Catches up; says whether it found commits other than the store's own.
+        let moved: @Sendable () -> CatchUp
         let gone: @Sendable (ReservoirError) -> Void
     }
 
@@ -58,7 +74,7 @@ final class CommitPoller: @unchecked Sendable {
         let (seconds, attoseconds) = interval.components
         let nanoseconds = max(1_000_000, Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
         timer.schedule(deadline: .now() + .nanoseconds(nanoseconds), repeating: .nanoseconds(nanoseconds), leeway: .milliseconds(5))
-        timer.setEventHandler { [weak self] in _ = self?.probe() }
+        timer.setEventHandler { [weak self] in _ = self?.probe(always: true) }
         let started = control.withLock { control -> Bool in
             guard !control.stopped else { return false }
             control.timer = timer
@@ -123,15 +139,17 @@ final class CommitPoller: @unchecked Sendable {
     /// Probes, then schedules the next follow-up unless a newer wake-up took over.
     private func settle(step: Int, generation: UInt64) {
         guard generation == self.generation else { return }
-        let next = probe() ? 0 : step + 1
+        let next = probe(always: step >= 0) ? 0 : step + 1
         guard next < Self.settleDelays.count else { return }
         queue.asyncAfter(deadline: .now() + .milliseconds(Self.settleDelays[next])) { [weak self] in
             self?.settle(step: next, generation: generation)
         }
     }
 
-    /// One probe; returns whether the token moved and the catch-up found another process's commits.
-    private func probe() -> Bool {
+    /// One probe; returns whether the catch-up found another process's commits. It catches
+    /// up when the token moved, or `always`. A token is taken as seen only once a catch-up
+    /// after it finished.
+    private func probe(always: Bool) -> Bool {
         guard let hooks, !control.withLock({ $0.stopped }) else { return false }
         let token: UInt64
         do {
@@ -142,8 +160,17 @@ final class CommitPoller: @unchecked Sendable {
         } catch {
             return false  // busy or transient: the next probe tries again
         }
-        defer { lastToken = token }
-        guard token != lastToken else { return false }
-        return hooks.moved()
+        guard always || token != lastToken else { return false }
+        switch hooks.moved() {
+        case .found:
+            lastToken = token
+            return true
+        case .nothing:
+            lastToken = token
+            return false
+        case .failed:
+            lastToken = nil
+            return false
+        }
     }
 }

@@ -24,7 +24,7 @@ extension Store {
                 guard let self else { throw CancellationError() }
                 return try self.backend.commitToken()
             },
-            moved: { [weak self] in self?.catchUp() ?? false },
+            moved: { [weak self] in self?.catchUp() ?? .nothing },
             gone: { [weak self] in self?.stop($0) }
         )
         poller.start(every: interval ?? (watch == nil ? .milliseconds(50) : .seconds(1)), watch: watch, hooks: hooks)
@@ -44,15 +44,15 @@ extension Store {
         _ = catchUp()
     }
 
-    /// ``pollExternalChanges()``, returning whether it found change sets this store had not
-    /// enqueued (another process's commits) rather than only this store's own.
-    func catchUp() -> Bool {
+    /// ``pollExternalChanges()``, saying whether it found change sets this store had not
+    /// enqueued (another process's commits) rather than only this store's own, or failed.
+    func catchUp() -> CommitPoller.CatchUp {
         // The token moves for this store's own commits too. A read outside the write lock
         // tells those apart without waiting for a writer; an own commit not enqueued yet is
         // found below, under the lock, to need nothing.
         if let latest = try? backend.read({ try $0.lastSequence() }), latest <= hub.lastEnqueued {
             hub.waitUntilDelivered(through: hub.lastEnqueued)
-            return false
+            return .nothing
         }
         let found = try? writeLock.withLock { () -> Bool in
             let latest = try backend.read { try $0.lastSequence() }
@@ -67,7 +67,11 @@ extension Store {
         } else {
             hub.deliver(through: hub.lastEnqueued)
         }
-        return found == true
+        switch found {
+        case true?: return .found
+        case false?: return .nothing
+        case nil: return .failed
+        }
     }
 
     /// Enqueues change sets from the log with sequences after the last enqueued, up to `sequence`.

@@ -212,6 +212,15 @@ final class LMDBEnvironment: @unchecked Sendable {
     }
 
     /// The id of the last committed transaction, whichever process committed it.
+    /// The newest meta page's transaction id (`mdb_env_info`): for a writer checking, with
+    /// the writer lock held, whether its own commit was published. Not for probes (see
+    /// ``lastTransactionID()``).
+    func lastCommittedID() -> Int {
+        var info = MDB_envinfo()
+        guard mdb_env_info(env, &info) == 0 else { return -1 }
+        return Int(info.me_last_txnid)
+    }
+
     func lastTransactionID() throws -> UInt64 {
         try checkFiles()
         // The id a new reader would see, not `mdb_env_info`'s: that one comes from the newest

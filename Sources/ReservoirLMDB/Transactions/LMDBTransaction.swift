@@ -198,7 +198,15 @@ final class LMDBTransaction: WriteTransaction {
             if rc == 0 {
                 if !committed.isEmpty { environment.addHandles(committed.mapValues { Optional($0) }) }
                 if !layouts.isEmpty { environment.layouts.add(layouts) }
-                environment.advanceDescriptions(from: snapshot.id, to: snapshot.writeID, changed: changed, recorded: snapshot.recordedSequence)
+                // LMDB publishes nothing for a write that dirtied no page (an empty or no-op
+                // write): its id then goes to the next real commit, whichever process makes it.
+                // Caching this write's state under that id would let readers here take the
+                // stale sequence and descriptions for that later commit's (a second store
+                // missed another's commit, and a write here could reuse its sequence). The
+                // writer lock is still held, so the newest meta names our commit if it landed.
+                if environment.lastCommittedID() == snapshot.writeID {
+                    environment.advanceDescriptions(from: snapshot.id, to: snapshot.writeID, changed: changed, recorded: snapshot.recordedSequence)
+                }
                 return
             }
             guard rc == CLMDB_MAP_FULL else {
