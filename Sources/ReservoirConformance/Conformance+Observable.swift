@@ -34,6 +34,28 @@ extension ConformanceSuite {
             }
         }),
 
+        ConformanceCase("observable", "a live query and live sections notify when a record changes only in its bytes", waiting: { context in
+            guard #available(macOS 14, iOS 17, tvOS 17, watchOS 10, *) else { throw observationUnavailable() }
+            let store = context.store
+            try await store.write { tx in try tx.insert(Item(id: 1, name: "caf\u{65}\u{301}", group: "g")) }
+            let request = FetchRequest<Item>(sortBy: [.ascending(\.group)])
+            try await MainActor.run {
+                let live = store.live(request)
+                let sections = store.liveSections(request, by: \.group)
+                let changed = Flag()
+                let sectionsChanged = Flag()
+                withObservationTracking { _ = live.elements } onChange: { changed.set() }
+                withObservationTracking { _ = sections.sections } onChange: { sectionsChanged.set() }
+                // Equal under Swift's `==` (canonical equivalence), different bytes: a change the store reports.
+                try store.write { tx in try tx.update(Item.self, id: 1) { $0.name = "caf\u{e9}" } }
+                try expect(changed.isSet, "onChange for a record whose text changed only in its bytes")
+                try expect(sectionsChanged.isSet, "live sections' onChange for the same change")
+                try expect(live.elements.first.map { Array($0.name.utf8) } == Array("caf\u{e9}".utf8), "elements hold the new bytes")
+                live.cancel()
+                sections.cancel()
+            }
+        }),
+
         ConformanceCase("observable", "a live query applies commits from other threads on the main actor", waiting: { context in
             guard #available(macOS 14, iOS 17, tvOS 17, watchOS 10, *) else { throw observationUnavailable() }
             let store = context.store
@@ -117,7 +139,7 @@ extension ConformanceSuite {
     ]
 }
 
-private func observationUnavailable() -> ConformanceFailure {
+func observationUnavailable() -> ConformanceFailure {
     ConformanceFailure(message: "the Observation framework needs macOS 14, iOS 17, tvOS 17 or watchOS 10", file: #fileID, line: #line)
 }
 

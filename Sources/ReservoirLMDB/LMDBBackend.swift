@@ -93,7 +93,7 @@ public final class LMDBBackend: StorageBackend {
 
     private func checkOpen() throws {
         if isClosed.withLock({ $0 }) {
-            throw ReservoirError(.closed, "\(lmdbStore(environment.path)): the store has been closed")
+            throw ReservoirError.closed(store: "lmdb:" + environment.path)
         }
     }
 }

@@ -296,7 +296,7 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
     }
 
     private func closedError() -> ReservoirError {
-        ReservoirError(.closed, "the \(server.name) has been closed")
+        ReservoirError.closed(store: server.location)
     }
 
     // MARK: - Tools

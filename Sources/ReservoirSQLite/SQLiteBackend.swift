@@ -323,6 +323,6 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
     }
 
     private func closedError() -> ReservoirError {
-        ReservoirError(.closed, "\(sqliteStore(location)): the store has been closed")
+        ReservoirError.closed(store: "sqlite:" + location)
     }
 }

@@ -62,6 +62,33 @@ struct PlainSQLTests {
         #expect(await eventually { lists.values.last == fetched }, "the live fetch never matched: \(lists.values.last ?? [])")
     }
 
+    /// #37 item 3: psql writing rows back as they were sends live fetches no difference.
+    @Test func psqlUpdatesThatChangeNothingSendNoDifference() async throws {
+        let configuration = try TestServer.freshStore()
+        defer { TestServer.drop(configuration) }
+        let store = try Store.open(configuration, registry: TestServer.registry)
+        defer { store.close() }
+        try await store.write { tx in
+            for id in 1...3 { try tx.insert(Message(id: id, author: 1, body: "message \(id)")) }
+        }
+        let table = "\(Self.schema(of: configuration)).messages"
+        let arrivals = Collected<ChangeSet>()
+        let changes = store.changeSets.sink { arrivals.append($0) }
+        defer { changes.cancel() }
+        let differences = Collected<CollectionDifference<Message>>()
+        let live = store.differencesPublisher(for: FetchRequest<Message>(sortBy: [.ascending(\.id)]))
+            .sink(receiveCompletion: { _ in }, receiveValue: { differences.append($0) })
+        defer { live.cancel() }
+        try Self.psql("UPDATE \(table) SET body = body")
+        try Self.psql("BEGIN; UPDATE \(table) SET body = 'changed' WHERE id = 2; UPDATE \(table) SET body = 'message 2' WHERE id = 2; COMMIT;")
+        try Self.psql("UPDATE \(table) SET author = 2 WHERE id = 3")
+        try #require(await eventually { arrivals.values.count == 3 }, "the three psql transactions arrived: \(arrivals.values.map(\.sequence))")
+        #expect(await eventually { differences.values.count >= 2 })
+        let values = differences.values
+        #expect(values.count == 2, "the initial value and the real change only: \(values)")
+        #expect(values.last.map { changedIDs($0.removals) } == [3] && values.last.map { changedIDs($0.insertions) } == [3])
+    }
+
     @Test func aStoreSeesAnotherStoresCommitsThroughNotify() async throws {
         let configuration = try TestServer.freshStore()
         defer { TestServer.drop(configuration) }
@@ -169,5 +196,14 @@ struct LostConnectionTests {
         #expect(arrivals.values.map(\.sequence) == [2, 3, 4, 5], "each commit once, in order")
         #expect(await eventually { lists.values.last == [1, 2, 3, 4, 5] }, "live: \(lists.values.last ?? [])")
         #expect(try reader.fetch(Message.self).map(\.id) == [1, 2, 3, 4, 5])
+    }
+}
+
+/// The ids of the records in a difference's removals or insertions.
+private func changedIDs(_ changes: [CollectionDifference<Message>.Change]) -> [Int] {
+    changes.map { change in
+        switch change {
+        case let .insert(_, element, _), let .remove(_, element, _): element.id
+        }
     }
 }

@@ -88,6 +88,32 @@ import Testing
         #expect(try fixture.store.fetch(Todo.self).map(\.title) == ["ONE", "TWO", "THREE"])
     }
 
+    /// #37 item 3: plain SQL that writes a row back as it was (`set title = title`, or an
+    /// update and its reversal in one transaction) is logged as an update, and live fetches
+    /// removed and re-inserted the identical record. They now compare the row read back with
+    /// the one they hold and send nothing.
+    @Test func plainSQLUpdatesThatChangeNothingSendNoDifference() async throws {
+        let fixture = try Fixture()
+        defer { fixture.finish() }
+        try await fixture.store.write { tx in
+            for id in 1...3 { try tx.insert(Todo(id: id, title: "todo \(id)", done: false, priority: id)) }
+        }
+        let differences = Collected<CollectionDifference<Todo>>()
+        let subscription = fixture.store.differencesPublisher(for: FetchRequest<Todo>(sortBy: [.ascending(\.priority)]))
+            .sink(receiveCompletion: { _ in }, receiveValue: { differences.append($0) })
+        defer { subscription.cancel() }
+        let raw = try RawConnection(fixture.directory.databasePath)
+        try raw.execute("UPDATE todos SET title = title")
+        try raw.execute("BEGIN; UPDATE todos SET title = 'changed' WHERE id = 2; UPDATE todos SET title = 'todo 2' WHERE id = 2; COMMIT;")
+        // A real change after them, so everything before it has been delivered once it arrives.
+        try raw.execute("UPDATE todos SET done = 1 WHERE id = 3")
+        let arrived = await eventually { differences.values.count >= 2 }
+        #expect(arrived, "the real change arrived: \(differences.values.count) differences")
+        let values = differences.values
+        #expect(values.count == 2, "the initial value and the real change only, no difference for the no-op updates: \(values)")
+        #expect(values.last.map { changedIDs($0.removals) } == [3] && values.last.map { changedIDs($0.insertions) } == [3])
+    }
+
     /// Found by the differential test: plain SQL that inserted a row and deleted it again
     /// took a sequence with no entries, which the store reported as history lost to retention.
     @Test func plainSQLThatChangesNothingTakesNoSequence() async throws {
@@ -245,5 +271,14 @@ import Testing
             ChangeLogEntry(sequence: 2, entity: "todos", id: 2, kind: .inserted),
             ChangeLogEntry(sequence: 2, entity: "todos", id: 3, kind: .inserted),
         ])
+    }
+}
+
+/// The ids of the records in a difference's removals or insertions.
+private func changedIDs(_ changes: [CollectionDifference<Todo>.Change]) -> [Int] {
+    changes.map { change in
+        switch change {
+        case let .insert(_, element, _), let .remove(_, element, _): element.id
+        }
     }
 }

@@ -74,7 +74,7 @@ public final class MemoryBackend: StorageBackend {
 
     private func checkOpen() throws {
         if isClosed.withLock({ $0 }) {
-            throw ReservoirError(.closed, "the memory: store has been closed")
+            throw ReservoirError.closed(store: "memory:")
         }
     }
 }

@@ -116,6 +116,13 @@ extension ReservoirError {
         return out
     }
 
+    /// The error every call on a closed store throws, on every backend, in one wording.
+    /// `store` is the store's configuration string (``StoreConfiguration/redacted``), or the
+    /// backend's scheme and location when it has none.
+    public static func closed(store: String) -> ReservoirError {
+        ReservoirError(.closed, "store \"\(store)\": the store has been closed; open it again to use it")
+    }
+
     /// This error with `store` (its configuration string) named at the front of its
     /// message, unless the message names the store's `location` already: every error says
     /// which store it is about, decode errors included.

@@ -67,16 +67,27 @@ public final class Store: Sendable {
     public var capabilities: BackendCapabilities { backend.capabilities }
 
     /// Stops observing and releases the backend. Later calls throw `.closed`.
+    ///
+    /// Closing ends every subscription and live object on the store exactly once, on every
+    /// backend: change sets already committed are delivered first, then every publisher whose
+    /// failure type is `any Error` (differences, objects, results changes, sections, counts,
+    /// record and type changes) fails with `.closed`, ``changeSets`` (which cannot fail)
+    /// finishes, the async sequences built on them end the same way, and ``LiveQuery``,
+    /// ``LiveCount`` and ``LiveSections`` set their `error` to `.closed` and keep their last
+    /// contents. A subscription made after `close()` ends the same way at once.
     public func close() {
         guard isClosed.setOnce() else { return }
         poller.stop()
         writeLock.withLock { backend.close() }
+        // Whatever was committed reaches its subscribers before they hear the store closed.
+        hub.waitUntilDelivered(through: hub.lastEnqueued)
+        hub.fail(ReservoirError.closed(store: configuration?.redacted ?? "\(backend.location)"))
     }
 
     /// Throws `.closed`, naming the store, once `close()` has been called.
     func checkOpen() throws {
         if isClosed.withLock({ $0 }) {
-            throw named(ReservoirError(.closed, "the store has been closed; open it again to use it"))
+            throw ReservoirError.closed(store: configuration?.redacted ?? "\(backend.location)")
         }
     }
 

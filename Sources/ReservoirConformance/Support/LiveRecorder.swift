@@ -13,6 +13,7 @@ public final class LiveRecorder<Input>: Subscriber, @unchecked Sendable {
     private var subscription: (any Subscription)?
     private var recorded: [Input] = []
     private var finished: Subscribers.Completion<any Error>?
+    private var completions = 0
     private let initialDemand: Subscribers.Demand
     private let demandPerValue: Subscribers.Demand
     /// Run inside `receive` for each value, after recording it (to write or cancel re-entrantly);
@@ -37,6 +38,13 @@ public final class LiveRecorder<Input>: Subscriber, @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         return finished
+    }
+
+    /// How many completions arrived: a publisher sends at most one.
+    public var completionCount: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return completions
     }
 
     /// The subscription while subscribed, for checking it is released after cancel.
@@ -68,6 +76,7 @@ public final class LiveRecorder<Input>: Subscriber, @unchecked Sendable {
     public func receive(completion: Subscribers.Completion<any Error>) {
         lock.lock()
         finished = completion
+        completions += 1
         lock.unlock()
     }
 

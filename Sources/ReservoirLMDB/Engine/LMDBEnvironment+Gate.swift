@@ -54,7 +54,7 @@ extension LMDBEnvironment {
         let me = pthread_self()
         while gated.resizing && gated.activeByThread[me] == nil { gate.wait() }
         if gated.isShutDown {
-            throw ReservoirError(.closed, "\(lmdbStore(path)): the store has been closed")
+            throw ReservoirError.closed(store: "lmdb:" + path)
         }
         gated.activeByThread[me, default: 0] += 1
         gated.activeCount += 1

@@ -32,7 +32,7 @@ final class ReaderPool: @unchecked Sendable {
         lock.lock()
         if isClosed {
             lock.unlock()
-            throw ReservoirError(.closed, "\(sqliteStore(path)): the store has been closed")
+            throw ReservoirError.closed(store: "sqlite:" + path)
         }
         if let session = idle.popLast() {
             lock.unlock()

@@ -116,11 +116,26 @@ final class LiveResults<T: Storable> {
         for change in changes.inserted + changes.updated { touched[change.id] = .some(change.row) }
 
         // Old versions leaving the list, and new versions that match.
-        let leaving = records.heldEntries(touched.keys, holder: holder)
+        var leaving = records.heldEntries(touched.keys, holder: holder)
         var arriving: [Entry] = []
         for (id, newRow) in touched {
             if let row = newRow, query.predicate.map({ QueryEvaluator.matches($0, row) }) ?? true {
                 arriving.append(try records.entry(id: id, row: row))
+            }
+        }
+        if !leaving.isEmpty && !arriving.isEmpty {
+            // A record whose row came back exactly as held (byte for byte: a plain SQL
+            // `update … set x = x`, an update and its reversal in one transaction) did not
+            // change: it stays where it is, and nothing is announced for it.
+            var held: [Value: Entry] = [:]
+            for entry in leaving { held[entry.id] = entry }
+            var unchanged: Set<Value> = []
+            for entry in arriving {
+                if let kept = held[entry.id], kept === entry || kept.row == entry.row { unchanged.insert(entry.id) }
+            }
+            if !unchanged.isEmpty {
+                leaving.removeAll { unchanged.contains($0.id) }
+                arriving.removeAll { unchanged.contains($0.id) }
             }
         }
         if leaving.isEmpty && arriving.isEmpty { return none }

@@ -36,7 +36,7 @@ public final class LiveCount<T: Storable> {
         let box = WeakBox<LiveCount<T>>()
         feed = MainActorFeed(onValue: { box.object?.receive($0) }, onFailure: { box.object?.stop($0) })
         box.object = self
-        store.countPublisher(for: request).subscribe(feed)
+        store.countPublisher(for: request, isolation: nil).subscribe(feed)
     }
 
     deinit {

@@ -39,7 +39,17 @@ extension Store {
 @MainActor @Observable
 public final class LiveQuery<T: Storable> {
     /// The request's current results, in its order.
-    public private(set) var elements: [T] = []
+    ///
+    /// Observers are told of every change the store reports, even one Swift's `==` cannot
+    /// see: `@Observable` skips notifying when an `Equatable` value is set to an equal one,
+    /// and `String`'s `==` is Unicode equivalence, while the store keeps (and reports a change
+    /// of) exact bytes, `"e\u{301}"` to `"\u{e9}"` say. So the results are stored apart and
+    /// every reported change notifies.
+    public var elements: [T] {
+        access(keyPath: \.elements)
+        return storedElements
+    }
+    @ObservationIgnored private var storedElements: [T] = []
     /// Whether the first results have yet to arrive.
     public private(set) var isLoading = true
     /// Why observing stopped, if it did.
@@ -58,7 +68,7 @@ public final class LiveQuery<T: Storable> {
         let box = WeakBox<LiveQuery<T>>()
         feed = MainActorFeed(onValue: { box.object?.receive($0) }, onFailure: { box.object?.stop($0) })
         box.object = self
-        store.objectsPublisher(for: request).subscribe(feed)
+        store.objectsPublisher(for: request, isolation: nil).subscribe(feed)
     }
 
     deinit {
@@ -71,7 +81,7 @@ public final class LiveQuery<T: Storable> {
     }
 
     private func receive(_ records: [T]) {
-        elements = records
+        withMutation(keyPath: \.elements) { storedElements = records }
         if isLoading { isLoading = false }
     }
 

@@ -23,8 +23,13 @@ extension Store {
 @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
 @MainActor @Observable
 public final class LiveSections<T: Storable, Key: ValueConvertible> {
-    /// The sections, in the request's order, each with its records.
-    public private(set) var sections: [ResultsSection<Key, T>] = []
+    /// The sections, in the request's order, each with its records. Every change the store
+    /// reports notifies observers, as ``LiveQuery/elements`` does.
+    public var sections: [ResultsSection<Key, T>] {
+        access(keyPath: \.sections)
+        return storedSections
+    }
+    @ObservationIgnored private var storedSections: [ResultsSection<Key, T>] = []
     /// The change that produced ``sections`` (the first one inserts every section).
     public private(set) var lastChange: SectionedResultsChange<Key, T>?
     /// Whether the first sections have yet to arrive.
@@ -42,7 +47,7 @@ public final class LiveSections<T: Storable, Key: ValueConvertible> {
         let box = WeakBox<LiveSections<T, Key>>()
         feed = MainActorFeed(onValue: { box.object?.receive($0) }, onFailure: { box.object?.stop($0) })
         box.object = self
-        store.sectionedChangesPublisher(for: request, by: key).subscribe(feed)
+        store.sectionedChangesPublisher(for: request, by: key, isolation: nil).subscribe(feed)
     }
 
     deinit {
@@ -55,7 +60,7 @@ public final class LiveSections<T: Storable, Key: ValueConvertible> {
     }
 
     private func receive(_ change: SectionedResultsChange<Key, T>) {
-        sections = change.sections
+        withMutation(keyPath: \.sections) { storedSections = change.sections }
         lastChange = change
         if isLoading { isLoading = false }
     }

@@ -5,9 +5,9 @@ extension Store {
     /// `(nil, .deleted)`, one per commit that changed it, limited to `changeTypes`.
     /// The same as ``publisher(for:id:changeTypes:)`` with the record's id.
     public func publisher<T: Storable>(
-        for record: T, changeTypes: Set<ChangeType> = Set(ChangeType.allCases)
+        for record: T, changeTypes: Set<ChangeType> = Set(ChangeType.allCases), isolation: (any Actor)? = #isolation
     ) -> RecordChangesPublisher<T> {
-        RecordChangesPublisher(store: self, id: record.id, changeTypes: changeTypes)
+        RecordChangesPublisher(store: self, id: record.id, changeTypes: changeTypes, deliversOnMainActor: isMainActor(isolation))
     }
 
     /// Changes to the record with this id, which need not exist yet: `(record, .inserted)`,
@@ -18,9 +18,9 @@ extension Store {
     ///     let watching = store.publisher(for: Message.self, id: 3)
     ///         .sink(receiveCompletion: { _ in }, receiveValue: { message, change in … })
     public func publisher<T: Storable>(
-        for type: T.Type, id: T.ID, changeTypes: Set<ChangeType> = Set(ChangeType.allCases)
+        for type: T.Type, id: T.ID, changeTypes: Set<ChangeType> = Set(ChangeType.allCases), isolation: (any Actor)? = #isolation
     ) -> RecordChangesPublisher<T> {
-        RecordChangesPublisher(store: self, id: id, changeTypes: changeTypes)
+        RecordChangesPublisher(store: self, id: id, changeTypes: changeTypes, deliversOnMainActor: isMainActor(isolation))
     }
 
     /// ``publisher(for:id:changeTypes:)`` as an async sequence:
@@ -29,13 +29,13 @@ extension Store {
     public func recordChanges<T: Storable>(
         for type: T.Type, id: T.ID, changeTypes: Set<ChangeType> = Set(ChangeType.allCases)
     ) -> AsyncThrowingPublisher<RecordChangesPublisher<T>> {
-        publisher(for: type, id: id, changeTypes: changeTypes).values
+        publisher(for: type, id: id, changeTypes: changeTypes, isolation: nil).values
     }
 }
 
 /// The publisher `store.publisher(for: record)` and `store.publisher(for: Type.self, id:)`
 /// return: a named type, so it can be kept in a stored property without `AnyPublisher`.
-public struct RecordChangesPublisher<T: Storable>: Publisher {
+public struct RecordChangesPublisher<T: Storable>: Publisher, MainActorDelivering {
     public typealias Output = (T?, ChangeType)
     public typealias Failure = any Error
 
@@ -45,8 +45,11 @@ public struct RecordChangesPublisher<T: Storable>: Publisher {
     public let id: T.ID
     /// The kinds of change sent.
     public let changeTypes: Set<ChangeType>
+    /// Whether values arrive on the main actor (the publisher was made in main-actor code).
+    var deliversOnMainActor = false
 
     public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
+        if hopsToMainActor(subscriber) { return }
         let entity = T.schema.name
         let key = Result { try id.toValue() }
         let changeTypes = self.changeTypes

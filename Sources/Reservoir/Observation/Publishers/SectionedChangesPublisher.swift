@@ -14,14 +14,14 @@ extension Store {
     /// Records fall into the same section when their stored key values are equal in the
     /// contract's order (text byte-wise). Demand rules are those of ``differencesPublisher(for:)``.
     public func sectionedChangesPublisher<T: Storable, Key: ValueConvertible>(
-        for request: FetchRequest<T>, by key: KeyPath<T, Key>
+        for request: FetchRequest<T>, by key: KeyPath<T, Key>, isolation: (any Actor)? = #isolation
     ) -> SectionedChangesPublisher<T, Key> {
-        SectionedChangesPublisher(store: self, request: request, key: key)
+        SectionedChangesPublisher(store: self, request: request, key: key, deliversOnMainActor: isMainActor(isolation))
     }
 }
 
 /// The publisher ``Store/sectionedChangesPublisher(for:by:)`` returns.
-public struct SectionedChangesPublisher<T: Storable, Key: ValueConvertible>: Publisher {
+public struct SectionedChangesPublisher<T: Storable, Key: ValueConvertible>: Publisher, MainActorDelivering {
     public typealias Output = SectionedResultsChange<Key, T>
     public typealias Failure = any Error
 
@@ -31,8 +31,11 @@ public struct SectionedChangesPublisher<T: Storable, Key: ValueConvertible>: Pub
     public let request: FetchRequest<T>
     /// The section key: the request's first sort key.
     public let key: KeyPath<T, Key>
+    /// Whether values arrive on the main actor (the publisher was made in main-actor code).
+    var deliversOnMainActor = false
 
     public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
+        if hopsToMainActor(subscriber) { return }
         LiveSubscription<SectionsOutput<T, Key>, S>.attach(subscriber, to: store, request: request, output: SectionsOutput(keyPath: key))
     }
 }

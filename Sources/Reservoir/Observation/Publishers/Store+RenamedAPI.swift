@@ -16,8 +16,10 @@ extension Store {
 
     /// Renamed ``differencesPublisher(for:)``: a fetch's differences as a publisher.
     @available(*, deprecated, renamed: "differencesPublisher(for:)")
-    public func changesPublisher<T: Storable>(for request: FetchRequest<T>) -> FetchedDifferencesPublisher<T> {
-        differencesPublisher(for: request)
+    public func changesPublisher<T: Storable>(
+        for request: FetchRequest<T>, isolation: (any Actor)? = #isolation
+    ) -> FetchedDifferencesPublisher<T> {
+        differencesPublisher(for: request, isolation: isolation)
     }
 }
 

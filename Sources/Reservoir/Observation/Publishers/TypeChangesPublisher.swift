@@ -6,15 +6,15 @@ extension Store {
     /// Deleted records are given as they were before the commit; for commits by other
     /// processes whose backend does not log deleted rows, see ``EntityChanges/deletedRows``.
     public func publisher<T: Storable>(
-        for type: T.Type, changeTypes: Set<ChangeType> = Set(ChangeType.allCases)
+        for type: T.Type, changeTypes: Set<ChangeType> = Set(ChangeType.allCases), isolation: (any Actor)? = #isolation
     ) -> TypeChangesPublisher<T> {
-        TypeChangesPublisher(store: self, changeTypes: changeTypes)
+        TypeChangesPublisher(store: self, changeTypes: changeTypes, deliversOnMainActor: isMainActor(isolation))
     }
 }
 
 /// The publisher `store.publisher(for: Type.self)` returns: a named type, so
 /// it can be kept in a stored property without `AnyPublisher`.
-public struct TypeChangesPublisher<T: Storable>: Publisher {
+public struct TypeChangesPublisher<T: Storable>: Publisher, MainActorDelivering {
     public typealias Output = [([T], ChangeType)]
     public typealias Failure = any Error
 
@@ -22,8 +22,11 @@ public struct TypeChangesPublisher<T: Storable>: Publisher {
     public let store: Store
     /// The kinds of change sent.
     public let changeTypes: Set<ChangeType>
+    /// Whether values arrive on the main actor (the publisher was made in main-actor code).
+    var deliversOnMainActor = false
 
     public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
+        if hopsToMainActor(subscriber) { return }
         let entity = T.schema.name
         let changeTypes = self.changeTypes
         FailingChangeSetPublisher(store: store).tryCompactMap { changeSet -> [([T], ChangeType)]? in
