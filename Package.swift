@@ -83,6 +83,8 @@ let package = Package(
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
+        // Records a test target and its helper process both store, defined once.
+        .target(name: "ReservoirTestRecords", dependencies: ["Reservoir"], path: "Tests/ReservoirTestRecords"),
         // Each test target that needs a second process has its helper executable beside it,
         // named Reservoir<Suite>TestHelper and started through ReservoirConformance's ChildProcess.
         .executableTarget(
@@ -130,19 +132,19 @@ let package = Package(
         // (scripts/with-postgres starts a throwaway one unless RESERVOIR_TEST_POSTGRES names one).
         .executableTarget(
             name: "ReservoirPostgresTestHelper",
-            dependencies: ["ReservoirPostgres", "Reservoir", "ReservoirConformance", .product(name: "OpenCombineShim", package: "OpenCombine")],
+            dependencies: ["ReservoirPostgres", "Reservoir", "ReservoirConformance", "ReservoirTestRecords", .product(name: "OpenCombineShim", package: "OpenCombine")],
             path: "Tests/ReservoirPostgresTestHelper"
         ),
         .testTarget(
             name: "ReservoirPostgresTests",
             dependencies: [
-                "ReservoirPostgres", "ReservoirConformance", "Reservoir", "ReservoirPostgresTestHelper",
+                "ReservoirPostgres", "ReservoirConformance", "Reservoir", "ReservoirPostgresTestHelper", "ReservoirTestRecords",
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
             ]
         ),
         .executableTarget(
             name: "ReservoirLMDBTestHelper",
-            dependencies: ["ReservoirLMDB"],
+            dependencies: ["ReservoirLMDB", "ReservoirTestRecords"],
             path: "Tests/ReservoirLMDBTestHelper"
         ),
         .testTarget(
@@ -152,6 +154,7 @@ let package = Package(
                 "ReservoirConformance",
                 "Reservoir",
                 "ReservoirLMDBTestHelper",
+                "ReservoirTestRecords",
                 .product(name: "PropertyBased", package: "swift-property-based"),
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
             ]

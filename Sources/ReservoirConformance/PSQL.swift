@@ -13,16 +13,13 @@ public enum PSQL {
         guard let psql = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
             throw ReservoirError(.backend, "psql not found; install PostgreSQL's client (apt-get install postgresql-client)")
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: psql)
-        process.arguments = [url, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", sql]
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw ReservoirError(.backend, "psql failed: \(String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))")
+        let process = try ChildProcess(URL(fileURLWithPath: psql), [url, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                                       standardError: .captured)
+        guard let status = process.waitUntilExit(within: 120) else {
+            throw ReservoirError(.backend, "psql did not finish within 120 s and was killed: \(process.errorText)")
+        }
+        guard status == 0 else {
+            throw ReservoirError(.backend, "psql failed: \(process.errorText)")
         }
     }
 }

@@ -12,7 +12,7 @@ import Reservoir
 /// another (encoded value, then id), beside a change log and metadata; keys use an
 /// order-preserving encoding so LMDB's byte order is the contract's value order. Queries
 /// are narrowed by indexes and answered with ``QueryEvaluator``. The map grows by itself
-/// when full. See Backends.md § "The LMDB backend" for layout, durability and limits.
+/// when full. See Docs/Design/LMDB.md for layout, durability and limits.
 public final class LMDBBackend: StorageBackend {
     let environment: LMDBEnvironment
     private let isClosed = Locked(false)

@@ -9,8 +9,8 @@ import Reservoir
 ///
 /// Written only against Reservoir's public SPI, as a third party would write a backend.
 /// One table per record type, one column per field (``ColumnKind``), the change log and
-/// NOTIFY for other clients' commits, triggers for plain SQL writers. Backends.md
-/// § PostgreSQL describes the layout, the SQL each operator compiles to, and multi-client use.
+/// NOTIFY for other clients' commits, triggers for plain SQL writers. Docs/Design/PostgreSQL.md
+/// describes the layout, the SQL each operator compiles to, and multi-client use.
 ///
 /// Connections: one writer (under `writerLock`), idle readers in a pool, and one listener
 /// that receives NOTIFY for ``commitToken()``. A connection found broken is replaced on its

@@ -10,7 +10,7 @@ import Reservoir
 /// change log this library writes for its own commits and triggers keep for any other
 /// SQLite client's, so every commit reaches subscriptions.
 /// The database runs in WAL mode with one writer connection and a pool of reader
-/// connections, so reads never wait for the writer. Backends.md § SQLite describes
+/// connections, so reads never wait for the writer. Docs/Design/SQLite.md describes
 /// the layout, the SQL each predicate compiles to, durability and multi-process use.
 public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
     // @unchecked: each connection is used under its lock (writer, probe) or by one

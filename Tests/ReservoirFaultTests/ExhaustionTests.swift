@@ -23,22 +23,16 @@ struct ExhaustionTests {
         let temporary = try TemporaryDirectory("reservoir-full")
         defer { temporary.cleanUp() }
         let mountPoint = temporary.path
-        let mount = Process()
-        mount.executableURL = URL(fileURLWithPath: "/bin/mount")
-        mount.arguments = ["-t", "tmpfs", "-o", "size=4m", "tmpfs", mountPoint]
-        mount.standardError = FileHandle.nullDevice
-        let mounted = getuid() == 0 && (try? mount.run()) != nil && { mount.waitUntilExit(); return mount.terminationStatus == 0 }()
+        let mounted = getuid() == 0
+            && (try? ChildProcess(URL(fileURLWithPath: "/bin/mount"), ["-t", "tmpfs", "-o", "size=4m", "tmpfs", mountPoint],
+                                  standardError: .captured))?.waitUntilExit() == 0
         guard mounted else {
             print("full file system test skipped for \(scheme): mounting a tmpfs needs root (uid \(getuid())) and mount permission")
             withKnownIssue { Issue.record("skipped: cannot mount a tmpfs here (needs root)") }
             return
         }
         defer {
-            let unmount = Process()
-            unmount.executableURL = URL(fileURLWithPath: "/bin/umount")
-            unmount.arguments = [mountPoint]
-            try? unmount.run()
-            unmount.waitUntilExit()
+            _ = (try? ChildProcess(URL(fileURLWithPath: "/bin/umount"), [mountPoint], standardError: .captured))?.waitUntilExit()
         }
         // A filler takes most of the space, so the store fills the rest quickly.
         let filler = mountPoint + "/filler"

@@ -1,6 +1,7 @@
 import Foundation
 import Reservoir
 import ReservoirLMDB
+import ReservoirTestRecords
 
 // A second process for the LMDB tests. Each mode prints one line per event and flushes,
 // so the test can follow along:
@@ -10,19 +11,6 @@ import ReservoirLMDB
 //     ReservoirLMDBTestHelper die-in-write CONFIG ID           "writing", then SIGKILLs itself mid-transaction
 //     ReservoirLMDBTestHelper fill CONFIG LIMIT_BYTES          file-size limit, writes until an error:
 //                                                              "committed N" then "error CODE NATIVE MESSAGE"
-
-struct Note: Storable {
-    var id: Int
-    var title: String
-    var priority: Int?
-    var score: Double?
-    var tag: String?
-
-    static let schema = Schema<Note>("notes", fields: [
-        .field(\.id),
-        .field(\.title), .field(\.priority, indexed: true), .field(\.score, indexed: true), .field(\.tag),
-    ])
-}
 
 func say(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))

@@ -2,6 +2,7 @@ import CLMDB
 import Foundation
 import Reservoir
 import ReservoirConformance
+import ReservoirTestRecords
 import Testing
 @testable import ReservoirLMDB
 

@@ -1,6 +1,7 @@
 import Foundation
 import Reservoir
 import ReservoirConformance
+import ReservoirTestRecords
 import Testing
 @testable import ReservoirLMDB
 

@@ -2,6 +2,7 @@ import Foundation
 import Reservoir
 @testable import ReservoirLMDB
 import ReservoirConformance
+import ReservoirTestRecords
 import Testing
 
 /// Stored entity descriptions round-trip whole, so a typed write after reopening finds the

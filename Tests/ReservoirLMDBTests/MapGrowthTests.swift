@@ -3,6 +3,7 @@ import Foundation
 import OpenCombineShim
 import Reservoir
 import ReservoirConformance
+import ReservoirTestRecords
 import Testing
 @testable import ReservoirLMDB
 

@@ -1,24 +1,12 @@
 import Foundation
 import Reservoir
 @testable import ReservoirLMDB
+import ReservoirTestRecords
 
 let lmdbRegistry = BackendRegistry([.lmdb])
 
 func openStore(_ configuration: String) throws -> Store {
     try Store.open(configuration, registry: lmdbRegistry)
-}
-
-struct Note: Storable {
-    var id: Int
-    var title: String
-    var priority: Int?
-    var score: Double?
-    var tag: String?
-
-    static let schema = Schema<Note>("notes", fields: [
-        .field(\.id),
-        .field(\.title), .field(\.priority, indexed: true), .field(\.score, indexed: true), .field(\.tag),
-    ])
 }
 
 struct NoteV1: Storable {

@@ -11,13 +11,7 @@ import OpenCombineShim
 import Reservoir
 import ReservoirConformance
 import ReservoirPostgres
-
-struct Message: Storable, Equatable {
-    var id: Int
-    var author: Int
-    var body: String
-    static let schema = Schema<Message>("messages", fields: [.field(\.author, indexed: true), .field(\.body)])
-}
+import ReservoirTestRecords
 
 func fail(_ message: String) -> Never {
     print("FAIL \(message)")

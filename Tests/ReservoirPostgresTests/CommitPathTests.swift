@@ -2,6 +2,7 @@ import Foundation
 import Reservoir
 import ReservoirConformance
 import ReservoirPostgres
+import ReservoirTestRecords
 import Testing
 
 /// The write transaction's short cuts: `BEGIN` sent with the first read, built from the

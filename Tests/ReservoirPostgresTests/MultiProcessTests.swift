@@ -3,14 +3,8 @@ import OpenCombineShim
 import Reservoir
 import ReservoirConformance
 import ReservoirPostgres
+import ReservoirTestRecords
 import Testing
-
-struct Message: Storable, Equatable {
-    var id: Int
-    var author: Int
-    var body: String
-    static let schema = Schema<Message>("messages", fields: [.field(\.author, indexed: true), .field(\.body)])
-}
 
 /// Several app processes share one server, as app servers on several machines would: each
 /// a separate client over TCP with live subscriptions, writing at the same time.

@@ -3,6 +3,7 @@ import OpenCombineShim
 import Reservoir
 import ReservoirConformance
 import ReservoirPostgres
+import ReservoirTestRecords
 import Testing
 
 /// Writes by other PostgreSQL clients (psql, another service) reach subscriptions through

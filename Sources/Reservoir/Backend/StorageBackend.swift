@@ -17,7 +17,8 @@
 ///   *in the same transaction*; ``ReadTransaction/lastSequence()`` reports the highest
 ///   sequence committed, whichever process committed it. In-process-only backends may keep
 ///   the log in memory.
-/// - ``commitToken()`` is cheap and changes whenever any process commits.
+/// - ``commitToken()`` changes whenever any process commits, never before the commit is
+///   visible to a new ``read(_:)``, and is cheap while nothing changed (it is probed often).
 /// - A backend whose files can be deleted or replaced under it checks, in ``commitToken()``
 ///   (probed every poll) and when a write begins, that the files it opened are still the
 ///   ones at its location, and throws `.gone` otherwise: ``Store`` then ends every live
@@ -40,6 +41,12 @@ public protocol StorageBackend: AnyObject, Sendable {
 
     /// A number that changes whenever any process commits a write (SQLite's
     /// `data_version`, LMDB's last transaction id). Probed to find external commits.
+    ///
+    /// Not necessarily read-only: when the token moved, a backend may first finish work that
+    /// must be done before those commits can be read from its change log, as SQLite numbers
+    /// the log rows plain-SQL clients left unnumbered, in a short write transaction. This is
+    /// the one call made between another process's commit and the log's read, so such work
+    /// has no other place; while the token stays put the probe stays a cheap read.
     func commitToken() throws -> UInt64
 
     /// Starts calling `wake` soon after another process (or another `Store` on the same

@@ -210,4 +210,20 @@ public final class ChildProcess: @unchecked Sendable {
         _ = await eventually(timeout: .seconds(2)) { isFinished }
         return process.terminationStatus
     }
+
+    /// ``waitForExit(within:)`` for synchronous callers (``PSQL``, a test running `mount`):
+    /// blocks the calling thread until the process exits, at most `seconds`, then kills it;
+    /// its exit status (or ending signal), or nil when it had to be killed. On return all the
+    /// process printed has been read, or 2 s have passed since it exited.
+    public func waitUntilExit(within seconds: Double = 30) -> Int32? {
+        let deadline = Date().addingTimeInterval(seconds)
+        while process.isRunning && Date() < deadline { usleep(1_000) }
+        if process.isRunning {
+            kill9()
+            return nil
+        }
+        let drained = Date().addingTimeInterval(2)
+        while !isFinished && Date() < drained { usleep(1_000) }
+        return process.terminationStatus
+    }
 }

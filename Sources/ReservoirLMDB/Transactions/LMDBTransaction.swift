@@ -72,8 +72,9 @@ final class LMDBTransaction: WriteTransaction {
         }
     }
 
-    /// Which commit this transaction sees and which it makes.
-    struct Snapshot {
+    /// Which commit this transaction sees and which it makes. (Not named `Snapshot`, which
+    /// would shadow the core's public `Snapshot` in every extension of this class.)
+    struct SnapshotState {
         /// The id of the commit the snapshot shows.
         var id = 0
         /// The id this write transaction's commit gets; a replay must begin with the same.
@@ -90,7 +91,7 @@ final class LMDBTransaction: WriteTransaction {
     @exclusivity(unchecked) var handles = Handles()
     @exclusivity(unchecked) var descriptions = Descriptions()
     @exclusivity(unchecked) var rowCoding = RowCoding()
-    @exclusivity(unchecked) var snapshot = Snapshot()
+    @exclusivity(unchecked) var snapshot = SnapshotState()
     /// Where `MDB_APPEND` may be used (see ``putRow(_:_:_:onlyNew:)``).
     @exclusivity(unchecked) var appending = Appending()
     /// Reused for encoding index keys.

@@ -151,12 +151,3 @@ class PGReadTransaction: ReadTransaction {
         return Row(columns: shape.columns, values: values)
     }
 }
-
-/// Which statement for which table: the cache key of ``PGReadTransaction/statements``.
-struct StatementKey: Hashable {
-    enum Kind: Hashable { case byID, copy, insert, upsert, new }
-    let entity: String
-    let kind: Kind
-    /// For inserts and upserts: the table columns the row has values for, as bits.
-    let present: UInt64
-}

@@ -52,12 +52,6 @@ final class SharedRecords: RecordHolders, @unchecked Sendable {
     }
 }
 
-/// A ``SharedRecordTable`` whatever its record type, as the hub's routing sees it.
-protocol HeldRecordTable: AnyObject, Sendable {
-    /// Adds to `tokens` the holders of every version of each of `ids`.
-    func formHolders(of ids: [Value], into tokens: inout Set<UInt64>)
-}
-
 /// The fetches holding one entry, by hub token (never 0: the hub's start at 1): nearly
 /// always one, so no array is allocated for it. A multiset: a fetch that acquires an entry
 /// twice (a re-fetch keeping a record) holds it until it releases it twice.

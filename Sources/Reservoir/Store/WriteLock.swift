@@ -1,0 +1,37 @@
+import Foundation
+
+/// The store's write lock, which also knows which thread is inside a write, so a nested
+/// write is reported instead of deadlocking.
+final class WriteLock: @unchecked Sendable {
+    // @unchecked: `owner` is guarded by `ownerLock`; `lock` is the write lock itself, held
+    // for a whole write, so a nested write can read `owner` without waiting on it.
+    private let lock = NSLock()
+    private let ownerLock = NSLock()
+    private var owner: pthread_t?
+
+    func withWriter<R>(_ body: () throws -> R) throws -> R {
+        ownerLock.lock()
+        let nested = owner.map { pthread_equal($0, pthread_self()) != 0 } ?? false
+        ownerLock.unlock()
+        if nested {
+            throw ReservoirError(.misuse, "write called inside another write's closure on the same store; do all the work in the outer transaction")
+        }
+        lock.lock()
+        ownerLock.lock()
+        owner = pthread_self()
+        ownerLock.unlock()
+        defer {
+            ownerLock.lock()
+            owner = nil
+            ownerLock.unlock()
+            lock.unlock()
+        }
+        return try body()
+    }
+
+    func withLock<R>(_ body: () throws -> R) rethrows -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
+    }
+}

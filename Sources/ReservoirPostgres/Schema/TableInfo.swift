@@ -1,0 +1,34 @@
+import Reservoir
+
+/// One record type's table as the catalog describes it.
+struct TableInfo: Sendable {
+    var entity: EntityDescription { didSet { refresh() } }
+    /// Columns in table order, the id first.
+    var columns: [String] { didSet { refresh() } }
+    var kinds: [String: ColumnKind] { didSet { refresh() } }
+    /// How result rows become ``Row``s, kept with the table so a fetch of 100,000 rows or a
+    /// run of point reads works it out once, not per row.
+    private(set) var rowShape = RowShape(columns: [], positions: [], kinds: [])
+    /// `"id", "a", "b"`: the select list, in table order.
+    private(set) var selectList = ""
+    /// Each column's kind, in table order (for rows streamed into a `COPY`).
+    private(set) var columnKinds: [ColumnKind] = []
+
+    init(entity: EntityDescription, columns: [String], kinds: [String: ColumnKind]) {
+        self.entity = entity
+        self.columns = columns
+        self.kinds = kinds
+        refresh()
+    }
+
+    var idKind: ColumnKind { kinds[entity.idColumn] ?? .mixed }
+
+    private mutating func refresh() {
+        var names = entity.fields
+        for column in columns where !entity.fields.contains(column) { names.append(column) }
+        let positions = names.map { name in columns.firstIndex(of: name) }
+        rowShape = RowShape(columns: names, positions: positions, kinds: names.map { kinds[$0] ?? .mixed })
+        selectList = columns.map(Layout.quote).joined(separator: ", ")
+        columnKinds = columns.map { kinds[$0] ?? .mixed }
+    }
+}
