@@ -225,7 +225,7 @@ extension ConformanceSuite {
                 let values = recorder.values
                 for (k, change) in values[seen...].enumerated() {
                     try expect(!change.isEmpty || seen + k == 0, "round \(round): an empty change was sent after the first")
-                    list = change.applied(to: list) { $0 }
+                    list = try change.applied(to: list) { $0 }
                     try expectEqual(list, change.results, "applying round \(round)'s change to the previous list")
                     sawMove = sawMove || !change.moved.isEmpty
                     sawUpdate = sawUpdate || !change.updated.isEmpty

@@ -15,7 +15,7 @@ extension ConformanceSuite {
                 var applied = 0
                 func check(_ step: String) throws {
                     for change in recorder.values.dropFirst(applied) {
-                        state = change.applied(to: state)
+                        state = try change.applied(to: state)
                         try expectEqual(state, change.sections, "seed \(seed), \(step): applying change #\(applied) gives its sections")
                         applied += 1
                     }
@@ -64,7 +64,7 @@ extension ConformanceSuite {
             try expectEqual(recorder.values.count, 1, "values while there is no demand")
             recorder.request(.max(1))
             try expectEqual(recorder.values.count, 2, "one coalesced value")
-            let state = recorder.values.reduce([ResultsSection<String?, Item>]()) { $1.applied(to: $0) }
+            let state = try recorder.values.reduce([ResultsSection<String?, Item>]()) { try $1.applied(to: $0) }
             try expectEqual(state, try sectioned(context.store.fetch(request)), "applied changes")
             let last = recorder.values[1]
             // Before: "", "Fruit", "dessert", "fruit" (byte order); after: "Fruit", "dessert", "fruit", "new".

@@ -105,7 +105,15 @@ struct ObservationTests {
         #expect(change.moved == [ResultsChange<Card>.Positions(old: 0, new: 4)])
         #expect(change.updated == [ResultsChange<Card>.Positions(old: 2, new: 2)])
         let previous = recorder.values.dropLast().last?.results ?? []
-        #expect(change.applied(to: previous) { $0 } == change.results)
+        #expect(try change.applied(to: previous) { $0 } == change.results)
+        // #37 item 6: a list the change does not fit is a .misuse naming both lengths, not a trap.
+        for misfit in [[], Array(previous.dropLast()), previous + previous] {
+            #expect {
+                _ = try change.applied(to: misfit) { $0 }
+            } throws: { error in
+                (error as? ReservoirError)?.code == .misuse && "\(error)".contains("the list has \(misfit.count) items")
+            }
+        }
         recorder.cancel()
     }
 }

@@ -153,9 +153,14 @@ final class DifferentialObservers: @unchecked Sendable {
         lock.lock()
         let before = folded[name] ?? []
         lock.unlock()
-        let after: [DifferentialNote] = change.applied(to: before) { $0 }
         let text = "del \(change.deleted) ins \(change.inserted) mov \(change.moved.map { "\($0.old)>\($0.new)" }) upd \(change.updated.map { "\($0.old)>\($0.new)" }) -> \(DifferentialRender.list(change.results))"
-        let problem = after == change.results ? nil : "\(name): applying the change by its positions gave \(DifferentialRender.list(after)), not its results"
+        let problem: String?
+        do {
+            let after: [DifferentialNote] = try change.applied(to: before) { $0 }
+            problem = after == change.results ? nil : "\(name): applying the change by its positions gave \(DifferentialRender.list(after)), not its results"
+        } catch {
+            problem = "\(name): the change does not fit the list the previous ones built: \(error)"
+        }
         record(name, text, folded: change.results, problem: problem)
     }
 

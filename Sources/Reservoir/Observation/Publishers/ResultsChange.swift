@@ -124,16 +124,32 @@ public struct ResultsChange<Record: Sendable>: Sendable {
 
 extension ResultsChange {
     /// Applies this change to `previous` by the documented convention; the outcome equals
-    /// ``results``. For keeping a parallel collection (view models, table rows) in step.
-    public func applied<C: RangeReplaceableCollection>(to previous: C, _ transform: (Record) -> C.Element) -> C where C.Index == Int {
+    /// ``results`` when `previous` is the list the earlier changes built (every change
+    /// applied in order, starting from `[]`). A list this change does not fit (a position
+    /// past its end, or a different length than the change was computed against) throws
+    /// `.misuse` naming both, and nothing is changed.
+    public func applied<C: RangeReplaceableCollection>(to previous: C, _ transform: (Record) -> C.Element) throws -> C where C.Index == Int {
+        let expected = results.count - inserted.count + deleted.count
+        guard previous.count == expected else {
+            throw ReservoirError(.misuse, "ResultsChange.applied(to:): the list has \(previous.count) items, but this change was computed against \(expected); apply every change in order to the list the previous ones built")
+        }
         var list = previous
         for old in (deleted + moved.map { $0.old }).sorted(by: >) {
+            guard old >= 0, old < list.count else {
+                throw ReservoirError(.misuse, "ResultsChange.applied(to:): position \(old) is outside the \(previous.count)-item list")
+            }
             list.remove(at: list.index(list.startIndex, offsetBy: old))
         }
         for new in (inserted + moved.map { $0.new }).sorted() {
+            guard new >= 0, new <= list.count, new < results.count else {
+                throw ReservoirError(.misuse, "ResultsChange.applied(to:): insertion position \(new) does not fit a list of \(list.count) items and results of \(results.count)")
+            }
             list.insert(transform(results[new]), at: list.index(list.startIndex, offsetBy: new))
         }
         for update in updated {
+            guard update.new >= 0, update.new < list.count, update.new < results.count else {
+                throw ReservoirError(.misuse, "ResultsChange.applied(to:): updated position \(update.new) is outside the \(list.count)-item list")
+            }
             let index = list.index(list.startIndex, offsetBy: update.new)
             list.replaceSubrange(index...index, with: CollectionOfOne(transform(results[update.new])))
         }

@@ -88,26 +88,44 @@ public struct SectionedResultsChange<Key: Sendable, Record: Sendable>: Sendable 
     }
 
     /// Applies this change to `previous` by the documented convention; the outcome equals
-    /// ``sections``. For keeping a parallel structure (table sections, view models) in step.
-    public func applied(to previous: [ResultsSection<Key, Record>]) -> [ResultsSection<Key, Record>] {
+    /// ``sections`` when `previous` is what the earlier changes built. For keeping a parallel
+    /// structure (table sections, view models) in step. A structure this change does not fit
+    /// (a section or item position past its end) throws `.misuse` naming it, and nothing is changed.
+    public func applied(to previous: [ResultsSection<Key, Record>]) throws -> [ResultsSection<Key, Record>] {
+        func misfit(_ what: String) -> ReservoirError {
+            ReservoirError(.misuse, "SectionedResultsChange.applied(to:): \(what) does not fit the \(previous.count) sections given; apply every change in order to the sections the previous ones built")
+        }
         var keys = previous.map { $0.key }
         var lists = previous.map { $0.records }
         for path in (deleted + moved.map { $0.old }).sorted(by: >) {
+            guard lists.indices.contains(path.section), lists[path.section].indices.contains(path.item) else { throw misfit("removing \(path)") }
             lists[path.section].remove(at: path.item)
         }
         for section in deletedSections.sorted(by: >) {
+            guard lists.indices.contains(section) else { throw misfit("deleting section \(section)") }
             keys.remove(at: section)
             lists.remove(at: section)
         }
         for section in insertedSections.sorted() {
+            guard section >= 0, section <= lists.count, sections.indices.contains(section) else { throw misfit("inserting section \(section)") }
             keys.insert(sections[section].key, at: section)
             lists.insert(sections[section].records, at: section)
         }
         for path in (inserted + moved.map { $0.new }).sorted() {
+            guard lists.indices.contains(path.section), path.item >= 0, path.item <= lists[path.section].count,
+                  sections.indices.contains(path.section), sections[path.section].records.indices.contains(path.item)
+            else { throw misfit("inserting \(path)") }
             lists[path.section].insert(sections[path.section].records[path.item], at: path.item)
         }
         for paths in updated {
-            lists[paths.new.section][paths.new.item] = sections[paths.new.section].records[paths.new.item]
+            let path = paths.new
+            guard lists.indices.contains(path.section), lists[path.section].indices.contains(path.item),
+                  sections.indices.contains(path.section), sections[path.section].records.indices.contains(path.item)
+            else { throw misfit("updating \(path)") }
+            lists[path.section][path.item] = sections[path.section].records[path.item]
+        }
+        guard lists.count == sections.count, zip(lists, sections).allSatisfy({ $0.count == $1.records.count }) else {
+            throw misfit("the result's shape (\(lists.map(\.count)) items per section, expected \(sections.map(\.records.count)))")
         }
         return zip(keys, lists).map { ResultsSection(key: $0, records: $1) }
     }
