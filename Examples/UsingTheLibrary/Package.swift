@@ -21,6 +21,19 @@ let package = Package(
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
             ]
         ),
+        // Every other Swift block of the README, compiled but never run: scripts/readme-snippets
+        // writes them here from README.md (Snippet<line>.swift, not committed). Snippets leave
+        // values unused, as documentation does, so their warnings are not shown.
+        .target(
+            name: "ReadmeSnippets",
+            dependencies: [
+                .product(name: "Reservoir", package: "Reservoir"),
+                .product(name: "ReservoirMacros", package: "Reservoir"),
+                .product(name: "ReservoirSQLite", package: "Reservoir"),
+                .product(name: "OpenCombineShim", package: "OpenCombine"),
+            ],
+            swiftSettings: [.unsafeFlags(["-suppress-warnings"])]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

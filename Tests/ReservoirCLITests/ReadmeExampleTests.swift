@@ -7,15 +7,16 @@ import Testing
 struct ReadmeExampleTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    /// The first Swift code block after `heading`.
+    /// The first Swift code block after `heading` marked as the example's main.swift
+    /// (`<!-- compiled: main -->`; scripts/readme-snippets compiles the others).
     static func firstSwiftBlock(in markdown: String, after heading: String) -> String? {
         guard let section = markdown.range(of: "\n" + heading + "\n"),
-              let open = markdown.range(of: "```swift\n", range: section.upperBound..<markdown.endIndex),
+              let open = markdown.range(of: "<!-- compiled: main -->\n```swift\n", range: section.upperBound..<markdown.endIndex),
               let close = markdown.range(of: "\n```\n", range: open.upperBound..<markdown.endIndex) else { return nil }
         return String(markdown[open.upperBound..<close.lowerBound]) + "\n"
     }
 
-    @Test("the README's first code block under \"Using the library\" is the example's main.swift, character for character")
+    @Test("the README's main code block under \"Using the library\" is the example's main.swift, character for character")
     func sameText() throws {
         let readme = try String(contentsOf: Self.root.appendingPathComponent("README.md"), encoding: .utf8)
         let main = try String(contentsOf: Self.root.appendingPathComponent("Examples/UsingTheLibrary/Sources/UsingTheLibrary/main.swift"), encoding: .utf8)
@@ -30,9 +31,9 @@ struct ReadmeExampleTests {
             """)
     }
 
-    @Test("the block finder takes the first Swift block after the heading, whole")
+    @Test("the block finder takes the first main-marked Swift block after the heading, whole")
     func finder() {
-        let markdown = "# T\n```swift\nbefore\n```\n## Using the library\n\ntext\n```swift\nlet a = 1\n\nlet b = 2\n```\n```swift\nlater\n```\n"
+        let markdown = "# T\n<!-- compiled: main -->\n```swift\nbefore\n```\n## Using the library\n\ntext\n<!-- compiled: manifest -->\n```swift\nlet m = 0\n```\n<!-- compiled: main -->\n```swift\nlet a = 1\n\nlet b = 2\n```\n```swift\nlater\n```\n"
         #expect(Self.firstSwiftBlock(in: markdown, after: "## Using the library") == "let a = 1\n\nlet b = 2\n")
         #expect(Self.firstSwiftBlock(in: markdown, after: "## Missing") == nil)
     }
