@@ -25,6 +25,16 @@ final class ChangeHub: @unchecked Sendable {
         weak var results: AnyObject?
     }
 
+    /// Guards every stored property below but `records`. **The store's lock order** (take
+    /// them top to bottom, never upward; each declaration repeats its place):
+    /// 1. ``SharedLiveResults``' condition (a shared live fetch),
+    /// 2. ``LiveSubscription``'s lock (one subscriber),
+    /// 3. this condition (the hub),
+    /// 4. ``SharedRecords``' lock (the store's record tables),
+    /// 5. ``SharedRecordTable``'s lock (one entity's held records).
+    /// The locks of ``ChangeSetPublisher``'s subscription, ``MainActorFeed`` and
+    /// ``MainActorDelivery`` are leaves: nothing else is taken while one is held. Subscribers
+    /// are always called with none of these held.
     private let condition = NSCondition()
     /// The decoded records live fetches hold, once per store (its own lock, not `condition`).
     let records = SharedRecords()

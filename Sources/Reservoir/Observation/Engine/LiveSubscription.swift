@@ -30,6 +30,9 @@ where Downstream.Input == Output.Value, Downstream.Failure == any Error {
         case list(ChunkedList<Entry>)
     }
 
+    /// Guards the downstream, demand, membership and what was sent. Lock order: 2nd of the
+    /// store's five (see ``ChangeHub``): the hub's may be taken under it, the shared results'
+    /// never; the downstream is called with it released.
     private let lock = NSLock()
     private let output: Output
     private var downstream: Downstream?

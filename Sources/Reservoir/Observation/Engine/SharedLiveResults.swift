@@ -38,6 +38,8 @@ final class SharedLiveResults<T: Storable>: ChangeObserver, @unchecked Sendable 
         weak var member: (any SharedResultsMember<T>)?
     }
 
+    /// Guards the members, the results and the state. Lock order: 1st of the store's five
+    /// (see ``ChangeHub``): a member's lock or the hub's may be taken under it.
     private let condition = NSCondition()
     private let store: Store
     private let key: SharedResultsKey

@@ -9,6 +9,8 @@ import Foundation
 /// over the entries slower.
 final class SharedRecordTable<T: Storable>: HeldRecordTable, @unchecked Sendable {
     // @unchecked: `current`, `displaced` and every held entry's `holders` are guarded by `lock`.
+    /// Guards `current`, `displaced` and every held entry's `holders`. Lock order: 5th and
+    /// last of the store's five (see ``ChangeHub``): nothing is taken under it.
     private let lock = NSLock()
     /// The newest version held of each record.
     private var current = EntryIndex()

@@ -1,12 +1,5 @@
 import Foundation
 
-/// Who holds which records, so a change to a record reaches the fetches holding it even
-/// when its new row (or, for a delete, its id alone) no longer matches their keys.
-protocol RecordHolders {
-    /// Adds to `tokens` the observer of every live fetch holding one of `ids` of `entity`.
-    func formHolders(of ids: [Value], entity: String, into tokens: inout Set<UInt64>)
-}
-
 /// One store's decoded records held by live fetches, once each: a record that several
 /// live fetches hold (overlapping ranges, the same records in two sort orders) is decoded
 /// and kept once, and each fetch's list points at the one ``LiveEntry``.
@@ -28,6 +21,8 @@ final class SharedRecords: RecordHolders, @unchecked Sendable {
         let entity: String
     }
 
+    /// Guards `tables` and `byEntity`. Lock order: 4th of the store's five (see
+    /// ``ChangeHub``): taken under the hub's; a table's may be taken under it.
     private let lock = NSLock()
     private var tables: [TableKey: AnyObject] = [:]
     /// Every table of an entity (one per record type decoding it), for routing.
@@ -49,38 +44,5 @@ final class SharedRecords: RecordHolders, @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         for table in byEntity[entity] ?? [] { table.formHolders(of: ids, into: &tokens) }
-    }
-}
-
-/// The fetches holding one entry, by hub token (never 0: the hub's start at 1): nearly
-/// always one, so no array is allocated for it. A multiset: a fetch that acquires an entry
-/// twice (a re-fetch keeping a record) holds it until it releases it twice.
-struct HolderTokens {
-    /// 0 when no fetch holds the entry.
-    private var first: UInt64 = 0
-    private var more: [UInt64] = []
-
-    var isEmpty: Bool { first == 0 }
-
-    func contains(_ token: UInt64) -> Bool { first == token || more.contains(token) }
-
-    mutating func add(_ token: UInt64) {
-        if first == 0 { first = token } else { more.append(token) }
-    }
-
-    /// Removes one occurrence of `token`; returns false when no holder is left.
-    mutating func remove(_ token: UInt64) -> Bool {
-        if first == token {
-            first = more.popLast() ?? 0
-        } else if let position = more.firstIndex(of: token) {
-            more.remove(at: position)
-        }
-        return first != 0
-    }
-
-    func forEach(_ body: (UInt64) -> Void) {
-        guard first != 0 else { return }
-        body(first)
-        for token in more { body(token) }
     }
 }

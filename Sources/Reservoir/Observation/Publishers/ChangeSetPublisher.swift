@@ -45,6 +45,8 @@ struct FailingChangeSetPublisher: Publisher {
 private final class ChangeSetSubscription<Downstream: Subscriber>: Subscription, ChangeObserver, @unchecked Sendable
 where Downstream.Input == ChangeSet {
     // @unchecked: mutable state is guarded by `lock`; downstream is only called outside it.
+    /// Guards the downstream, demand, buffer and state. A leaf in the store's lock order (see
+    /// ``ChangeHub``): nothing is taken under it, and the downstream is called with it released.
     private let lock = NSLock()
     private var downstream: Downstream?
     private var demand: Subscribers.Demand = .none

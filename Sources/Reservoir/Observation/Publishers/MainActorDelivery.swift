@@ -72,6 +72,8 @@ final class MainActorDelivery<Downstream: Subscriber>: Subscriber, Subscription,
 
     // @unchecked: `downstream`, `upstream` and `queued` are guarded by `lock`; the downstream is
     // only called on the main queue, outside the lock.
+    /// Guards `downstream`, `upstream` and `queued`. A leaf in the store's lock order (see
+    /// ``ChangeHub``): nothing is taken under it.
     private let lock = NSLock()
     private var downstream: Downstream?
     private var upstream: (any Subscription)?

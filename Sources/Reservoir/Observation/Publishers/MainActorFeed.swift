@@ -17,6 +17,8 @@ final class MainActorFeed<Value: Sendable>: Subscriber, Cancellable, @unchecked 
 
     // @unchecked: `subscription` and `isCancelled` are guarded by `lock`; the handlers are
     // immutable and main-actor isolated.
+    /// Guards `subscription` and `isCancelled`. A leaf in the store's lock order (see
+    /// ``ChangeHub``): nothing is taken under it.
     private let lock = NSLock()
     private var subscription: (any Subscription)?
     private var isCancelled = false
