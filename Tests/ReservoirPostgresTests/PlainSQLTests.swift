@@ -122,7 +122,7 @@ struct PlainSQLTests {
         defer { TestServer.drop(configuration) }
         let store = try Store.open(configuration, registry: TestServer.registry)
         defer { store.close() }
-        try Self.psql("CREATE TABLE \(Self.schema(of: configuration)).messages (id integer PRIMARY KEY, note text)")
+        try Self.psql("CREATE SCHEMA IF NOT EXISTS \(Self.schema(of: configuration)); CREATE TABLE \(Self.schema(of: configuration)).messages (id integer PRIMARY KEY, note text)")
         let error = try #require(throws: ReservoirError.self) {
             try store.write { try $0.insert(Message(id: 1, author: 1, body: "x")) }
         }

@@ -15,6 +15,8 @@ class PGReadTransaction: ReadTransaction {
     var sequence: UInt64
     /// SQL made once per table and shape, for runs of reads or writes.
     var statements: [StatementKey: String] = [:]
+    /// The store's tables do not exist yet (no write has created them): nothing to read.
+    var absent = false
 
     init(connection: PGConnection, layout: Layout, catalog: Catalog, sequence: UInt64) {
         self.connection = connection
@@ -82,7 +84,7 @@ class PGReadTransaction: ReadTransaction {
     }
 
     func changeLog(after sequence: UInt64, limit: Int) throws -> [ChangeLogEntry] {
-        guard limit > 0 else { return [] }
+        guard limit > 0, !absent else { return [] }
         // `sequence - limit` rather than `min + limit`: sequences are never negative, so the
         // subtraction cannot leave bigint's range even for a limit of Int.max.
         let after = Int64(clamping: sequence)
