@@ -87,43 +87,6 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
         try PGConnection(server: server, timeout: options.timeout)
     }
 
-    /// Checks the format of the store's tables, when they exist; creating them is left to the
-    /// first write (``createIfNeeded(_:)``), so that a refused write leaves nothing behind.
-    private func setUp(_ connection: PGConnection) throws {
-        let exists = try connection.execute("SELECT to_regclass(\(Layout.literal(layout.meta))) IS NOT NULL")
-        guard exists.text(0, 0) == "t" else { return }
-        let format = try connection.execute("SELECT format FROM \(layout.meta)").text(0, 0).flatMap { Int($0) } ?? 0
-        guard format <= Layout.formatVersion else {
-            throw ReservoirError(.corrupt, "\(server.name): the store was written in format \(format) by a newer Reservoir; this version reads format \(Layout.formatVersion)")
-        }
-        created.withLock { $0 = true }
-    }
-
-    /// In a write transaction just begun: creates the schema and the store's tables when they
-    /// do not exist yet (one process at a time: an advisory lock held to the transaction's end).
-    private func createIfNeeded(_ connection: PGConnection) throws {
-        guard !created.withLock({ $0 }) else { return }
-        try connection.execute("SELECT \(layout.setUpLock)")
-        // Read from pg_class with this statement's snapshot, after the lock: to_regclass goes
-        // through the session's catalog cache, which may still remember the table as missing
-        // (this connection asked at open) although another process has since created it.
-        let exists = try connection.execute("""
-            SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-                           WHERE n.nspname = \(Layout.literal(layout.schema)) AND c.relname = '_reservoir_meta')
-            """)
-        if exists.text(0, 0) != "t" {
-            try connection.execute(layout.createSchema + "; " + layout.createTables)
-        }
-    }
-
-    /// Whether the store's tables exist, asked in `connection`'s transaction while not known.
-    private func tablesExist(_ connection: PGConnection) throws -> Bool {
-        if created.withLock({ $0 }) { return true }
-        let exists = try connection.execute("SELECT to_regclass(\(Layout.literal(layout.meta))) IS NOT NULL").text(0, 0) == "t"
-        if exists { created.withLock { $0 = true } }
-        return exists
-    }
-
     // MARK: - Transactions
 
     public func read<R>(_ body: (any ReadTransaction) throws -> R) throws -> R {
@@ -285,23 +248,9 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
         return .init(connection: connection, sequence: sequence, catalog: catalog, read: nil)
     }
 
-    /// The writer's `BEGIN`, creating the store's tables in the transaction when they do not
-    /// exist yet, then the meta row `FOR UPDATE` (the write lock) and the transaction's id.
-    private func beginCreating(_ connection: PGConnection) throws -> (UInt64, Catalog) {
-        guard !created.withLock({ $0 }) else { return try begin(connection, "BEGIN", lock: " FOR UPDATE") }
-        do {
-            try connection.execute("BEGIN")
-            try createIfNeeded(connection)
-        } catch let error as ReservoirError {
-            if connection.inTransaction { _ = try? connection.execute("ROLLBACK") }
-            throw error
-        }
-        return try begin(connection, "SELECT 1", lock: " FOR UPDATE")
-    }
-
     /// Starts a transaction and reads the meta row in it (one round trip): the newest
     /// sequence and the catalog at that snapshot. The writer's `FOR UPDATE` takes the write lock.
-    private func begin(_ connection: PGConnection, _ command: String, lock: String) throws -> (UInt64, Catalog) {
+    func begin(_ connection: PGConnection, _ command: String, lock: String) throws -> (UInt64, Catalog) {
         let meta: PGResult
         do {
             // The writer also reads its transaction's id, to ask the server later whether it
