@@ -357,7 +357,7 @@ extension BackendFactory {
     /// `postgres://…`: the PostgreSQL backend.
     public static let postgres = BackendFactory(
         scheme: "postgres",
-        summary: "postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME&retention=N&readers=N&durability=normal|full&LIBPQ-OPTIONS]"
+        summary: "postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME&retention=N&readers=N&durability=normal|full&timeout=SECONDS&LIBPQ-OPTIONS]"
     ) { try PostgresBackend($0) }
 
     /// `postgresql://…`, the other spelling libpq accepts.

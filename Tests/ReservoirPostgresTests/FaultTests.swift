@@ -73,7 +73,7 @@ struct PostgresFaultTests {
         let (result, inTime) = Self.bounded(seconds: 30, unblock: resume) {
             try store.write { tx in
                 try tx.insert(Message(id: 2, author: 1, body: "during"))  // begins the transaction
-                #expect(kill(pid, SIGSTOP) == 0)
+                #expect(kill(pid, SIGSTOP) == 0, "cannot stop server process \(pid): errno \(errno) (the SIGSTOP tests need the test server on this machine, signalable by this user, as scripts/with-postgres makes it)")
                 stopped.withLock { $0 = true }
                 _ = try tx.fetch(Message.self)  // waits for the frozen process
             }
@@ -111,7 +111,7 @@ struct PostgresFaultTests {
         let (result, inTime) = Self.bounded(seconds: 30, unblock: resume) {
             try store.write { tx in
                 try tx.insert(Message(id: 2, author: 1, body: "maybe"))
-                #expect(kill(pid, SIGSTOP) == 0)
+                #expect(kill(pid, SIGSTOP) == 0, "cannot stop server process \(pid): errno \(errno) (the SIGSTOP tests need the test server on this machine, signalable by this user, as scripts/with-postgres makes it)")
                 stopped.withLock { $0 = true }
                 // Returning sends the insert and COMMIT to the frozen process.
             }
