@@ -101,6 +101,7 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
                 if try !tablesExist(connection) {
                     let empty = PGReadTransaction(connection: connection, layout: layout, catalog: Catalog(version: 0, tables: [:]), sequence: 0)
                     empty.absent = true
+                    empty.refusesForeignTables = true
                     let result = try body(empty)
                     try connection.execute("COMMIT")
                     healthy = connection.isHealthy
@@ -126,7 +127,9 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
         let end = "; SELECT pg_advisory_unlock_shared(\(layout.rewriteKeys))"
         let result: R
         do {
-            result = try body(PGReadTransaction(connection: connection, layout: layout, catalog: catalog, sequence: sequence))
+            let transaction = PGReadTransaction(connection: connection, layout: layout, catalog: catalog, sequence: sequence)
+            transaction.refusesForeignTables = true
+            result = try body(transaction)
         } catch {
             _ = try? connection.execute("ROLLBACK" + end)
             healthy = connection.isHealthy

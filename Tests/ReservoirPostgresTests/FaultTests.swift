@@ -209,6 +209,9 @@ struct PostgresFaultTests {
             let error = try #require(throws: ReservoirError.self) {
                 try store.write { try $0.insert(Message(id: 1, author: 1, body: "x")) }
             }
+            // Reading the type is refused alike, not answered "none" (theirs has a row).
+            let read = try #require(throws: ReservoirError.self) { _ = try store.fetch(Message.self) }
+            #expect(read.code == .invalidSchema && read.message.contains("not made by Reservoir"), "attempt \(attempt): \(read)")
             store.close()
             #expect(error.code == .invalidSchema, "attempt \(attempt): \(error)")
             #expect(error.message.contains("not made by Reservoir"), "attempt \(attempt): \(error.message)")

@@ -128,7 +128,9 @@ struct PlainSQLTests {
         }
         #expect(error.code == .invalidSchema)
         #expect(error.message.contains("messages") && error.message.contains("not made by Reservoir"), "\(error.message)")
-        #expect(try store.fetch(Message.self).isEmpty)
+        // Reading the type is refused alike, rather than answered with none.
+        let read = try #require(throws: ReservoirError.self) { _ = try store.fetch(Message.self) }
+        #expect(read.code == .invalidSchema, "\(read)")
     }
 }
 
