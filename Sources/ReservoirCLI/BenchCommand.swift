@@ -33,8 +33,8 @@ struct BenchCommand: ParsableCommand {
             for (index, configuration) in targets.enumerated() {
                 let store = try Store.open(configuration, registry: Backends.registry)
                 defer { store.close() }
-                rows.append((configuration, try BenchRun(store: store, records: records) { step in
-                    progress.show("\(configuration): \(step)", index, targets.count)
+                rows.append((StoreConfiguration.redact(configuration, secretsOf: [configuration]), try BenchRun(store: store, records: records) { step in
+                    progress.show("\(StoreConfiguration.redact(configuration, secretsOf: [configuration])): \(step)", index, targets.count)
                 }.measure()))
             }
             progress.finish()

@@ -28,11 +28,11 @@ struct DemoCommand: ParsableCommand {
             let targets = store.map { [$0] } ?? Backends.scratchConfigurations(in: scratch.directory)
             var transcripts: [(String, [String])] = []
             for configuration in targets {
-                print("== \(configuration)")
+                print("== \(StoreConfiguration.redact(configuration, secretsOf: [configuration]))")
                 let store = try Store.open(configuration, registry: Backends.registry)
                 defer { store.close() }
                 let transcript = try DemoScript.run(on: store) { print($0) }
-                transcripts.append((configuration, transcript))
+                transcripts.append((StoreConfiguration.redact(configuration, secretsOf: [configuration]), transcript))
                 print("")
             }
             guard transcripts.count > 1, let (firstName, first) = transcripts.first else { return }

@@ -20,14 +20,14 @@ struct InfoCommand: ParsableCommand {
             }
             if json {
                 print(try jsonLine([
-                    "store": options.configuration, "location": store.backend.location,
+                    "store": options.shownConfiguration, "location": StoreConfiguration.redact(store.backend.location),
                     "capabilities": store.capabilities.description, "sequence": sequence,
                     "types": Dictionary(uniqueKeysWithValues: entities.map { ($0.0.name, $0.1) }),
                 ] as [String: Any]))
                 return
             }
-            print("store:        \(options.configuration)")
-            print("location:     \(store.backend.location)")
+            print("store:        \(options.shownConfiguration)")
+            print("location:     \(StoreConfiguration.redact(store.backend.location))")
             print("capabilities: \(store.capabilities)")
             print("sequence:     \(sequence)")
             print("record types:" + (entities.isEmpty ? " none" : ""))

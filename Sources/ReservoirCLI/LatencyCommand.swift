@@ -35,7 +35,7 @@ struct LatencyCommand: ParsableCommand {
             let store = try options.open()
             defer { store.close() }
             guard store.capabilities.contains(.multiProcess) else {
-                throw CommandFailure("\(options.configuration) is not shared between processes; latency needs sqlite:, lmdb: or postgres://")
+                throw CommandFailure("\(options.shownConfiguration) is not shared between processes; latency needs sqlite:, lmdb: or postgres://")
             }
             let marker = Int(Date().timeIntervalSince1970 * 1000) % 1_000_000_000
             let arrivals = Locked<[Int: UInt64]>([:])
@@ -62,7 +62,7 @@ struct LatencyCommand: ParsableCommand {
         func at(_ fraction: Double) -> String {
             String(format: "%.2f ms", latencies[min(latencies.count - 1, Int(Double(latencies.count) * fraction))])
         }
-        var text = "cross-process commit → live subscription, \(options.configuration), \(latencies.count) commits \(gap) ms apart: "
+        var text = "cross-process commit → live subscription, \(options.shownConfiguration), \(latencies.count) commits \(gap) ms apart: "
         text += "median \(at(0.5)), p90 \(at(0.9)), p99 \(at(0.99)), max \(at(1.0))"
         if latencies.count < commits { text += "; \(commits - latencies.count) did not arrive within 10 s" }
         return text
@@ -88,7 +88,9 @@ struct LatencyCommand: ParsableCommand {
         guard let executable = Bundle.main.executableURL else { throw CommandFailure("cannot find the reservoir executable to start a second process") }
         let process = Process()
         process.executableURL = executable
-        process.arguments = ["latency", "--store", options.configuration, "--commits", "\(commits)", "--gap", "\(gap)", "--child", "\(marker)"]
+        // The store goes by the environment, not the arguments, which `ps` shows to everyone.
+        process.arguments = ["latency", "--commits", "\(commits)", "--gap", "\(gap)", "--child", "\(marker)"]
+        process.environment = ProcessInfo.processInfo.environment.merging(["RESERVOIR_STORE": options.configuration]) { $1 }
         let output = Pipe()
         process.standardOutput = output
         try process.run()

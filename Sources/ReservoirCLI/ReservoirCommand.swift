@@ -30,6 +30,9 @@ struct StoreOptions: ParsableArguments {
         store ?? ProcessInfo.processInfo.environment["RESERVOIR_STORE"] ?? Self.defaultStore
     }
 
+    /// The configuration string as the tool shows it: passwords written `***`.
+    var shownConfiguration: String { StoreConfiguration.redact(configuration, secretsOf: [configuration]) }
+
     /// Opens the chosen store through the tool's registry.
     func open() throws -> Store {
         try Store.open(configuration, registry: Backends.registry)
@@ -49,7 +52,11 @@ func reporting<R>(_ body: () throws -> R) throws -> R {
     } catch let exit as ExitCode {
         throw exit
     } catch {
-        FileHandle.standardError.write(Data("reservoir: \(error)\n".utf8))
+        // Every store the command line or the environment names may be quoted in the error,
+        // whole or in part (libpq echoes what it was given): its passwords are hidden.
+        let stores = CommandLine.arguments + [ProcessInfo.processInfo.environment["RESERVOIR_STORE"] ?? ""]
+        let line = StoreConfiguration.redact("reservoir: \(error)", secretsOf: stores)
+        FileHandle.standardError.write(Data((line + "\n").utf8))
         throw ExitCode.failure
     }
 }

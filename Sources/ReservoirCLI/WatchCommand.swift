@@ -33,7 +33,7 @@ struct WatchCommand: ParsableCommand {
             let store = try options.open()
             defer { store.close() }
             let interactive = isTerminal() && !json
-            let view = WatchView(configuration: options.configuration, interactive: interactive, stopAfter: count)
+            let view = WatchView(configuration: options.shownConfiguration, interactive: interactive, stopAfter: count)
             let subscription = store.differencesPublisher(for: Todo.request(openOnly: open, sort: sort, limit: limit))
                 .sink(receiveCompletion: view.finish, receiveValue: view.show)
             let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: DispatchQueue(label: "reservoir.watch.sigint"))

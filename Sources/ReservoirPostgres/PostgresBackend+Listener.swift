@@ -25,7 +25,10 @@ extension PostgresBackend {
         if lastSequenceCheck.map({ now - $0 >= interval }) ?? true {
             lastSequenceCheck = now
             do {
-                let sequence = try listener.execute("SELECT sequence FROM \(layout.meta)").text(0, 0).flatMap { Int64($0) } ?? 0
+                // Until a write creates the store, there is no meta row: sequence 0.
+                let exists = try created.withLock { $0 }
+                    || listener.execute("SELECT to_regclass(\(Layout.literal(layout.meta))) IS NOT NULL").text(0, 0) == "t"
+                let sequence = exists ? try listener.execute("SELECT sequence FROM \(layout.meta)").text(0, 0).flatMap { Int64($0) } ?? 0 : 0
                 if sequence != probedSequence {
                     probedSequence = sequence
                     token &+= 1
@@ -67,7 +70,7 @@ extension PostgresBackend {
     func connectListener() throws {
         stopWatchingSocket()
         listener = nil
-        let connection = try PGConnection(conninfo: server.conninfo, name: server.name)
+        let connection = try connect()
         try connection.execute("LISTEN \(Layout.quote(layout.channel))")
         listener = connection
         token &+= 1

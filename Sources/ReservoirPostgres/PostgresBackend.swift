@@ -41,10 +41,21 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
     var listenerThread: PGNotifyThread?
     /// The writer connection's server process, whose notifications are this store's own.
     let writerPID = Locked<Int32>(0)
+    /// Whether the store's tables exist. A store is created by its first write, in that
+    /// write's transaction, so a write refused (another application's table in the schema)
+    /// leaves the schema as it was; until then reads see an empty store.
+    let created = Locked(false)
+    /// The server transaction id (`txid_current()`) of the write in progress, under `writerLock`.
+    var writerTransaction: Int64 = 0
+    /// The server transaction of the last write whose `COMMIT` outcome could not be learnt
+    /// (``ReservoirError/Code/commitOutcomeUnknown``); ``commitOutcome(ofTransaction:)`` asks later.
+    public var unresolvedCommit: Int64? { unresolved.withLock { $0 } }
+    let unresolved = Locked<Int64?>(nil)
 
-    /// Connects to the server `configuration` names and creates the store's tables in its
-    /// schema when missing. Throws `.cannotOpen` naming the server and the cause (not
-    /// running, wrong password, missing database, no permission), `.corrupt` for a newer format.
+    /// Connects to the server `configuration` names and checks the format of the store's
+    /// tables when they exist (the first write creates them). Throws `.cannotOpen` naming the
+    /// server and the cause (not running, wrong password, missing database, no permission),
+    /// `.invalidConfiguration` for options libpq refuses, `.timeout`, `.corrupt` for a newer format.
     public init(_ configuration: StoreConfiguration) throws {
         let options = try PostgresOptions(configuration)
         self.options = options
@@ -63,33 +74,17 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
     }
 
     private func makeWriter() throws -> PGConnection {
-        let connection = try PGConnection(conninfo: server.conninfo, name: server.name)
-        var settings = "SET reservoir.writer = 'on'; SET lock_timeout = '30s'"
+        let connection = try connect()
+        var settings = "SET reservoir.writer = 'on'; SET lock_timeout = \(options.lockTimeoutMilliseconds)"
         if options.durability != .full { settings += "; SET synchronous_commit = off" }
         try connection.execute(settings)
         writerPID.withLock { $0 = connection.backendPID }
         return connection
     }
 
-    /// Creates the tables on first use (one process at a time: an advisory lock) and checks
-    /// the format of existing ones.
-    private func setUp(_ connection: PGConnection) throws {
-        try connection.execute("BEGIN; SELECT \(layout.setUpLock)")
-        do {
-            let exists = try connection.execute("SELECT to_regclass(\(Layout.literal(layout.meta))) IS NOT NULL")
-            if exists.text(0, 0) == "t" {
-                let format = try connection.execute("SELECT format FROM \(layout.meta)").text(0, 0).flatMap { Int($0) } ?? 0
-                guard format <= Layout.formatVersion else {
-                    throw ReservoirError(.corrupt, "\(server.name): the store was written in format \(format) by a newer Reservoir; this version reads format \(Layout.formatVersion)")
-                }
-            } else {
-                try connection.execute(layout.createTables)
-            }
-            try connection.execute("COMMIT")
-        } catch {
-            _ = try? connection.execute("ROLLBACK")
-            throw error
-        }
+    /// A new connection to the server, its calls bounded by ``PostgresOptions/timeout``.
+    func connect() throws -> PGConnection {
+        try PGConnection(server: server, timeout: options.timeout)
     }
 
     // MARK: - Transactions
@@ -99,19 +94,42 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
         var connection = try acquireReader()
         var healthy = false
         defer { releaseReader(connection, healthy: healthy) }
+        if !created.withLock({ $0 }) {
+            // No write has created the store yet: an empty snapshot, unless one just did.
+            do {
+                try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                if try !tablesExist(connection) {
+                    let empty = PGReadTransaction(connection: connection, layout: layout, catalog: Catalog(version: 0, tables: [:]), sequence: 0)
+                    empty.absent = true
+                    empty.refusesForeignTables = true
+                    let result = try body(empty)
+                    try connection.execute("COMMIT")
+                    healthy = connection.isHealthy
+                    return result
+                }
+                try connection.execute("COMMIT")
+            } catch {
+                if connection.inTransaction { _ = try? connection.execute("ROLLBACK") }
+                healthy = connection.isHealthy
+                throw error
+            }
+        }
         let (sequence, catalog): (UInt64, Catalog)
         do {
             (sequence, catalog) = try beginRead(connection)
-        } catch where !connection.isConnected {
-            // A pooled connection that outlived a server restart: one fresh try.
-            connection = try PGConnection(conninfo: server.conninfo, name: server.name)
-            try connection.execute("SET lock_timeout = '30s'")
+        } catch let error as ReservoirError where !connection.isConnected && error.code != .timeout {
+            // A pooled connection that outlived a server restart: one fresh try. (Not after a
+            // timeout: the call has used its time.)
+            connection = try connect()
+            try connection.execute("SET lock_timeout = \(options.lockTimeoutMilliseconds)")
             (sequence, catalog) = try beginRead(connection)
         }
         let end = "; SELECT pg_advisory_unlock_shared(\(layout.rewriteKeys))"
         let result: R
         do {
-            result = try body(PGReadTransaction(connection: connection, layout: layout, catalog: catalog, sequence: sequence))
+            let transaction = PGReadTransaction(connection: connection, layout: layout, catalog: catalog, sequence: sequence)
+            transaction.refusesForeignTables = true
+            result = try body(transaction)
         } catch {
             _ = try? connection.execute("ROLLBACK" + end)
             healthy = connection.isHealthy
@@ -149,12 +167,7 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
         let guess = cachedCatalog.withLock { $0 } ?? Catalog(version: -1, tables: [:])
         let transaction = PGWriteTransaction(connection: connection, layout: layout, catalog: guess, sequence: 0,
                                              retention: options.retention) { [unowned self] read in try self.beginWrite(read) }
-        let result: R
-        do {
-            result = try body(transaction)
-            // The queued writes and change-log rows, then COMMIT: one round trip.
-            if transaction.begun { try transaction.connection.flush(then: "COMMIT") }
-        } catch {
+        func rollBack() {
             let connection = transaction.connection
             connection.discardPending()
             if connection.inTransaction { _ = try? connection.execute("ROLLBACK") }
@@ -163,7 +176,27 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
                 try? connection.dropPrepared()
                 connection.preparedCatalog = -1
             }
+        }
+        let result: R
+        do {
+            result = try body(transaction)
+        } catch {
+            rollBack()
             throw error
+        }
+        if transaction.begun {
+            do {
+                // The queued writes and change-log rows, then COMMIT: one round trip.
+                try transaction.connection.flush(then: "COMMIT")
+            } catch let error as ReservoirError where error.code == .commitOutcomeUnknown {
+                // The connection is gone with the answer: ask the server on a new one.
+                writer = nil
+                try resolveCommit(error, sequence: transaction.sequence)
+            } catch {
+                rollBack()
+                throw error
+            }
+            created.withLock { $0 = true }
         }
         if transaction.catalogChanged {
             let committed = transaction.catalog
@@ -181,18 +214,19 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
     /// store's, and dropped (the caller runs it again) when another commit changed the schema.
     private func beginWrite(_ read: PGWriteTransaction.FirstRead?) throws -> PGWriteTransaction.Start {
         guard var connection = writer else { throw closedError() }
-        if let read, read.catalog >= 0, connection.preparedCatalog == read.catalog,
+        if let read, read.catalog >= 0, connection.preparedCatalog == read.catalog, created.withLock({ $0 }),
            case let (results, failure)? = try? connection.pipeline(
                ["BEGIN", layout.lockMeta], then: (read.sql, read.parameters)) {
             if results.count >= 2 {
                 // Begun, with the write lock. A failed read (a statement prepared for a table
                 // another client has since changed) is rolled back and begun again below.
                 if failure == nil {
+                    writerTransaction = results[1].text(0, 2).flatMap { Int64($0) } ?? 0
                     let (sequence, catalog) = try opened(results[1], connection)
                     return .init(connection: connection, sequence: sequence, catalog: catalog,
                                  read: catalog.version == read.catalog ? results[2] : nil)
                 }
-            } else if let failure, connection.isConnected {
+            } else if let failure, connection.isConnected || failure.code == .timeout {
                 // BEGIN or the meta row failed (a lock timeout, a dropped schema): reported as
                 // the ordinary begin reports it, not waited for twice.
                 if connection.inTransaction { _ = try? connection.execute("ROLLBACK") }
@@ -201,25 +235,32 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
             // A lost server is found again below, and reconnected.
             if connection.inTransaction { _ = try? connection.execute("ROLLBACK") }
         }
+        // A call above timed out (preparing the read, say): the bound is spent, no retry.
+        if connection.broken { throw connection.timedOut() }
         let (sequence, catalog): (UInt64, Catalog)
         do {
-            (sequence, catalog) = try begin(connection, "BEGIN", lock: " FOR UPDATE")
-        } catch where !connection.isConnected {
+            (sequence, catalog) = try beginCreating(connection)
+        } catch let error as ReservoirError where !connection.isConnected && error.code != .timeout {
             // The server restarted since the last write: nothing was sent, so one fresh try.
+            // (Not after a timeout: the call has used its time.)
             writer = nil
             connection = try makeWriter()
             writer = connection
-            (sequence, catalog) = try begin(connection, "BEGIN", lock: " FOR UPDATE")
+            (sequence, catalog) = try beginCreating(connection)
         }
         return .init(connection: connection, sequence: sequence, catalog: catalog, read: nil)
     }
 
     /// Starts a transaction and reads the meta row in it (one round trip): the newest
     /// sequence and the catalog at that snapshot. The writer's `FOR UPDATE` takes the write lock.
-    private func begin(_ connection: PGConnection, _ command: String, lock: String) throws -> (UInt64, Catalog) {
+    func begin(_ connection: PGConnection, _ command: String, lock: String) throws -> (UInt64, Catalog) {
         let meta: PGResult
         do {
-            meta = try connection.execute("\(command); SELECT sequence, catalog FROM \(layout.meta)\(lock)")
+            // The writer also reads its transaction's id, to ask the server later whether it
+            // committed should the connection be lost during COMMIT.
+            let id = lock.isEmpty ? "" : ", txid_current()"
+            meta = try connection.execute("\(command); SELECT sequence, catalog\(id) FROM \(layout.meta)\(lock)")
+            if !lock.isEmpty { writerTransaction = meta.text(0, 2).flatMap { Int64($0) } ?? 0 }
         } catch let error as ReservoirError {
             if connection.inTransaction { _ = try? connection.execute("ROLLBACK") }
             throw gone(error) ?? error
@@ -264,8 +305,8 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
 
     private func acquireReader() throws -> PGConnection {
         if let connection = idle.withLock({ $0.popLast() }) { return connection }
-        let connection = try PGConnection(conninfo: server.conninfo, name: server.name)
-        try connection.execute("SET lock_timeout = '30s'")
+        let connection = try connect()
+        try connection.execute("SET lock_timeout = \(options.lockTimeoutMilliseconds)")
         return connection
     }
 
@@ -310,7 +351,7 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
         guard options.schema != "public" else {
             throw ReservoirError(.invalidConfiguration, "\(server.name): dropStore drops a whole schema; it will not drop public")
         }
-        let connection = try PGConnection(conninfo: server.conninfo, name: server.name)
+        let connection = try PGConnection(server: server, timeout: options.timeout)
         try connection.execute("DROP SCHEMA IF EXISTS \(Layout.quote(options.schema)) CASCADE")
     }
 }
@@ -319,7 +360,7 @@ extension BackendFactory {
     /// `postgres://…`: the PostgreSQL backend.
     public static let postgres = BackendFactory(
         scheme: "postgres",
-        summary: "postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME&retention=N&readers=N&durability=normal|full&LIBPQ-OPTIONS]"
+        summary: "postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME&retention=N&readers=N&durability=normal|full&timeout=SECONDS&LIBPQ-OPTIONS]"
     ) { try PostgresBackend($0) }
 
     /// `postgresql://…`, the other spelling libpq accepts.

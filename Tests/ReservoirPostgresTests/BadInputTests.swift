@@ -1,6 +1,7 @@
 import Foundation
 import Reservoir
 import ReservoirPostgres
+import ReservoirTestRecords
 import Testing
 
 /// Each mistake a user makes with a server is a clear error naming the server and the cause,
@@ -53,7 +54,10 @@ struct PostgresBadInputTests {
         let role = "reader_" + UUID().uuidString.lowercased().prefix(8)
         try PlainSQLTests.psql("CREATE ROLE \(role) LOGIN")  // no CREATE on the database (PostgreSQL 15's default)
         defer { try? PlainSQLTests.psql("DROP ROLE \(role)") }
-        let error = try Self.openError(try Self.server(user: role) + "?schema=s_\(role)")
+        // The store is created by its first write (so a refused one leaves nothing behind).
+        let store = try Store.open(try Self.server(user: role) + "?schema=s_\(role)", registry: TestServer.registry)
+        defer { store.close() }
+        let error = try #require(throws: ReservoirError.self) { try store.write { try $0.insert(Message(id: 1, author: 1, body: "x")) } }
         #expect(error.code == .cannotOpen)
         #expect(error.message.contains("refused permission"), "\(error.message)")
     }

@@ -150,13 +150,15 @@ struct PlainSQLTests {
         defer { TestServer.drop(configuration) }
         let store = try Store.open(configuration, registry: TestServer.registry)
         defer { store.close() }
-        try Self.psql("CREATE TABLE \(Self.schema(of: configuration)).messages (id integer PRIMARY KEY, note text)")
+        try Self.psql("CREATE SCHEMA IF NOT EXISTS \(Self.schema(of: configuration)); CREATE TABLE \(Self.schema(of: configuration)).messages (id integer PRIMARY KEY, note text)")
         let error = try #require(throws: ReservoirError.self) {
             try store.write { try $0.insert(Message(id: 1, author: 1, body: "x")) }
         }
         #expect(error.code == .invalidSchema)
         #expect(error.message.contains("messages") && error.message.contains("not made by Reservoir"), "\(error.message)")
-        #expect(try store.fetch(Message.self).isEmpty)
+        // Reading the type is refused alike, rather than answered with none.
+        let read = try #require(throws: ReservoirError.self) { _ = try store.fetch(Message.self) }
+        #expect(read.code == .invalidSchema, "\(read)")
     }
 }
 

@@ -52,6 +52,15 @@ public struct ReservoirError: Error, Sendable, Equatable, CustomStringConvertibl
         public static let full = Code(rawValue: "full")
         /// Stored data is damaged or in a format this version cannot read.
         public static let corrupt = Code(rawValue: "corrupt")
+        /// A server did not answer within the configured time (PostgreSQL's `timeout=`): the
+        /// connection is dropped and the call fails; nothing of an unfinished transaction is
+        /// committed, unless the code is ``commitOutcomeUnknown``.
+        public static let timeout = Code(rawValue: "timeout")
+        /// The connection was lost (or timed out) after `COMMIT` was sent and before the server
+        /// answered, and the store could not find out afterwards whether the transaction
+        /// committed. It may have: never retry blindly. Backends.md § PostgreSQL says how the
+        /// outcome is learnt later.
+        public static let commitOutcomeUnknown = Code(rawValue: "commitOutcomeUnknown")
         /// Any other failure reported by the storage engine.
         public static let backend = Code(rawValue: "backend")
     }

@@ -42,7 +42,10 @@ public struct StoreConfiguration: Sendable, Hashable, CustomStringConvertible {
             for pair in rest[rest.index(after: question)...].split(separator: "&", omittingEmptySubsequences: true) {
                 let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
                 guard parts.count == 2, !parts[0].isEmpty else {
-                    throw ReservoirError(.invalidConfiguration, "store configuration \"\(Self.redact(string))\": option \"\(pair)\" is not of the form key=value")
+                    // A password holding an unescaped ? is cut there, its rest read as options:
+                    // an option with an @ is not shown, since it may be that rest.
+                    let shown = pair.contains("@") ? "(not shown: it holds an @, so it may be part of a password; percent-escape ? and @ in a password as %3F and %40)" : "\"\(Self.redact(String(pair)))\""
+                    throw ReservoirError(.invalidConfiguration, "store configuration \"\(Self.redact(string))\": option \(shown) is not of the form key=value")
                 }
                 let key = parts[0].lowercased()
                 guard options[key] == nil else {
@@ -65,19 +68,10 @@ public struct StoreConfiguration: Sendable, Hashable, CustomStringConvertible {
         self.options = options
     }
 
-    /// The string with any password in it (`scheme://user:PASSWORD@host`) written as `***`:
-    /// what messages, logs and ``description`` show, so a server's password never reaches them.
+    /// The string with any password in it (`scheme://user:PASSWORD@host`, `password=…`) written
+    /// as `***`: what messages, logs and ``description`` show, so a server's password never
+    /// reaches them. See ``redact(_:secretsOf:)``.
     public var redacted: String { Self.redact(string) }
-
-    /// `string` with the password of a `//user:PASSWORD@host` authority in it written as `***`.
-    public static func redact(_ string: String) -> String {
-        guard let slashes = string.range(of: "//") else { return string }
-        let authorityEnd = string[slashes.upperBound...].firstIndex { $0 == "/" || $0 == "?" } ?? string.endIndex
-        let authority = string[slashes.upperBound..<authorityEnd]
-        guard let at = authority.lastIndex(of: "@"),
-              let colon = authority[..<at].firstIndex(of: ":") else { return string }
-        return String(string[..<authority.index(after: colon)]) + "***" + String(string[at...])
-    }
 
     /// Throws `.invalidConfiguration` when an option other than `allowed` is present.
     public func checkOptions(allowed: [String]) throws {

@@ -37,7 +37,7 @@ extension PGConnection {
     func copyRow(_ command: String, fieldCount: Int, _ append: (inout [UInt8]) -> Bool) throws -> Bool {
         if copyCommand != command {
             try flush()
-            _ = try checkCopyStart(PQexec(handle, command), command)
+            _ = try checkCopyStart(exec { PQsendQuery(handle, command) }, command)
             copyCommand = command
             copyBuffer.removeAll(keepingCapacity: true)
             copyBuffer.append(contentsOf: Array("PGCOPY\n".utf8) + [0xFF, 0x0D, 0x0A, 0x00])
@@ -55,17 +55,25 @@ extension PGConnection {
     }
 
     /// Sends everything pending: ends an open `COPY`, then runs the queued statements in one
-    /// pipeline, followed by `final` (say `COMMIT`) when given. Throws the first error.
+    /// pipeline, followed by `final` (say `COMMIT`) when given. Throws the first error; when
+    /// the connection is lost or times out after `final` was sent and before the server
+    /// answered it (no earlier statement having failed), throws `.commitOutcomeUnknown`: the
+    /// server may have run it.
     func flush(then final: String? = nil) throws {
         if copyCommand != nil { try finishCopy() }
         guard !queued.isEmpty || final != nil else { return }
+        try checkUsable()
         let batch = queued
         queued.removeAll(keepingCapacity: true)
         // Named statements are prepared before the pipeline (PQprepare waits for its answer).
         let names = try batch.map { try statementName(for: $0.sql) }
+        let deadline = deadline()
         guard PQenterPipelineMode(handle) == 1 else { throw connectionError() }
         var sent = 0
         var failure: ReservoirError?
+        var finalSent = false
+        var finalAnswered = false
+        var serverRefused = false
         for (statement, name) in zip(batch, names) {
             let ok = PGParameter.withBound(statement.parameters) { values, lengths, formats in
                 PQsendQueryPrepared(handle, name, Int32(statement.parameters.count), values, lengths, formats, 1) == 1
@@ -74,19 +82,32 @@ extension PGConnection {
             sent += 1
         }
         if failure == nil, let final {
-            if PQsendQueryParams(handle, final, 0, nil, nil, nil, nil, 0) == 1 { sent += 1 } else { failure = connectionError() }
+            if PQsendQueryParams(handle, final, 0, nil, nil, nil, nil, 0) == 1 { sent += 1; finalSent = true } else { failure = connectionError() }
         }
-        let synced = PQpipelineSync(handle) == 1
-        for index in 0..<sent {
-            while let result = PQgetResult(handle) {
-                if PQresultStatus(result) == PGRES_FATAL_ERROR, failure == nil {
-                    failure = PGFailure.error(result: result, connection: self, sql: index < batch.count ? batch[index].sql : final ?? "")
+        var synced = PQpipelineSync(handle) == 1
+        do {
+            if synced { try flushOutput(until: deadline) }
+            for index in 0..<sent {
+                while let result = try nextResult(until: deadline) {
+                    let status = PQresultStatus(result)
+                    if index == batch.count, status != PGRES_FATAL_ERROR || !PGFailure.isConnectionLoss(result) { finalAnswered = true }
+                    if status == PGRES_FATAL_ERROR, failure == nil {
+                        if !PGFailure.isConnectionLoss(result) { serverRefused = true }
+                        failure = PGFailure.error(result: result, connection: self, sql: index < batch.count ? batch[index].sql : final ?? "")
+                    }
+                    PQclear(result)
                 }
-                PQclear(result)
             }
+            if synced, let sync = try nextResult(until: deadline) { PQclear(sync) }
+        } catch let error as ReservoirError {
+            if failure == nil { failure = error }
+            synced = false
         }
-        if synced, let sync = PQgetResult(handle) { PQclear(sync) }
-        _ = PQexitPipelineMode(handle)
+        if !broken { _ = PQexitPipelineMode(handle) }
+        if finalSent, !finalAnswered, !serverRefused, let lost = failure ?? (synced ? nil : connectionError()) {
+            throw ReservoirError(.commitOutcomeUnknown, "\(name): the connection was lost before the server answered \(final ?? "")",
+                                 nativeCode: lost.nativeCode, nativeMessage: lost.message)
+        }
         if let failure { throw failure }
         if !synced { throw connectionError() }
     }
@@ -98,6 +119,7 @@ extension PGConnection {
     func pipeline(_ plain: [String], then read: (sql: String, parameters: [PGParameter])) throws -> (results: [PGResult], failure: ReservoirError?) {
         if hasPending { try flush() }
         let name = try statementName(for: read.sql)
+        let deadline = deadline()
         guard PQenterPipelineMode(handle) == 1 else { return ([], connectionError()) }
         var sent = 0
         var failure: ReservoirError?
@@ -111,23 +133,29 @@ extension PGConnection {
             }
             if ok { sent += 1 } else { failure = connectionError() }
         }
-        let synced = PQpipelineSync(handle) == 1
+        var synced = PQpipelineSync(handle) == 1
         var results: [PGResult] = []
-        for index in 0..<sent {
-            while let result = PQgetResult(handle) {
-                switch PQresultStatus(result) {
-                case PGRES_COMMAND_OK, PGRES_TUPLES_OK:
-                    results.append(PGResult(result))
-                case PGRES_FATAL_ERROR where failure == nil:
-                    failure = PGFailure.error(result: result, connection: self, sql: index < plain.count ? plain[index] : read.sql)
-                    PQclear(result)
-                default:
-                    PQclear(result)
+        do {
+            if synced { try flushOutput(until: deadline) }
+            for index in 0..<sent {
+                while let result = try nextResult(until: deadline) {
+                    switch PQresultStatus(result) {
+                    case PGRES_COMMAND_OK, PGRES_TUPLES_OK:
+                        results.append(PGResult(result))
+                    case PGRES_FATAL_ERROR where failure == nil:
+                        failure = PGFailure.error(result: result, connection: self, sql: index < plain.count ? plain[index] : read.sql)
+                        PQclear(result)
+                    default:
+                        PQclear(result)
+                    }
                 }
             }
+            if synced, let sync = try nextResult(until: deadline) { PQclear(sync) }
+        } catch let error as ReservoirError {
+            if failure == nil { failure = error }
+            synced = false
         }
-        if synced, let sync = PQgetResult(handle) { PQclear(sync) }
-        _ = PQexitPipelineMode(handle)
+        if !broken { _ = PQexitPipelineMode(handle) }
         if failure == nil && (!synced || results.count != plain.count + 1) { failure = connectionError() }
         return (results, failure)
     }
@@ -139,8 +167,14 @@ extension PGConnection {
         guard copyCommand != nil else { return }
         copyCommand = nil
         copyBuffer.removeAll(keepingCapacity: true)
-        _ = PQputCopyEnd(handle, "rolled back")
-        while let result = PQgetResult(handle) { PQclear(result) }
+        guard !broken else { return }
+        let deadline = deadline()
+        do {
+            try putCopy(until: deadline) { PQputCopyEnd(handle, "rolled back") }
+            while let result = try nextResult(until: deadline) { PQclear(result) }
+        } catch {
+            // Timed out: the connection is broken and will not be used again.
+        }
     }
 
     private func finishCopy() throws {
@@ -153,24 +187,45 @@ extension PGConnection {
         } catch let error as ReservoirError {
             failure = error
         }
-        if PQputCopyEnd(handle, nil) != 1, failure == nil { failure = connectionError() }
-        while let result = PQgetResult(handle) {
-            if PQresultStatus(result) != PGRES_COMMAND_OK, failure == nil {
-                failure = PGFailure.error(result: result, connection: self, sql: command)
+        let deadline = deadline()
+        do {
+            try putCopy(until: deadline) { PQputCopyEnd(handle, nil) }
+            while let result = try nextResult(until: deadline) {
+                if PQresultStatus(result) != PGRES_COMMAND_OK, failure == nil {
+                    failure = PGFailure.error(result: result, connection: self, sql: command)
+                }
+                PQclear(result)
             }
-            PQclear(result)
+        } catch let error as ReservoirError {
+            if failure == nil { failure = error }
         }
         if let failure { throw failure }
     }
 
     private func sendCopyBuffer(_ command: String) throws {
         defer { copyBuffer.removeAll(keepingCapacity: true) }
-        let ok = copyBuffer.withUnsafeBufferPointer { bytes in
-            bytes.baseAddress.map { base in
-                base.withMemoryRebound(to: CChar.self, capacity: bytes.count) { PQputCopyData(handle, $0, Int32(bytes.count)) == 1 }
-            } ?? true
+        let deadline = deadline()
+        try putCopy(until: deadline) {
+            copyBuffer.withUnsafeBufferPointer { bytes in
+                bytes.baseAddress.map { base in
+                    base.withMemoryRebound(to: CChar.self, capacity: bytes.count) { PQputCopyData(handle, $0, Int32(bytes.count)) }
+                } ?? 1
+            }
         }
-        if !ok { throw connectionError() }
+    }
+
+    /// Runs `put` (`PQputCopyData`, `PQputCopyEnd`) until libpq takes the data (nonblocking, it
+    /// returns 0 while its buffer is full), then sends it, waiting no longer than `deadline`.
+    private func putCopy(until deadline: ContinuousClock.Instant, _ put: () -> Int32) throws {
+        try checkUsable()
+        while true {
+            let taken = put()
+            if taken < 0 { throw connectionError() }
+            if taken == 1 { break }
+            try waitForSocket(writing: true, until: deadline)
+            if PQflush(handle) < 0 { throw connectionError() }
+        }
+        try flushOutput(until: deadline)
     }
 
     private func checkCopyStart(_ result: OpaquePointer?, _ sql: String) throws -> Bool {

@@ -24,18 +24,47 @@ final class PGConnection {
     var copyCommand: String?
     var copyBuffer: [UInt8] = []
 
-    init(conninfo: String, name: String) throws {
-        guard let handle = PQconnectdb(conninfo) else {
+    /// Seconds one call waits for the server (``PostgresOptions/timeout``).
+    let timeout: Int
+    /// Set when a call timed out: the connection's state is unknown, so it is never used again.
+    var broken = false
+
+    /// Connects to `server` without blocking past its connect timeout: libpq's nonblocking
+    /// connect, polled with a deadline (libpq applies `connect_timeout` only to its blocking
+    /// connect). Options libpq rejects before contacting anyone (a malformed port, an unknown
+    /// `sslmode`) are `.invalidConfiguration`; a server that refuses or is absent, `.cannotOpen`.
+    init(server: PostgresServer, timeout: Int) throws {
+        let name = server.name
+        guard let handle = PQconnectStart(server.conninfo) else {
             throw ReservoirError(.cannotOpen, "\(name): cannot connect: libpq could not allocate a connection")
         }
-        guard PQstatus(handle) == CONNECTION_OK else {
-            let message = Self.message(PQerrorMessage(handle))
+        if PQstatus(handle) == CONNECTION_BAD {
+            // Nothing was sent yet: libpq refused the options themselves.
+            let message = server.redact(Self.message(PQerrorMessage(handle)))
             PQfinish(handle)
-            throw ReservoirError(.cannotOpen, "\(name): cannot connect: \(PGFailure.connectCause(message))")
+            throw ReservoirError(.invalidConfiguration, "\(name): libpq rejects the connection options before contacting any server: \(message)")
+        }
+        let deadline: ContinuousClock.Instant? = server.connectTimeout > 0 ? .now + .seconds(server.connectTimeout) : nil
+        var state = PGRES_POLLING_WRITING
+        while state != PGRES_POLLING_OK {
+            if state == PGRES_POLLING_FAILED {
+                let message = server.redact(Self.message(PQerrorMessage(handle)))
+                PQfinish(handle)
+                throw ReservoirError(.cannotOpen, "\(name): cannot connect: \(PGFailure.connectCause(message))")
+            }
+            let ready = Self.waitForSocket(PQsocket(handle), writing: state == PGRES_POLLING_WRITING, until: deadline)
+            if ready == 0 {
+                PQfinish(handle)
+                throw ReservoirError(.timeout, "\(name): cannot connect: the server did not complete the connection within \(server.connectTimeout) s (connect_timeout=\(server.connectTimeout))")
+            }
+            state = PQconnectPoll(handle)
         }
         reservoir_pq_silence(handle)
+        // Sends never block: a full socket buffer is waited for in poll, with the deadline.
+        _ = PQsetnonblocking(handle, 1)
         self.handle = handle
         self.name = name
+        self.timeout = timeout
         guard PQparameterStatus(handle, "server_encoding").map({ String(cString: $0) }) == "UTF8" else {
             let encoding = PQparameterStatus(handle, "server_encoding").map { String(cString: $0) } ?? "unknown"
             throw ReservoirError(.cannotOpen, "\(name): the database's encoding is \(encoding); Reservoir needs a UTF8 database (createdb -E UTF8)")
@@ -48,9 +77,9 @@ final class PGConnection {
 
     /// Whether the connection still reaches the server, as far as libpq knows (it learns of
     /// a lost server only when a command fails).
-    var isConnected: Bool { PQstatus(handle) == CONNECTION_OK }
+    var isConnected: Bool { !broken && PQstatus(handle) == CONNECTION_OK }
 
-    var isHealthy: Bool { PQstatus(handle) == CONNECTION_OK && PQtransactionStatus(handle) == PQTRANS_IDLE }
+    var isHealthy: Bool { isConnected && PQtransactionStatus(handle) == PQTRANS_IDLE }
     var inTransaction: Bool {
         let status = PQtransactionStatus(handle)
         return status == PQTRANS_INTRANS || status == PQTRANS_INERROR
@@ -65,7 +94,7 @@ final class PGConnection {
     @discardableResult
     func execute(_ sql: String) throws -> PGResult {
         if hasPending { try flush() }
-        return try check(PQexec(handle, sql), sql)
+        return try check(exec { PQsendQuery(handle, sql) }, sql)
     }
 
     /// Runs `sql` with `parameters` bound in binary, preparing it on first use.
@@ -74,14 +103,14 @@ final class PGConnection {
         if hasPending { try flush() }
         let statement = try statementName(for: sql)
         return try PGParameter.withBound(parameters) { values, lengths, formats in
-            try check(PQexecPrepared(handle, statement, Int32(parameters.count), values, lengths, formats, binaryResults ? 1 : 0), sql)
+            try check(exec { PQsendQueryPrepared(handle, statement, Int32(parameters.count), values, lengths, formats, binaryResults ? 1 : 0) }, sql)
         }
     }
 
     func statementName(for sql: String) throws -> String {
         if let name = prepared[sql] { return name }
         let name = "r\(prepared.count + 1)"
-        _ = try check(PQprepare(handle, name, sql, 0, nil), sql)
+        _ = try check(exec { PQsendPrepare(handle, name, sql, 0, nil) }, sql)
         prepared[sql] = name
         return name
     }

@@ -157,6 +157,13 @@ enum PGFailure {
                               nativeMessage: sqlstate.isEmpty ? message : "SQLSTATE \(sqlstate): \(message)")
     }
 
+    /// Whether `result` is libpq's report of a lost connection (no SQLSTATE, or class 08)
+    /// rather than the server refusing a statement.
+    static func isConnectionLoss(_ result: OpaquePointer) -> Bool {
+        let sqlstate = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
+        return sqlstate.isEmpty || sqlstate.hasPrefix("08")
+    }
+
     /// What a failed connection attempt means, in words, followed by libpq's message.
     static func connectCause(_ message: String) -> String {
         let lower = message.lowercased()

@@ -41,7 +41,7 @@ struct Layout: Sendable {
         changes = quotedSchema + "." + Self.quote("_reservoir_changes")
         rewriteKeys = "hashtext('reservoir.rewrite'), hashtext(\(Self.literal(schema)))"
         channel = "reservoir." + schema
-        lockMeta = "SELECT sequence, catalog FROM \(meta) FOR UPDATE"
+        lockMeta = "SELECT sequence, catalog, txid_current() FROM \(meta) FOR UPDATE"
         logInsert = "INSERT INTO \(changes) (sequence, entity, kind, ids) VALUES ($1::bigint, $2::text, $3::text, $4::bytea)"
         metaUpdate = "UPDATE \(meta) SET sequence = $1::bigint, xact = pg_current_xact_id()"
     }
@@ -74,9 +74,14 @@ struct Layout: Sendable {
     /// "cached plan must not change result type".
     let rewriteKeys: String
 
+    /// The schema, created only when missing: `CREATE SCHEMA IF NOT EXISTS` needs `CREATE` on
+    /// the database even when the schema exists, which a role owning only its schema lacks.
+    var createSchema: String {
+        "DO $$ BEGIN IF to_regnamespace(\(Self.literal(schema))) IS NULL THEN CREATE SCHEMA \(quotedSchema); END IF; END $$"
+    }
+
     var createTables: String {
         """
-        CREATE SCHEMA IF NOT EXISTS \(quotedSchema);
         CREATE TABLE \(meta) (
             only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
             format integer NOT NULL,

@@ -15,6 +15,12 @@ class PGReadTransaction: ReadTransaction {
     var sequence: UInt64
     /// SQL made once per table and shape, for runs of reads or writes.
     var statements: [StatementKey: String] = [:]
+    /// The store's tables do not exist yet (no write has created them): nothing to read.
+    var absent = false
+    /// Set on plain reads: reading a record type the store does not know, whose name another
+    /// application's table has in the schema, is refused as the first write of it would be,
+    /// rather than answered "none".
+    var refusesForeignTables = false
 
     init(connection: PGConnection, layout: Layout, catalog: Catalog, sequence: UInt64) {
         self.connection = connection
@@ -24,6 +30,7 @@ class PGReadTransaction: ReadTransaction {
     }
 
     func row(_ entity: String, id: Value) throws -> Row? {
+        try refuseForeignTable(entity)
         guard let (sql, parameters, table) = rowStatement(entity, id: id) else { return nil }
         return try decodeFirst(try connection.run(sql, parameters), table)
     }
@@ -57,6 +64,7 @@ class PGReadTransaction: ReadTransaction {
     }
 
     func fetch(_ query: Query, expecting: (Int) -> Void, each body: (Row) throws -> Void) throws {
+        try refuseForeignTable(query.entity.name)
         guard let table = catalog.tables[query.entity.name] else { return }
         let compiled = PGCompiler.compile(query, table: table, layout: layout, counting: false)
         let result = try connection.run(compiled.sql, compiled.parameters)
@@ -67,10 +75,21 @@ class PGReadTransaction: ReadTransaction {
     }
 
     func count(_ query: Query) throws -> Int {
+        try refuseForeignTable(query.entity.name)
         guard let table = catalog.tables[query.entity.name] else { return 0 }
         let compiled = PGCompiler.compile(query, table: table, layout: layout, counting: true)
         let result = try connection.run(compiled.sql, compiled.parameters)
         return result.rowCount > 0 ? Int(result.int64(0, 0)) : 0
+    }
+
+    /// Throws `.invalidSchema` when `entity` is not the store's but a table of that name is in
+    /// its schema (``refusesForeignTables``).
+    func refuseForeignTable(_ entity: String) throws {
+        guard refusesForeignTables, catalog.tables[entity] == nil else { return }
+        let exists = try connection.execute("SELECT to_regclass(\(Layout.literal(layout.table(entity)))) IS NOT NULL")
+        if exists.text(0, 0) == "t" {
+            throw ReservoirError(.invalidSchema, "\(connection.name): a table named \(entity) exists in schema \(layout.schema) and was not made by Reservoir (it has no entry in _reservoir_entities); rename it, or open the store with ?schema=OTHER")
+        }
     }
 
     func entities() throws -> [EntityDescription] {
@@ -82,7 +101,7 @@ class PGReadTransaction: ReadTransaction {
     }
 
     func changeLog(after sequence: UInt64, limit: Int) throws -> [ChangeLogEntry] {
-        guard limit > 0 else { return [] }
+        guard limit > 0, !absent else { return [] }
         // `sequence - limit` rather than `min + limit`: sequences are never negative, so the
         // subtraction cannot leave bigint's range even for a limit of Int.max.
         let after = Int64(clamping: sequence)
