@@ -17,6 +17,8 @@ final class DifferentialObservers: @unchecked Sendable {
     /// What each folding subscriber's values add up to.
     private var folded: [String: [DifferentialNote]] = [:]
     private var problems: [String] = []
+    /// How many completions each subscriber received: closing the store ends each once.
+    private var completions: [String: Int] = [:]
     private var cancellables: [String: AnyCancellable] = [:]
     private let limited = LiveRecorder<CollectionDifference<DifferentialNote>>(initialDemand: .max(1))
     /// Set while an external write's change set may arrive: the type publisher's deleted
@@ -66,12 +68,14 @@ final class DifferentialObservers: @unchecked Sendable {
         keep("type", store.publisher(for: DifferentialNote.self).sink(receiveCompletion: completion("type")) { [weak self] groups in
             self?.receive(groups)
         })
-        keep("change sets", store.changeSets.sink { [weak self] changeSet in
+        keep("change sets", store.changeSets.sink(receiveCompletion: { [weak self] _ in
+            self?.noteCompletion("change sets")
+        }, receiveValue: { [weak self] changeSet in
             guard let self else { return }
             lock.lock()
             changeSets.append(DifferentialRender.changeSet(changeSet))
             lock.unlock()
-        })
+        }))
         self.store = store
     }
 
@@ -187,8 +191,36 @@ final class DifferentialObservers: @unchecked Sendable {
         lock.unlock()
     }
 
+    private func noteCompletion(_ name: String) {
+        lock.lock()
+        completions[name, default: 0] += 1
+        lock.unlock()
+    }
+
+    /// After the store closed: every subscriber ended exactly once, the change sets finished
+    /// and the others failed with `.closed` (Backends.md "Closing"); what did not, as problems.
+    func endedByClose() -> [String] {
+        lock.lock()
+        defer { lock.unlock() }
+        var found: [String] = []
+        for name in cancellables.keys.sorted() {
+            let count = completions[name] ?? 0
+            if count != 1 { found.append("\(name): \(count) completions after close(), expected 1") }
+            if name != "change sets", lines[name]?.last != "failure closed" {
+                found.append("\(name): ended with \(lines[name]?.last ?? "nothing") after close(), expected failure closed")
+            }
+        }
+        let limitedEnded = limited.completionCount == 1 && (limited.completion.map { completion -> Bool in
+            if case let .failure(error) = completion { return (error as? ReservoirError)?.code == .closed }
+            return false
+        } ?? false)
+        if !limitedEnded { found.append("limited r\(Self.limitedRequest): did not fail once with .closed after close()") }
+        return found
+    }
+
     private func completion(_ name: String) -> (Subscribers.Completion<any Error>) -> Void {
         { [weak self] completion in
+            self?.noteCompletion(name)
             switch completion {
             case .finished: self?.record(name, "finished")
             case let .failure(error): self?.record(name, "failure \((error as? ReservoirError)?.code.description ?? "\(error)")")

@@ -65,10 +65,16 @@ final class DifferentialReplica {
             }
             return []
         case .reopen:
-            observers.cancelAll()
             if store.capabilities.contains(.persistent) {
+                // Closing ends every subscription once (Backends.md "Closing"), checked here on
+                // each backend alone: memory: cannot close and keep its data.
                 store.close()
+                let problems = observers.endedByClose()
+                observers.cancelAll()
+                if !problems.isEmpty { throw StepProblem(text: problems.joined(separator: "; ")) }
                 store = try Store.open(configuration, registry: backend.harness.registry)
+            } else {
+                observers.cancelAll()
             }
             observers = DifferentialObservers(store: store)
             return []
@@ -103,6 +109,12 @@ final class DifferentialReplica {
     }
 
     private struct Abort: Error {}
+
+    /// What a step found wrong on this backend alone.
+    struct StepProblem: Error, CustomStringConvertible {
+        let text: String
+        var description: String { text }
+    }
 
     private static func write(_ operations: [DifferentialOperation], failing: Bool, on store: Store) -> [String] {
         var lines: [String] = []
