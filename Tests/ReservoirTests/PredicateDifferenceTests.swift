@@ -16,6 +16,7 @@ private struct Word: Storable {
 @Suite("#Predicate: where Foundation's evaluate differs from the store")
 struct PredicateDifferenceTests {
     /// The ids the store fetches for `predicate` and the ids `Predicate.evaluate` accepts, over `words`.
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
     private func answers(_ words: [Word], _ predicate: Predicate<Word>, sortBy: [SortDescriptor<Word>] = []) throws -> (store: [Int], foundation: [Int]) {
         let store = try Store.open("memory:", registry: BackendRegistry())
         defer { store.close() }
@@ -27,6 +28,7 @@ struct PredicateDifferenceTests {
 
     @Test("== compares text by UTF-8 bytes, not canonical equivalence")
     func textEquality() throws {
+        guard #available(macOS 14, iOS 17, tvOS 17, watchOS 10, *) else { return }  // Foundation's Predicate
         let words = [Word(id: 1, text: "\u{e9}t\u{e9}", flag: false), Word(id: 2, text: "e\u{301}te\u{301}", flag: false)]
         let composed = "\u{e9}t\u{e9}"
         let (store, foundation) = try answers(words, #Predicate { $0.text == composed })
@@ -36,6 +38,7 @@ struct PredicateDifferenceTests {
 
     @Test("contains and starts(with:) match bytes, not Characters")
     func textMatching() throws {
+        guard #available(macOS 14, iOS 17, tvOS 17, watchOS 10, *) else { return }  // Foundation's Predicate
         // Swift: the last Character of "cafe\u{301}" is "é", so "cafe" is not in it.
         let contains = try answers([Word(id: 1, text: "cafe\u{301}", flag: false), Word(id: 2, text: "cafe", flag: false)],
                                    #Predicate { $0.text.contains("cafe") })
@@ -50,6 +53,7 @@ struct PredicateDifferenceTests {
 
     @Test("a NaN is stored as null, so it is nil to the store")
     func nanIsNull() throws {
+        guard #available(macOS 14, iOS 17, tvOS 17, watchOS 10, *) else { return }  // Foundation's Predicate
         let words = [Word(id: 1, text: "a", score: .nan, flag: false), Word(id: 2, text: "b", score: nil, flag: false)]
         let (store, foundation) = try answers(words, #Predicate { $0.score == nil })
         #expect(store == [1, 2])
@@ -58,6 +62,7 @@ struct PredicateDifferenceTests {
 
     @Test("text sorts by UTF-8 bytes; Swift's String order ties canonically equivalent spellings")
     func textOrder() throws {
+        guard #available(macOS 14, iOS 17, tvOS 17, watchOS 10, *) else { return }  // Foundation's Predicate
         // Composed é (C3 A9) sorts after "f"; decomposed e+U+0301 (65 CC 81) before it.
         let words = [Word(id: 1, text: "\u{e9}", flag: false), Word(id: 2, text: "f", flag: false), Word(id: 3, text: "e\u{301}", flag: false)]
         let (store, foundation) = try answers(words, #Predicate { _ in true }, sortBy: [SortDescriptor(\.text)])

@@ -20,11 +20,13 @@ private struct Post: Storable {
 }
 
 /// The row predicate a `#Predicate` translates to.
+@available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
 private func translated(_ predicate: Predicate<Post>) throws -> RowPredicate {
     try RecordPredicate(predicate).expression()
 }
 
 /// The `.invalidQuery` message a `#Predicate` request is refused with, or nil when it is not.
+@available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
 private func refusal(_ predicate: Predicate<Post>) -> String? {
     do {
         _ = try FetchRequest(predicate).query()
@@ -40,6 +42,7 @@ private func refusal(_ predicate: Predicate<Post>) -> String? {
 struct PredicateTranslationTests {
     @Test("comparisons with a constant on either side, captured variables and arithmetic on constants")
     func comparisons() throws {
+        guard #available(macOS 14, iOS 17, tvOS 17, watchOS 10, *) else { return }  // Foundation's Predicate
         let limit = 3
         let names = ["a", "b"]
         #expect(try translated(#Predicate { $0.channel == "general" }) == .compare(column: "channel", .equal, .text("general")))
@@ -53,6 +56,7 @@ struct PredicateTranslationTests {
 
     @Test("&&, ||, !, Bool fields and comparisons with true and false")
     func logic() throws {
+        guard #available(macOS 14, iOS 17, tvOS 17, watchOS 10, *) else { return }  // Foundation's Predicate
         #expect(try translated(#Predicate { $0.pinned }) == .compare(column: "pinned", .equal, .integer(1)))
         #expect(try translated(#Predicate { !$0.pinned || $0.score > 1 && $0.channel != "x" }) == .or([
             .not(.compare(column: "pinned", .equal, .integer(1))),
@@ -64,6 +68,7 @@ struct PredicateTranslationTests {
 
     @Test("optionals: nil checks, ?? and optional chaining map onto null semantics")
     func optionals() throws {
+        guard #available(macOS 14, iOS 17, tvOS 17, watchOS 10, *) else { return }  // Foundation's Predicate
         #expect(try translated(#Predicate { $0.note == nil }) == .compare(column: "note", .equal, .null))
         #expect(try translated(#Predicate { $0.rank != nil }) == .compare(column: "rank", .notEqual, .null))
         #expect(try translated(#Predicate { $0.rank == 2 }) == .compare(column: "rank", .equal, .integer(2)))
@@ -86,12 +91,14 @@ struct PredicateTranslationTests {
 
     @Test("text: contains and starts(with:) are the byte-wise nodes")
     func text() throws {
+        guard #available(macOS 14, iOS 17, tvOS 17, watchOS 10, *) else { return }  // Foundation's Predicate
         #expect(try translated(#Predicate { $0.channel.contains("ge") }) == .contains(column: "channel", "ge"))
         #expect(try translated(#Predicate { $0.channel.starts(with: "g") }) == .hasPrefix(column: "channel", "g"))
     }
 
     @Test("the operator form and the #Predicate form build the same tree")
     func sameTree() throws {
+        guard #available(macOS 14, iOS 17, tvOS 17, watchOS 10, *) else { return }  // Foundation's Predicate
         let mine: RecordPredicate<Post> = \.channel == "general" && \.score >= 2 || .isIn(\.rank, [1, nil])
         let ranks: [Int?] = [1, nil]
         #expect(try translated(#Predicate { $0.channel == "general" && $0.score >= 2 || ranks.contains($0.rank) }) == mine.expression())
@@ -101,6 +108,7 @@ struct PredicateTranslationTests {
 
     @Test("a computed property is refused naming it")
     func refusesComputed() throws {
+        guard #available(macOS 14, iOS 17, tvOS 17, watchOS 10, *) else { return }  // Foundation's Predicate
         let message = try #require(refusal(#Predicate { $0.title == "X" }))
         #expect(message.contains("#Predicate<Post>"), "\(message)")
         #expect(message.contains("PredicateExpressions.KeyPath"), "\(message)")
@@ -109,6 +117,7 @@ struct PredicateTranslationTests {
 
     @Test("a nested value is refused naming it")
     func refusesNested() throws {
+        guard #available(macOS 14, iOS 17, tvOS 17, watchOS 10, *) else { return }  // Foundation's Predicate
         let message = try #require(refusal(#Predicate { $0.tags.contains("x") }))
         #expect(message.contains("\\Post.tags"), "\(message)")
         #expect(message.contains("opaque"), "\(message)")
@@ -116,6 +125,7 @@ struct PredicateTranslationTests {
 
     @Test("a comparison of two fields is refused naming both")
     func refusesTwoFields() throws {
+        guard #available(macOS 14, iOS 17, tvOS 17, watchOS 10, *) else { return }  // Foundation's Predicate
         let message = try #require(refusal(#Predicate { $0.score == $0.rank ?? 0 }))
         #expect(message.contains("PredicateExpressions.Equal"), "\(message)")
         #expect(message.contains("\\Post.score") && message.contains("\\Post.rank"), "\(message)")
@@ -124,12 +134,14 @@ struct PredicateTranslationTests {
 
     @Test("arithmetic on a field is refused naming it")
     func refusesFieldArithmetic() throws {
+        guard #available(macOS 14, iOS 17, tvOS 17, watchOS 10, *) else { return }  // Foundation's Predicate
         let message = try #require(refusal(#Predicate { $0.score + 1 > 3 }))
         #expect(message.contains("PredicateExpressions.Arithmetic on \\Post.score"), "\(message)")
     }
 
     @Test("a member of a field's value is refused naming it")
     func refusesMemberOfField() throws {
+        guard #available(macOS 14, iOS 17, tvOS 17, watchOS 10, *) else { return }  // Foundation's Predicate
         let message = try #require(refusal(#Predicate { $0.channel.count > 3 }))
         #expect(message.contains("PredicateExpressions.KeyPath"), "\(message)")
         // A key path to a computed member (String.count) carries no name at run time.
@@ -139,6 +151,7 @@ struct PredicateTranslationTests {
 
     @Test("an expression outside the subset is refused naming it and its property")
     func refusesUnsupportedExpression() throws {
+        guard #available(macOS 14, iOS 17, tvOS 17, watchOS 10, *) else { return }  // Foundation's Predicate
         let message = try #require(refusal(#Predicate { $0.tags.contains { $0 == "x" } }))
         #expect(message.contains("PredicateExpressions.SequenceContainsWhere on \\Post.tags"), "\(message)")
         let conditional = try #require(refusal(#Predicate { ($0.pinned ? $0.score : 0) > 1 }))
@@ -149,6 +162,7 @@ struct PredicateTranslationTests {
 
     @Test("arithmetic overflow on constants is refused, not a trap")
     func refusesOverflow() throws {
+        guard #available(macOS 14, iOS 17, tvOS 17, watchOS 10, *) else { return }  // Foundation's Predicate
         let big = Int.max
         let message = try #require(refusal(#Predicate { $0.score > big + 1 }))
         #expect(message.contains("overflows"), "\(message)")
@@ -156,6 +170,7 @@ struct PredicateTranslationTests {
 
     @Test("a constant of a type that is not stored as a value is refused naming its type")
     func refusesOpaqueConstant() throws {
+        guard #available(macOS 14, iOS 17, tvOS 17, watchOS 10, *) else { return }  // Foundation's Predicate
         let tags = ["x"]
         let message = try #require(refusal(#Predicate { $0.tags == tags }))
         #expect(message.contains("Array<String>") || message.contains("opaque"), "\(message)")
@@ -165,6 +180,7 @@ struct PredicateTranslationTests {
 
     @Test("SortDescriptor on stored fields: forward is ascending, reverse descending")
     func sortDescriptors() throws {
+        guard #available(macOS 14, iOS 17, tvOS 17, watchOS 10, *) else { return }  // Foundation's Predicate
         let query = try FetchRequest(#Predicate<Post> { $0.score > 1 }, sortBy: [SortDescriptor(\.rank, order: .reverse), SortDescriptor(\.channel)]).query()
         #expect(query.sort == [SortTerm(column: "rank", ascending: false), SortTerm(column: "channel"), SortTerm(column: "id")])
         let lexical = try FetchRequest<Post>(sortBy: [SortDescriptor(\.note, comparator: .lexical)]).query()
@@ -176,6 +192,7 @@ struct PredicateTranslationTests {
     // other), so this refusal can only be reached on Apple platforms.
     @Test("a SortDescriptor with another String comparator is refused saying why")
     func refusesStringComparator() throws {
+        guard #available(macOS 14, iOS 17, tvOS 17, watchOS 10, *) else { return }  // Foundation's Predicate
         let request = FetchRequest<Post>(sortBy: [SortDescriptor(\.channel, comparator: .localizedStandard)])
         let error = #expect(throws: ReservoirError.self) { try request.query() }
         #expect(error?.code == .invalidQuery)
@@ -186,6 +203,7 @@ struct PredicateTranslationTests {
 
     @Test("a SortDescriptor on a computed property is refused naming it")
     func refusesComputedSort() throws {
+        guard #available(macOS 14, iOS 17, tvOS 17, watchOS 10, *) else { return }  // Foundation's Predicate
         let error = #expect(throws: ReservoirError.self) { try FetchRequest<Post>(sortBy: [SortDescriptor(\.title)]).query() }
         #expect(error?.code == .invalidQuery)
     }

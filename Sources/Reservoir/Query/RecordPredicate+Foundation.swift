@@ -33,6 +33,7 @@ extension FetchRequest {
     }
 }
 
+@available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
 extension FetchRequest {
     /// A request sorted by Foundation `SortDescriptor`s on stored fields (see ``SortKey/init(_:)``).
     public init(where predicate: RecordPredicate<Root>? = nil, sortBy descriptors: [SortDescriptor<Root>], limit: Int? = nil, offset: Int = 0) {
@@ -40,6 +41,8 @@ extension FetchRequest {
     }
 }
 
+// `SortDescriptor.keyPath` and `stringComparator`, which the translation reads, are macOS 14 API.
+@available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
 extension SortKey {
     /// The sort key for a Foundation `SortDescriptor` on a stored field: `.forward` is
     /// ascending, `.reverse` descending, in the library's value order. A descriptor without a
