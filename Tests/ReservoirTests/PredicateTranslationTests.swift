@@ -63,7 +63,8 @@ struct PredicateTranslationTests {
             .and([.compare(column: "score", .greater, .integer(1)), .compare(column: "channel", .notEqual, .text("x"))]),
         ]))
         #expect(try translated(#Predicate { $0.pinned == true }) == .compare(column: "pinned", .equal, .integer(1)))
-        #expect(try translated(#Predicate { $0.pinned == false }) == .not(.compare(column: "pinned", .equal, .integer(1))))
+        #expect(try translated(#Predicate { $0.pinned == false }) == .compare(column: "pinned", .equal, .integer(0)))
+        #expect(try translated(#Predicate { true != $0.pinned }) == .compare(column: "pinned", .notEqual, .integer(1)))
     }
 
     @Test("optionals: nil checks, ?? and optional chaining map onto null semantics")
@@ -84,7 +85,9 @@ struct PredicateTranslationTests {
             .and([.not(.compare(column: "note", .equal, .null)), .hasPrefix(column: "note", "x")]),
             .compare(column: "note", .equal, .null),
         ]))
-        #expect(try translated(#Predicate { $0.flagged == true }) == .and([
+        #expect(try translated(#Predicate { $0.flagged == true }) == .compare(column: "flagged", .equal, .integer(1)))
+        #expect(try translated(#Predicate { $0.flagged != nil }) == .compare(column: "flagged", .notEqual, .null))
+        #expect(try translated(#Predicate { $0.flagged ?? false }) == .and([
             .not(.compare(column: "flagged", .equal, .null)), .compare(column: "flagged", .equal, .integer(1)),
         ]))
     }

@@ -61,6 +61,13 @@ struct PredicateTranslator<Root: Storable> {
     /// `lhs op rhs` for two translated operands: a field (or `field ?? constant`) against a
     /// constant on either side, two constants, or two `Bool` conditions with `==`/`!=`.
     func compare(_ lhs: PredicateTerm, _ op: ComparisonOperator, _ rhs: PredicateTerm, in expression: some PredicateExpression) throws -> PredicateTerm {
+        // A Bool field against a Bool constant is the operator form's node: `flag == 0`, `flag != 1`, `flag == NULL`.
+        if case let .field(column, _, true, _) = lhs, case let .bool(constant) = rhs {
+            return .condition(.compare(column: column, op, constant.map { .integer($0 ? 1 : 0) } ?? .null))
+        }
+        if case .bool = lhs, case .field(_, _, true, _) = rhs {
+            return try compare(rhs, op, lhs, in: expression)
+        }
         if op == .equal || op == .notEqual, let left = optionalCondition(lhs), let right = optionalCondition(rhs) {
             // Optional Bools are equal when both are nil, or both present and equal.
             let same = Self.or([

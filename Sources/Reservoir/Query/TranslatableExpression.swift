@@ -180,7 +180,8 @@ extension PredicateExpressions.SequenceContains: TranslatableExpression {
 
 #if canImport(Darwin)
 // Foundation on Apple platforms only: swift-foundation builds this expression for
-// FOUNDATION_FRAMEWORK alone, so Linux programs cannot write it.
+// FOUNDATION_FRAMEWORK alone, so Linux programs cannot write it (and Linux builds, where the
+// tests run, do not compile this; its members are `root` and `other` as Apple documents).
 @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
 extension PredicateExpressions.StringLocalizedStandardContains: TranslatableExpression {
     func term<Record: Storable>(in translator: PredicateTranslator<Record>) throws -> PredicateTerm {
