@@ -60,6 +60,21 @@ struct PredicateDifferenceTests {
         #expect(foundation == [2])
     }
 
+    @Test("a Bool field matches the stored 1; another non-zero number reads as true but does not match")
+    func boolStoredAsTwo() throws {
+        guard #available(macOS 14, iOS 17, tvOS 17, watchOS 10, *) else { return }  // Foundation's Predicate
+        let store = try Store.open("memory:", registry: BackendRegistry())
+        defer { store.close() }
+        // As a plain SQL writer might store it.
+        try store.write { tx in _ = try tx.putRow(Row([("id", .integer(1)), ("text", .text("a")), ("score", .null), ("flag", .integer(2))]), in: Word.schema.entity) }
+        let word = try #require(try store.get(Word.self, id: 1))
+        let predicate = #Predicate<Word> { $0.flag }
+        #expect(word.flag)
+        #expect(try predicate.evaluate(word))
+        #expect(try store.fetch(FetchRequest(predicate)).isEmpty)
+        #expect(try store.fetch(FetchRequest<Word>(where: \.flag == true)).isEmpty, "the operator form agrees with the translation")
+    }
+
     @Test("text sorts by UTF-8 bytes; Swift's String order ties canonically equivalent spellings")
     func textOrder() throws {
         guard #available(macOS 14, iOS 17, tvOS 17, watchOS 10, *) else { return }  // Foundation's Predicate
