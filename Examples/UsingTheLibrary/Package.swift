@@ -5,7 +5,7 @@ import PackageDescription
 
 let package = Package(
     name: "UsingTheLibrary",
-    platforms: [.macOS(.v13)],
+    platforms: [.macOS(.v14)],  // Foundation's #Predicate
     dependencies: [
         .package(name: "Reservoir", path: "../.."),
         // Combine's API on Linux (on Apple platforms OpenCombineShim is Combine itself).

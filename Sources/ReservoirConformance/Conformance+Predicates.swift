@@ -207,7 +207,7 @@ extension ConformanceSuite {
                 try expectEqual(calls, 3, "rows visited before the body threw")
             }
         },
-    ]
+    ] + foundationPredicateCases  // the same requests written with #Predicate (Conformance+FoundationPredicates.swift)
 
     static func randomPredicate(depth: Int, pool: [Value], using random: inout SeededGenerator) -> RowPredicate {
         let column = ["a", "b", "c", "id"].randomElement(using: &random) ?? "a"

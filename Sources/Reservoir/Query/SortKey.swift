@@ -9,6 +9,8 @@ public struct SortKey<Root: Storable>: Sendable {
     let keyPath: SendableKeyPath
     /// Whether smaller values come first.
     public let ascending: Bool
+    /// Why this key cannot sort, thrown when the request runs (a refused ``SortDescriptor``).
+    var problem: ReservoirError? = nil
 
     /// Smallest first (null first).
     public static func ascending<V: ValueConvertible>(_ keyPath: KeyPath<Root, V>) -> SortKey {
@@ -21,7 +23,8 @@ public struct SortKey<Root: Storable>: Sendable {
     }
 
     func term(in schema: Schema<Root>) throws -> SortTerm {
-        SortTerm(column: try schema.column(for: keyPath.path), ascending: ascending)
+        if let problem { throw problem }
+        return SortTerm(column: try schema.column(for: keyPath.path), ascending: ascending)
     }
 }
 

@@ -5,7 +5,9 @@ import Reservoir
 /// into two entities (one indexing the queried columns, one not) and changed again so
 /// indexes must follow; then random predicates, sorts and windows, each answered by the
 /// backend (compiled SQL, an index plan, a scan) and by ``QueryEvaluator`` over the rows
-/// the fuzzer wrote. Any difference in rows, order or count fails, naming the query.
+/// the fuzzer wrote. Any difference in rows, order or count fails, naming the query. Each
+/// query Swift's types can express is also written as a Foundation `Predicate` with
+/// `SortDescriptor`s (``FuzzPredicateForms``), translated by the library and checked the same way.
 ///
 ///     try QueryFuzzer(harness: myHarness).run(seed: 7, queries: 500)
 public struct QueryFuzzer: Sendable {
@@ -66,19 +68,44 @@ public struct QueryFuzzer: Sendable {
             }
             for id in deleted { rows[id] = nil }
         }
+        // The second form's choices come from their own generator, so a seed's queries stay
+        // the ones it always generated.
+        var forms = SeededGenerator(seed: seed ^ 0x9E37_79B9_7F4A_7C15)
+        var bothWays = 0
         for _ in 0..<queries {
             let predicate = g.next() % 12 == 0 ? nil : Self.predicate(&g)
             let sort = (0..<(g.next() % 4)).map { _ in SortTerm(column: Self.columns.pick(&g), ascending: g.next() % 2 == 0) }
             let limit: Int? = g.next() % 3 == 0 ? Int(g.next() % 12) : nil
             let offset = g.next() % 4 == 0 ? Int(g.next() % 8) : 0
+            let second = try Self.foundationForm(predicate, sort, &forms)
+            if second != nil { bothWays += 1 }
             for entity in [Self.indexed, Self.plain] {
                 let query = try Query(entity: entity, predicate: predicate, sort: sort, limit: limit, offset: offset)
                 let expected = QueryEvaluator.evaluate(query, over: rows.values)
                 let (actual, count) = try store.read { (try $0.rows(query), try $0.count(query)) }
                 try expect(Self.same(actual, expected), "seed \(seed): \(query)\n  expected ids \(expected.map { $0.value("id") })\n  got ids      \(actual.map { $0.value("id") })")
                 try expectEqual(count, expected.count, "seed \(seed): count of \(query)")
+                guard let second else { continue }
+                let translated = try Query(entity: entity, predicate: second.predicate, sort: second.sort, limit: limit, offset: offset)
+                let label = "seed \(seed): #Predicate form of \(query), translated to \(translated)"
+                try expect(Self.same(QueryEvaluator.evaluate(translated, over: rows.values), expected), "\(label): the reference evaluator answers it differently")
+                let (actualSecond, countSecond) = try store.read { (try $0.rows(translated), try $0.count(translated)) }
+                try expect(Self.same(actualSecond, expected), "\(label)\n  expected ids \(expected.map { $0.value("id") })\n  got ids      \(actualSecond.map { $0.value("id") })")
+                try expectEqual(countSecond, expected.count, "count of \(label)")
             }
         }
+        if #available(macOS 14, iOS 17, tvOS 17, watchOS 10, *), queries >= 20 {
+            try expect(bothWays * 4 >= queries, "seed \(seed): only \(bothWays) of \(queries) queries were expressible as a #Predicate; the second form is not being exercised")
+        }
+    }
+
+    /// The query's predicate and sort written as a Foundation `Predicate` and `SortDescriptor`s
+    /// and translated back by the library, or nil where Swift's types cannot express the predicate.
+    static func foundationForm(_ predicate: RowPredicate?, _ sort: [SortTerm], _ g: inout SeededGenerator) throws -> (predicate: RowPredicate?, sort: [SortTerm])? {
+        guard #available(macOS 14, iOS 17, tvOS 17, watchOS 10, *) else { return nil }
+        let sorted = try FuzzPredicateForms.translated(sort)
+        guard let predicate else { return (nil, sorted) }
+        return try FuzzPredicateForms.translated(predicate, &g).map { ($0, sorted) }
     }
 
     /// Rows equal value for value, telling 1 from 1.0 and 0.0 from -0.0: a backend must

@@ -29,6 +29,10 @@ try store.write { tx in
 let request = FetchRequest<Message>(where: \.channel == "general" && \.score >= 2,
                                     sortBy: [.descending(\.sentAt)], limit: 50)
 print(try store.fetch(request).map(\.preview))   // ["Hello, every"]
+// The same request in Foundation's terms: translated into the same predicate, run natively.
+let same = FetchRequest(#Predicate<Message> { $0.channel == "general" && $0.score >= 2 },
+                        sortBy: [SortDescriptor(\.sentAt, order: .reverse)], limit: 50)
+print(try store.fetch(same).map(\.id))           // [1]
 let lunch = FetchRequest<Message>(where: .contains(\.text, "LÜNCH", options: [.caseInsensitive, .diacriticInsensitive]))
 print(try store.fetch(lunch).map(\.id))          // [2]
 
