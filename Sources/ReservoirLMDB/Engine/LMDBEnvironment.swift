@@ -134,8 +134,9 @@ final class LMDBEnvironment: @unchecked Sendable {
             throw LMDBErrors.error(code: rc, message)
         }
         // A data.mdb shorter than its own pages (truncated by a copy, a full disk, a hand)
-        // would make the first read of a missing page a SIGBUS: refuse it now instead.
-        if let damage = Self.truncation(env: env, path: path) ?? Self.pageDamage(env: env, path: path, depth: nil) {
+        // would make the first read of a missing page a SIGBUS, a damaged page an abort or a
+        // fault whenever LMDB follows it: refuse both now instead.
+        if let damage = Self.truncation(env: env, path: path) ?? Self.pageDamage(env: env, path: path) {
             mdb_env_close(env)
             throw damage
         }
