@@ -41,7 +41,7 @@ extension LMDBEnvironment {
         guard let first = problems.first else { return nil }
         let more = problems.count > 1 ? " (and \(problems.count - 1) more)" : ""
         return ReservoirError(
-            .corrupt, "\(lmdbStore(path)): data.mdb is damaged: \(first)\(more); restore it from a copy, or salvage what is readable with reservoir copy",
+            .corrupt, "\(lmdbStore(path)): data.mdb is damaged: \(first)\(more); restore it from a copy (LMDB would crash following the damaged page, so the store is not opened, nor can reservoir copy read it)",
             nativeCode: CLMDB_CORRUPTED, nativeMessage: LMDBErrors.message(CLMDB_CORRUPTED))
     }
 
