@@ -33,11 +33,11 @@ struct DamagedFileTests {
 
     /// LMDB stores above 8 MiB, once opened after checking only their roots, and crashed by
     /// a damaged page deep in a tree (issue #30: 4 crashes in 20 mutants at 9.6 MB, 1 in 10
-    /// at 34 MB). Mutants: RESERVOIR_FAULT_MUTANTS / 20 at 9.6 MB and / 40 at 34 MB (25 and
-    /// 12 by default), about a second each.
+    /// at 34 MB). Mutants: RESERVOIR_FAULT_MUTANTS / 25 at 9.6 MB and / 50 at 34 MB (20 and
+    /// 10 by default), about a second each.
     @Test(arguments: [
-        (DamagedFiles.Size(notes: 30_000, titleRepeats: 20), 20, 8 << 20),
-        (DamagedFiles.Size(notes: 60_000, titleRepeats: 40), 40, 25_000_000),
+        (DamagedFiles.Size(notes: 30_000, titleRepeats: 20), 25, 8 << 20),
+        (DamagedFiles.Size(notes: 60_000, titleRepeats: 40), 50, 25_000_000),
     ])
     func largeLMDBStoresFailCleanly(size: DamagedFiles.Size, shareDivisor: Int, atLeast bytes: Int) async throws {
         let temporary = try TemporaryDirectory("reservoir-damage-large")

@@ -149,4 +149,25 @@ import Testing
         let damaged = try await use(dir.path + "/env")
         #expect(damaged.status == 2 && damaged.said.contains("data.mdb is damaged") && damaged.said.contains("flags 18"), "\(marked) pages: \(damaged.said)")
     }
+
+    /// mdb_env_open takes the page size from the meta pages unchecked: 0 divided by zero
+    /// (SIGFPE, exit 136, with the previous code and with mdb_stat); 4,097 was refused as "not
+    /// an LMDB file". 8,192 makes LMDB look for the second meta page where there is none,
+    /// which it refuses itself.
+    @Test(arguments: [(UInt32(0), true), (UInt32(4097), true), (UInt32(8192), false)])
+    func aDamagedMetaPageSizeIsRefusedBeforeLMDBReadsIt(pageSize: UInt32, namedByTheCheck: Bool) async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.cleanUp() }
+        let (path, _) = try makeEnvironment(dir)
+        // mm_psize: the free-page database record's md_pad, 24 bytes into meta page 0's body.
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
+        try handle.seek(toOffset: 16 + 24)
+        try handle.write(contentsOf: withUnsafeBytes(of: pageSize.littleEndian) { Data($0) })
+        try handle.close()
+        let damaged = try await use(dir.path + "/env")
+        #expect(damaged.status == 2 && damaged.said.contains(dir.path), "page size \(pageSize): \(damaged.said)")
+        if namedByTheCheck {
+            #expect(damaged.said.contains("data.mdb is damaged: meta page 0 gives an impossible page size (\(pageSize))"), "\(damaged.said)")
+        }
+    }
 }

@@ -109,6 +109,32 @@ struct PageCheck {
         return check.problems
     }
 
+    /// The page size the meta pages give, checked before `mdb_env_open` reads them: LMDB
+    /// takes it unchecked from the newest one and reads the second meta page at the first
+    /// one's size, so 0 divides by zero (SIGFPE) and another wrong value misplaces every page.
+    /// Nil when both agree on a power of two from 512 to 65,536, and when data.mdb is missing
+    /// or its meta pages are not LMDB's (`mdb_env_open` itself refuses those).
+    static func metaPageSizeProblem(path: String) -> String? {
+        let fd = open(path + "/data.mdb", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var sizes: [Int] = []
+        for index in 0..<2 {
+            let offset = UInt64(sizes.first ?? 0)
+            guard let page = read(fd, at: offset, count: headerSize + 136), page.count == headerSize + 136,
+                  u16(page, 10) & meta != 0, u32(page, headerSize) == magic else { return nil }
+            let size = Int(u32(page, headerSize + 24))
+            guard size >= 512, size <= 65_536, size & (size - 1) == 0 else {
+                return "meta page \(index) gives an impossible page size (\(size))"
+            }
+            if let first = sizes.first, first != size {
+                return "the meta pages give different page sizes (\(first) and \(size))"
+            }
+            sizes.append(size)
+        }
+        return nil
+    }
+
     private init(fd: Int32, pageSize: Int, lastPage: UInt64, transactionID: UInt64) {
         self.fd = fd
         self.pageSize = pageSize
@@ -136,7 +162,9 @@ struct PageCheck {
             report("\(name): impossible depth \(record.depth)")
             return
         }
-        if record.flags & ~UInt16(0x7F) != 0 || (!isFree && record.flags != 0) {
+        // The free-page database is MDB_INTEGERKEY and nothing else LMDB keeps per database
+        // (a MDB_DUPSORT bit makes mdb_cursor_init assert); every other one has no flags.
+        if record.flags & ~UInt16(0x7F) != 0 || (!isFree && record.flags != 0) || (isFree && record.flags & 0x7E != 0x08) {
             report("\(name): unexpected database flags \(record.flags)")
             return
         }
