@@ -4,6 +4,7 @@
 //     cd Benchmarks && swift run -c release reservoir-sqlite-bench   SQLite backend vs raw C vs GRDB, in detail
 //     cd Benchmarks && swift run -c release lmdb-bench               LMDB backend vs raw LMDB C, in detail
 //     cd Benchmarks && swift run -c release observation-benchmark    live-subscription cost per commit
+//     cd Benchmarks && swift run -c release lmdb-open-cost           LMDB open (page check) cost by store size
 // Each keeps its profiling modes (BENCH_PROFILE=..., `observation-benchmark profile ...`).
 import PackageDescription
 
@@ -39,6 +40,14 @@ let package = Package(
             dependencies: [
                 .product(name: "Reservoir", package: "Reservoir"),
                 .product(name: "ReservoirMacros", package: "Reservoir"),
+                .product(name: "ReservoirLMDB", package: "Reservoir"),
+            ]
+        ),
+        // What opening an LMDB store costs by size (the page check): no macros, no peers.
+        .executableTarget(
+            name: "lmdb-open-cost",
+            dependencies: [
+                .product(name: "Reservoir", package: "Reservoir"),
                 .product(name: "ReservoirLMDB", package: "Reservoir"),
             ]
         ),

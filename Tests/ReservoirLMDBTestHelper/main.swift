@@ -11,6 +11,9 @@ import ReservoirTestRecords
 //     ReservoirLMDBTestHelper die-in-write CONFIG ID           "writing", then SIGKILLs itself mid-transaction
 //     ReservoirLMDBTestHelper fill CONFIG LIMIT_BYTES          file-size limit, writes until an error:
 //                                                              "committed N" then "error CODE NATIVE MESSAGE"
+//     ReservoirLMDBTestHelper use CONFIG                       reads every note, rewrites each, reads again:
+//                                                              "read N", "wrote N", "read N" (a damaged store
+//                                                              must fail with an error, exit 2, not a signal)
 
 func say(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
@@ -73,6 +76,18 @@ do {
             let count = try store.count(FetchRequest<Note>())
             say("readable \(count)")
         }
+    case "use":
+        let notes = try store.fetch(Note.self)
+        say("read \(notes.count)")
+        try store.write { tx in
+            for var note in notes {
+                note.title += "!"
+                note.priority = (note.priority ?? 0) + 1
+                try tx.upsert(note)
+            }
+        }
+        say("wrote \(notes.count)")
+        say("read \(try store.count(FetchRequest<Note>()))")
     default:
         fail("unknown mode \(arguments[1])")
     }

@@ -2,16 +2,24 @@ import Foundation
 import Reservoir
 
 extension DamagedFiles {
-    /// The child's whole program, run as `CHILD --damaged-files CONFIGURATION SEED FIRST COUNT RESULTS`:
+    /// The child's whole program, run as `CHILD --damaged-files CONFIGURATION SEED FIRST COUNT RESULTS [NOTES REPEATS]`:
     /// for mutants `FIRST..<FIRST+COUNT` of the store `CONFIGURATION` names, copies it,
     /// damages the copy, then opens, reads, writes, reads again, verifies and reopens it,
     /// appending one line per step to `RESULTS` (written at once, so a crash loses none).
     public static func childMain(registry: BackendRegistry) -> Never {
         let arguments = CommandLine.arguments
-        guard arguments.count == 7, arguments[1] == childArgument, let seed = UInt64(arguments[3]),
+        guard arguments.count == 7 || arguments.count == 9, arguments[1] == childArgument, let seed = UInt64(arguments[3]),
               let first = Int(arguments[4]), let count = Int(arguments[5]) else {
-            FileHandle.standardError.write(Data("usage: \(arguments.first ?? "child") \(childArgument) CONFIGURATION SEED FIRST COUNT RESULTS\n".utf8))
+            FileHandle.standardError.write(Data("usage: \(arguments.first ?? "child") \(childArgument) CONFIGURATION SEED FIRST COUNT RESULTS [NOTES REPEATS]\n".utf8))
             exit(2)
+        }
+        var size = Size()
+        if arguments.count == 9 {
+            guard let notes = Int(arguments[7]), let repeats = Int(arguments[8]) else {
+                FileHandle.standardError.write(Data("NOTES and REPEATS must be integers, not \(arguments[7]) and \(arguments[8])\n".utf8))
+                exit(2)
+            }
+            size = Size(notes: notes, titleRepeats: repeats)
         }
         let fd = open(arguments[6], O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
         guard fd >= 0, let pristine = try? StoreConfiguration(arguments[2]) else {
@@ -38,7 +46,7 @@ extension DamagedFiles {
                 exit(3)
             }
             let configuration = pristine.string.replacingOccurrences(of: pristine.location, with: location)
-            exercise(configuration, location: location, registry: registry, emit: emit)
+            exercise(configuration, location: location, size: size, registry: registry, emit: emit)
             remove(location: location)
             emit("end")
         }
@@ -47,7 +55,7 @@ extension DamagedFiles {
 
     /// Runs every step on one mutant; each reports `ok`, `error CODE named|unnamed MESSAGE`
     /// or `foreign TYPE MESSAGE`.
-    static func exercise(_ configuration: String, location: String, registry: BackendRegistry, emit: (String) -> Void) {
+    static func exercise(_ configuration: String, location: String, size: Size, registry: BackendRegistry, emit: (String) -> Void) {
         func step<R>(_ body: () throws -> R) -> R? {
             do {
                 let result = try body()
@@ -61,7 +69,7 @@ extension DamagedFiles {
             }
             return nil
         }
-        let expected = Dictionary(uniqueKeysWithValues: Self.expected.map { ($0.id, $0) })
+        let expected = Dictionary(uniqueKeysWithValues: Self.expected(size).map { ($0.id, $0) })
         func compare(_ notes: [Note]?) {
             guard let notes else { return }
             let same = notes.count == expected.count && notes.allSatisfy { note in expected[note.id].map { $0.title == note.title && $0.rank == note.rank } ?? false }

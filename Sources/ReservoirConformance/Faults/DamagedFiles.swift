@@ -36,14 +36,31 @@ public struct DamagedFiles: Sendable {
         static let schema = Schema<Note>("damage_notes", fields: [.field(\.title), .field(\.rank, indexed: true)])
     }
 
-    /// What the store holds before it is damaged: 290 notes after ten inserting commits,
-    /// one updating and one deleting.
-    static var expected: [Note] {
-        (0..<290).map { Note(id: $0, title: $0 < 30 ? "updated \($0)" : String(repeating: "note \($0) ", count: 4), rank: $0 % 10) }
+    /// How large a store the mutants are copies of: `notes` notes (at least 30), each title
+    /// `note ID ` repeated `titleRepeats` times. The default, 290 notes of 4, makes a store of
+    /// about 130 KiB; 60,000 notes of 40 about 40 MB on LMDB.
+    public struct Size: Sendable, CustomStringConvertible {
+        public var notes: Int
+        public var titleRepeats: Int
+
+        public init(notes: Int = 290, titleRepeats: Int = 4) {
+            self.notes = max(30, notes)
+            self.titleRepeats = max(1, titleRepeats)
+        }
+
+        public var description: String { "\(notes) notes of \(titleRepeats)" }
+    }
+
+    /// What the store holds before it is damaged: `size.notes` notes after ten inserting
+    /// commits, one updating the first thirty and one deleting ten more.
+    static func expected(_ size: Size) -> [Note] {
+        (0..<size.notes).map { Note(id: $0, title: $0 < 30 ? "updated \($0)" : String(repeating: "note \($0) ", count: size.titleRepeats), rank: $0 % 10) }
     }
 
     /// What the mutants showed, for the note a test prints.
     public struct Report: Sendable, CustomStringConvertible {
+        /// The undamaged store's files, in bytes together.
+        public var storeBytes = 0
         public var mutants = 0
         /// Mutants that opened; the rest were refused with an error.
         public var opened = 0
@@ -65,7 +82,7 @@ public struct DamagedFiles: Sendable {
 
         public var description: String {
             let codes = refused.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
-            return "\(mutants) mutants, \(opened) opened; \(operations) operations, \(succeeded) worked, refused: \(codes.isEmpty ? "none" : codes); "
+            return "store of \(storeBytes) bytes: \(mutants) mutants, \(opened) opened; \(operations) operations, \(succeeded) worked, refused: \(codes.isEmpty ? "none" : codes); "
                 + "verify found damage in \(verifyFoundDamage); reads with different values \(differentValues); "
                 + "\(crashes.count) crashes, \(hangs.count) hangs, \(badErrors.count) bad errors"
         }
@@ -73,20 +90,22 @@ public struct DamagedFiles: Sendable {
 
     // MARK: - The parent
 
-    /// Makes the store `configuration` names (its location must not exist yet), then runs
-    /// `mutants` damaged copies of it in child processes. A child that makes no progress
-    /// for `timeout` seconds is killed and its mutant counted as a hang.
-    public func run(configuration: String, mutants: Int, seed: UInt64, timeout: Double = 30) async throws -> Report {
-        try Self.makePristine(configuration, registry: registry)
+    /// Makes the store `configuration` names (its location must not exist yet) of `size`,
+    /// then runs `mutants` damaged copies of it in child processes. A child that makes no
+    /// progress for `timeout` seconds is killed and its mutant counted as a hang.
+    public func run(configuration: String, mutants: Int, seed: UInt64, size: Size = Size(), timeout: Double = 30) async throws -> Report {
+        try Self.makePristine(configuration, size: size, registry: registry)
         let location = try StoreConfiguration(configuration).location
         var report = Report()
+        report.storeBytes = Self.files(of: location).reduce(0) { $0 + $1.size }
         var next = 0
         var round = 0
         while next < mutants {
             let results = location + ".results-\(round)"
             let errors = location + ".stderr-\(round)"
             round += 1
-            let process = try ChildProcess(child, [Self.childArgument, configuration, String(seed), String(next), String(mutants - next), results],
+            let process = try ChildProcess(child, [Self.childArgument, configuration, String(seed), String(next), String(mutants - next), results,
+                                                   String(size.notes), String(size.titleRepeats)],
                                            environment: ["SWIFT_BACKTRACE": "enable=no"], standardError: .file(URL(fileURLWithPath: errors)))
             var lastProgress = Date()
             var seen = 0
@@ -159,19 +178,20 @@ public struct DamagedFiles: Sendable {
         return report
     }
 
-    /// Writes the notes in ten commits, updates thirty and deletes ten, then closes.
-    static func makePristine(_ configuration: String, registry: BackendRegistry) throws {
+    /// Writes the notes and ten more in ten commits, updates thirty and deletes the ten, then closes.
+    static func makePristine(_ configuration: String, size: Size, registry: BackendRegistry) throws {
         let store = try Store.open(configuration, registry: registry)
         defer { store.close() }
+        let total = size.notes + 10
         for batch in 0..<10 {
             try store.write { tx in
-                for id in (batch * 30)..<(batch * 30 + 30) {
-                    try tx.insert(Note(id: id, title: String(repeating: "note \(id) ", count: 4), rank: id % 10))
+                for id in (batch * total / 10)..<((batch + 1) * total / 10) {
+                    try tx.insert(Note(id: id, title: String(repeating: "note \(id) ", count: size.titleRepeats), rank: id % 10))
                 }
             }
         }
         try store.write { tx in for id in 0..<30 { try tx.upsert(Note(id: id, title: "updated \(id)", rank: id % 10)) } }
-        try store.write { tx in for id in 290..<300 { _ = try tx.delete(Note.self, id: id) } }
+        try store.write { tx in for id in size.notes..<total { _ = try tx.delete(Note.self, id: id) } }
     }
 
     // MARK: - Mutations
@@ -197,12 +217,15 @@ public struct DamagedFiles: Sendable {
         case truncate(String, to: Int)
         case flip(String, bits: [Int])
         case zeroPage(String, page: Int)
+        /// Page `page` replaced by a copy of page `source`, or by random bytes when nil.
+        case overwritePage(String, page: Int, source: Int?)
 
         var description: String {
             switch self {
             case let .truncate(file, size): "\(file) truncated to \(size) bytes"
             case let .flip(file, bits): "\(file) bits flipped at \(bits.prefix(4).map { "\($0 / 8).\($0 % 8)" }.joined(separator: ", "))\(bits.count > 4 ? ", …" : "")"
             case let .zeroPage(file, page): "\(file) page \(page) (4 KiB) zeroed"
+            case let .overwritePage(file, page, source): "\(file) page \(page) (4 KiB) overwritten by \(source.map { "page \($0)" } ?? "random bytes")"
             }
         }
     }
@@ -229,7 +252,12 @@ public struct DamagedFiles: Sendable {
             }
             return .flip(file.suffix, bits: bits.filter { $0 / 8 < file.size })
         default:
-            return .zeroPage(file.suffix, page: Int(g.next() % UInt64(pages)))
+            let page = Int(g.next() % UInt64(pages))
+            switch g.next() % 4 {
+            case 0: return .overwritePage(file.suffix, page: page, source: nil)
+            case 1: return .overwritePage(file.suffix, page: page, source: Int(g.next() % UInt64(pages)))
+            default: return .zeroPage(file.suffix, page: page)
+            }
         }
     }
 
@@ -258,6 +286,23 @@ public struct DamagedFiles: Sendable {
             guard start < end else { return }
             try handle.seek(toOffset: start)
             try handle.write(contentsOf: Data(count: Int(min(4096, end - start))))
+        case let .overwritePage(file, page, source):
+            let handle = try FileHandle(forUpdating: URL(fileURLWithPath: location + file))
+            defer { try? handle.close() }
+            let end = try handle.seekToEnd()
+            let start = UInt64(page * 4096)
+            guard start < end else { return }
+            let count = Int(min(4096, end - start))
+            var bytes: Data
+            if let source {
+                try handle.seek(toOffset: UInt64(source * 4096))
+                bytes = try handle.read(upToCount: count) ?? Data()
+            } else {
+                var g = SeededGenerator(seed: UInt64(page) &* 0x9E37_79B9 &+ 1)
+                bytes = Data((0..<count).map { _ in UInt8(truncatingIfNeeded: g.next()) })
+            }
+            try handle.seek(toOffset: start)
+            try handle.write(contentsOf: bytes)
         }
     }
 

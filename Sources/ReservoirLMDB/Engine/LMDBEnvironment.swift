@@ -104,6 +104,12 @@ final class LMDBEnvironment: @unchecked Sendable {
         guard rc == 0, let env = handle else {
             throw LMDBErrors.error(code: rc, "\(lmdbStore(path)): cannot create an environment handle")
         }
+        // mdb_env_open trusts the meta pages' page size (0 is a division by zero): check it first.
+        if let problem = PageCheck.metaPageSizeProblem(path: path) {
+            mdb_env_close(env)
+            throw ReservoirError(.corrupt, "\(lmdbStore(path)): data.mdb is damaged: \(problem); restore it from a copy",
+                                 nativeCode: CLMDB_CORRUPTED, nativeMessage: LMDBErrors.message(CLMDB_CORRUPTED))
+        }
         let page = Int(sysconf(Int32(_SC_PAGESIZE)))
         pageSize = page > 0 ? page : 4096
         let minimum = 16 * pageSize
@@ -134,8 +140,9 @@ final class LMDBEnvironment: @unchecked Sendable {
             throw LMDBErrors.error(code: rc, message)
         }
         // A data.mdb shorter than its own pages (truncated by a copy, a full disk, a hand)
-        // would make the first read of a missing page a SIGBUS: refuse it now instead.
-        if let damage = Self.truncation(env: env, path: path) ?? Self.pageDamage(env: env, path: path, depth: nil) {
+        // would make the first read of a missing page a SIGBUS, a damaged page an abort or a
+        // fault whenever LMDB follows it: refuse both now instead.
+        if let damage = Self.truncation(env: env, path: path) ?? Self.pageDamage(env: env, path: path) {
             mdb_env_close(env)
             throw damage
         }

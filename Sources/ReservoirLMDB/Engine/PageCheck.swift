@@ -7,23 +7,25 @@ import Reservoir
 /// LMDB trusts every page it maps: a zeroed or overwritten page makes it fail an assertion
 /// (`IS_LEAF(mp)` in `mdb_cursor_next`) or follow a garbage offset into a fault, which no
 /// error handling survives. This walk reads the same pages as plain bytes and checks what
-/// LMDB would rely on: each page's number and kind, the bounds of its node offsets, keys and
-/// data, keys in order, child and overflow page numbers inside the file, the depth of every
-/// leaf, every page reached once, and the counts in each database's record. The layout is
-/// LMDB 0.9's on-disk format (64-bit, little-endian; `mdb.c`'s `MDB_page`, `MDB_node`,
-/// `MDB_db`, `MDB_meta`).
+/// LMDB would rely on: each page's number and exact flags (a stray `P_DIRTY` makes a writer
+/// modify the read-only map in place), the bounds of its node offsets, keys and data, keys
+/// in order and at most 511 bytes, branch pages with the two children `mdb_page_search_root`
+/// asserts, child and overflow page numbers inside the file, the depth of every leaf, every
+/// page reached once, the free-page lists (keyed by a past transaction, sorted, inside the
+/// file, naming no page a tree uses: `mdb_page_touch` asserts a page it allocates is not the
+/// one it copies), and the counts in each database's record. The layout is LMDB 0.9's
+/// on-disk format (64-bit, little-endian; `mdb.c`'s `MDB_page`, `MDB_node`, `MDB_db`,
+/// `MDB_meta`).
 ///
 /// It runs inside a read transaction, whose snapshot pins the pages it walks: a writer in
 /// another process cannot reuse them meanwhile.
 struct PageCheck {
-    /// What to walk: the meta pages, the main database and every database's root page, or
-    /// every page of every database.
-    enum Depth { case roots, full }
-
     private static let magic: UInt32 = 0xBEEF_C0DE
     private static let headerSize = 16
     private static let nodeHeaderSize = 8
     private static let dbRecordSize = 48
+    /// LMDB's compile-time `MDB_MAXKEYSIZE`: no valid page holds a longer key.
+    private static let maxKeySize = 511
     private static let invalidPage = UInt64.max
     // Page flags.
     private static let branch: UInt16 = 0x01, leaf: UInt16 = 0x02, overflow: UInt16 = 0x04, meta: UInt16 = 0x08
@@ -48,10 +50,12 @@ struct PageCheck {
     }
 
     private let fd: Int32
-    private let depth: Depth
     private let pageSize: Int
     private let lastPage: UInt64
+    private let transactionID: UInt64
     private var visited: [UInt64]
+    /// Pages the free-page lists name; none may be part of a tree.
+    private var freed: [UInt64]
     private(set) var problems: [String] = []
     /// Pages read, for the verify report.
     private(set) var pagesRead = 0
@@ -59,16 +63,21 @@ struct PageCheck {
     private var counted = (branch: UInt64(0), leaf: UInt64(0), overflow: UInt64(0), entries: UInt64(0))
 
     /// Checks the environment at `path` as of the snapshot `transactionID` (a read
-    /// transaction the caller holds open). Returns the problems found, one sentence each;
-    /// none when the file is sound as far as `depth` looks, or when the snapshot's meta page
+    /// transaction the caller holds open), every page of every database. Returns the problems
+    /// found, one sentence each; none when the file is sound, or when the snapshot's meta page
     /// was already overwritten by later commits (nothing is then known to be wrong).
-    static func run(path: String, transactionID: UInt64, depth: Depth) -> [String] {
+    static func run(path: String, transactionID: UInt64) -> [String] {
         let fd = open(path + "/data.mdb", O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return [] }  // LMDB has it open; a failure here is not damage
         defer { close(fd) }
         var status = stat()
         guard fstat(fd, &status) == 0 else { return [] }
         let fileSize = UInt64(status.st_size)
+        // The walk reads nearly every page in tree order: ask for the whole file at once, so
+        // a file not in the page cache is read ahead in large runs instead of page by page.
+        #if os(Linux)
+        _ = posix_fadvise(fd, 0, 0, Int32(POSIX_FADV_WILLNEED))
+        #endif
         guard let first = read(fd, at: 0, count: 4096), first.count >= headerSize + 136 else {
             return ["data.mdb is shorter than its first meta page"]
         }
@@ -94,18 +103,45 @@ struct PageCheck {
         if chosen.lastPage >= UInt64(Int32.max) || needed.overflow || needed.partialValue > fileSize {
             return ["data.mdb is \(fileSize) bytes, but its pages reach page \(chosen.lastPage) (the file was truncated, or the meta page is damaged)"]
         }
-        var check = PageCheck(fd: fd, depth: depth, pageSize: pageSize, lastPage: chosen.lastPage)
+        var check = PageCheck(fd: fd, pageSize: pageSize, lastPage: chosen.lastPage, transactionID: transactionID)
         check.walk(chosen.free, name: "the free-page list", isFree: true)
         check.walk(chosen.main, name: "the main database", isMain: true)
         return check.problems
     }
 
-    private init(fd: Int32, depth: Depth, pageSize: Int, lastPage: UInt64) {
+    /// The page size the meta pages give, checked before `mdb_env_open` reads them: LMDB
+    /// takes it unchecked from the newest one and reads the second meta page at the first
+    /// one's size, so 0 divides by zero (SIGFPE) and another wrong value misplaces every page.
+    /// Nil when both agree on a power of two from 512 to 65,536, and when data.mdb is missing
+    /// or its meta pages are not LMDB's (`mdb_env_open` itself refuses those).
+    static func metaPageSizeProblem(path: String) -> String? {
+        let fd = open(path + "/data.mdb", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var sizes: [Int] = []
+        for index in 0..<2 {
+            let offset = UInt64(sizes.first ?? 0)
+            guard let page = read(fd, at: offset, count: headerSize + 136), page.count == headerSize + 136,
+                  u16(page, 10) & meta != 0, u32(page, headerSize) == magic else { return nil }
+            let size = Int(u32(page, headerSize + 24))
+            guard size >= 512, size <= 65_536, size & (size - 1) == 0 else {
+                return "meta page \(index) gives an impossible page size (\(size))"
+            }
+            if let first = sizes.first, first != size {
+                return "the meta pages give different page sizes (\(first) and \(size))"
+            }
+            sizes.append(size)
+        }
+        return nil
+    }
+
+    private init(fd: Int32, pageSize: Int, lastPage: UInt64, transactionID: UInt64) {
         self.fd = fd
-        self.depth = depth
         self.pageSize = pageSize
         self.lastPage = lastPage
+        self.transactionID = transactionID
         visited = Array(repeating: 0, count: Int(lastPage / 64) + 1)
+        freed = visited
     }
 
     // MARK: - Walking
@@ -126,15 +162,16 @@ struct PageCheck {
             report("\(name): impossible depth \(record.depth)")
             return
         }
-        if record.flags & ~UInt16(0x7F) != 0 || (!isFree && record.flags != 0) {
+        // The free-page database is MDB_INTEGERKEY and nothing else LMDB keeps per database
+        // (a MDB_DUPSORT bit makes mdb_cursor_init assert); every other one has no flags.
+        if record.flags & ~UInt16(0x7F) != 0 || (!isFree && record.flags != 0) || (isFree && record.flags & 0x7E != 0x08) {
             report("\(name): unexpected database flags \(record.flags)")
             return
         }
         let saved = counted
         counted = (0, 0, 0, 0)
-        let walksAll = depth == .full || isMain
-        visit(record.root, levels: Int(record.depth), name: name, isFree: isFree, isMain: isMain, walksAll: walksAll)
-        if walksAll, problems.isEmpty {
+        visit(record.root, levels: Int(record.depth), name: name, isFree: isFree, isMain: isMain)
+        if problems.isEmpty {
             let found = counted
             if found.entries != record.entries || found.branch != record.branchPages || found.leaf != record.leafPages
                 || found.overflow != record.overflowPages {
@@ -144,13 +181,14 @@ struct PageCheck {
         counted = saved
     }
 
-    private mutating func visit(_ pgno: UInt64, levels: Int, name: String, isFree: Bool, isMain: Bool, walksAll: Bool) {
+    private mutating func visit(_ pgno: UInt64, levels: Int, name: String, isFree: Bool, isMain: Bool) {
         guard problems.isEmpty else { return }
         guard let page = claim(pgno, name: name) else { return }
+        // Exactly P_BRANCH or P_LEAF: LMDB clears P_DIRTY before writing a page, and takes a
+        // page marked dirty for its own copy, writing into the read-only map (SIGSEGV).
         let flags = Self.u16(page, 10)
-        let kind = flags & (Self.branch | Self.leaf | Self.overflow | Self.meta | 0x20 | 0x40)
-        let isLeaf = kind == Self.leaf
-        guard kind == Self.branch || isLeaf else {
+        let isLeaf = flags == Self.leaf
+        guard flags == Self.branch || isLeaf else {
             return report("\(name): page \(pgno) is neither a branch nor a leaf page (flags \(flags))")
         }
         guard isLeaf == (levels == 1) else {
@@ -161,7 +199,8 @@ struct PageCheck {
             return report("\(name): page \(pgno) has impossible free-space bounds (\(lower), \(upper))")
         }
         let count = (lower - Self.headerSize) / 2
-        if !isLeaf && count == 0 { return report("\(name): branch page \(pgno) has no children") }
+        // mdb_page_search_root asserts two children outside the free-page database.
+        if !isLeaf && count < (isFree ? 1 : 2) { return report("\(name): branch page \(pgno) has \(count) children") }
         if isLeaf { counted.leaf += 1; counted.entries += UInt64(count) } else { counted.branch += 1 }
         var previousKey: ArraySlice<UInt8>?
         for index in 0..<count {
@@ -173,8 +212,8 @@ struct PageCheck {
             let nodeFlags = Self.u16(page, offset + 4)
             let keySize = Int(Self.u16(page, offset + 6))
             let keyStart = offset + Self.nodeHeaderSize
-            guard keyStart + keySize <= pageSize else {
-                return report("\(name): page \(pgno) node \(index) has a key running past the page")
+            guard keyStart + keySize <= pageSize, keySize <= Self.maxKeySize else {
+                return report("\(name): page \(pgno) node \(index) has a key of \(keySize) bytes running past the page or over LMDB's 511")
             }
             let key = page[keyStart..<(keyStart + keySize)]
             if isLeaf || index > 0 {
@@ -183,10 +222,16 @@ struct PageCheck {
                 }
                 previousKey = key
             }
+            if isFree, isLeaf {
+                // The free-page database is keyed by the transaction that freed the pages.
+                let freedBy = keySize == 8 ? Self.u64(page, keyStart) : 0
+                guard freedBy >= 1, freedBy <= transactionID else {
+                    return report("\(name): page \(pgno) node \(index) is not keyed by a past transaction")
+                }
+            }
             if !isLeaf {
-                guard walksAll else { continue }
                 let child = lo | hi << 16 | UInt64(nodeFlags) << 32
-                visit(child, levels: levels - 1, name: name, isFree: isFree, isMain: isMain, walksAll: walksAll)
+                visit(child, levels: levels - 1, name: name, isFree: isFree, isMain: isMain)
                 guard problems.isEmpty else { return }
                 continue
             }
@@ -195,8 +240,8 @@ struct PageCheck {
             if nodeFlags & Self.bigData != 0 {
                 guard dataStart + 8 <= pageSize else { return report("\(name): page \(pgno) node \(index) is cut off") }
                 guard nodeFlags == Self.bigData else { return report("\(name): page \(pgno) node \(index) has flags \(nodeFlags)") }
-                guard let content = overflowRun(Self.u64(page, dataStart), size: dataSize, name: name, read: walksAll && isFree) else { return }
-                if isFree, walksAll { checkFreeList(content, name: name, at: pgno) }
+                guard let content = overflowRun(Self.u64(page, dataStart), size: dataSize, name: name, read: isFree) else { return }
+                if isFree { checkFreeList(content, name: name, at: pgno) }
                 continue
             }
             guard dataStart + dataSize <= pageSize else {
@@ -208,30 +253,12 @@ struct PageCheck {
                     return report("\(name): page \(pgno) node \(index) holds a database record where none belongs")
                 }
                 let database = "database \"\(String(decoding: key, as: UTF8.self))\""
-                let record = Record(data)
-                if depth == .full {
-                    walk(record, name: database)
-                } else if record.root != Self.invalidPage {
-                    checkRoot(record, name: database)
-                }
+                walk(Record(data), name: database)
             } else if nodeFlags & Self.dupData != 0 || nodeFlags != 0 {
                 return report("\(name): page \(pgno) node \(index) has unexpected flags \(nodeFlags)")
-            } else if isFree, walksAll {
+            } else if isFree {
                 checkFreeList(Array(data), name: name, at: pgno)
             }
-        }
-    }
-
-    /// Checks a database's root page alone (the `.roots` depth).
-    private mutating func checkRoot(_ record: Record, name: String) {
-        guard record.depth >= 1, record.depth <= 32, record.flags == 0 else {
-            return report("\(name): impossible record (depth \(record.depth), flags \(record.flags))")
-        }
-        guard let page = claim(record.root, name: name) else { return }
-        let kind = Self.u16(page, 10) & 0x7F
-        let lower = Int(Self.u16(page, 12)), upper = Int(Self.u16(page, 14))
-        guard kind == (record.depth == 1 ? Self.leaf : Self.branch), lower >= Self.headerSize, lower % 2 == 0, lower <= upper, upper <= pageSize else {
-            return report("\(name): its root page \(record.root) is damaged")
         }
     }
 
@@ -244,6 +271,10 @@ struct PageCheck {
         let word = Int(pgno / 64), bit = UInt64(1) << (pgno % 64)
         guard visited[word] & bit == 0 else {
             report("\(name): page \(pgno) is reached twice")
+            return nil
+        }
+        guard freed[word] & bit == 0 else {
+            report("\(name): page \(pgno) is in use but listed as free")
             return nil
         }
         visited[word] |= bit
@@ -264,15 +295,15 @@ struct PageCheck {
         guard let page = claim(pgno, name: name) else { return nil }
         let pages = UInt64(Self.u32(page, 12))
         let expected = UInt64((Self.headerSize + size + pageSize - 1) / pageSize)
-        guard Self.u16(page, 10) & Self.overflow != 0, pages == expected, pgno + pages - 1 <= lastPage else {
+        guard Self.u16(page, 10) == Self.overflow, pages == expected, pgno + pages - 1 <= lastPage else {
             report("\(name): overflow page \(pgno) is damaged (\(pages) pages for \(size) bytes)")
             return nil
         }
         for extra in 1..<max(1, Int(pages)) {
             let next = pgno + UInt64(extra)
             let word = Int(next / 64), bit = UInt64(1) << (next % 64)
-            if visited[word] & bit != 0 {
-                report("\(name): page \(next) is reached twice")
+            if visited[word] & bit != 0 || freed[word] & bit != 0 {
+                report("\(name): page \(next) is reached twice, or in use but listed as free")
                 return nil
             }
             visited[word] |= bit
@@ -282,16 +313,25 @@ struct PageCheck {
         return Self.read(fd, at: pgno * UInt64(pageSize) + UInt64(Self.headerSize), count: size)
     }
 
-    /// A free-page list: a count, then that many page numbers inside the file.
+    /// A free-page list: a count, then that many page numbers inside the file, in descending
+    /// order (LMDB merges lists assuming it), each listed once in all lists. The free-page
+    /// database is walked before the others, so ``claim(_:name:)`` finds a listed page in use.
     private mutating func checkFreeList(_ bytes: [UInt8], name: String, at pgno: UInt64) {
         guard bytes.count >= 8, bytes.count % 8 == 0, Self.u64(bytes, 0) == UInt64(bytes.count / 8 - 1) else {
             return report("\(name): a list on page \(pgno) is damaged")
         }
+        var previous = UInt64.max
         for index in 1..<(bytes.count / 8) {
             let listed = Self.u64(bytes, index * 8)
             guard listed >= 2, listed <= lastPage else {
                 return report("\(name): a list on page \(pgno) names page \(listed), outside the file")
             }
+            let word = Int(listed / 64), bit = UInt64(1) << (listed % 64)
+            guard listed < previous, freed[word] & bit == 0, visited[word] & bit == 0 else {
+                return report("\(name): a list on page \(pgno) names page \(listed) out of order, twice, or in use")
+            }
+            freed[word] |= bit
+            previous = listed
         }
     }
 
@@ -310,18 +350,19 @@ struct PageCheck {
         return buffer
     }
 
+    // Little-endian fields; 0 past the end (a short read), which every caller then refuses.
     static func u16(_ b: [UInt8], _ at: Int) -> UInt16 {
-        guard at + 2 <= b.count else { return 0 }
-        return UInt16(b[at]) | UInt16(b[at + 1]) << 8
+        guard at >= 0, at + 2 <= b.count else { return 0 }
+        return UInt16(littleEndian: b.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: at, as: UInt16.self) })
     }
 
     static func u32(_ b: [UInt8], _ at: Int) -> UInt32 {
-        guard at + 4 <= b.count else { return 0 }
-        return (0..<4).reduce(UInt32(0)) { $0 | UInt32(b[at + $1]) << (8 * $1) }
+        guard at >= 0, at + 4 <= b.count else { return 0 }
+        return UInt32(littleEndian: b.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: at, as: UInt32.self) })
     }
 
     static func u64(_ b: [UInt8], _ at: Int) -> UInt64 {
-        guard at + 8 <= b.count else { return 0 }
-        return (0..<8).reduce(UInt64(0)) { $0 | UInt64(b[at + $1]) << (8 * $1) }
+        guard at >= 0, at + 8 <= b.count else { return 0 }
+        return UInt64(littleEndian: b.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: at, as: UInt64.self) })
     }
 }
