@@ -9,6 +9,8 @@ final class DifferentialReplica {
     private(set) var store: Store
     private var elsewhere: Store?
     private(set) var observers: DifferentialObservers
+    /// A second store's subscriptions and the main store's live objects (see ``DifferentialWatchers``).
+    private(set) var watchers: DifferentialWatchers?
 
     init(_ backend: DifferentialBackend) throws {
         self.backend = backend
@@ -20,9 +22,18 @@ final class DifferentialReplica {
             throw error
         }
         observers = DifferentialObservers(store: store)
+        do {
+            watchers = try DifferentialWatchers(configuration: configuration, registry: backend.harness.registry, main: store)
+        } catch {
+            observers.cancelAll()
+            store.close()
+            backend.harness.cleanup(configuration)
+            throw error
+        }
     }
 
     func finish() {
+        watchers?.finish()
         observers.cancelAll()
         elsewhere?.close()
         store.close()
@@ -77,6 +88,7 @@ final class DifferentialReplica {
                 observers.cancelAll()
             }
             observers = DifferentialObservers(store: store)
+            watchers?.mainStoreReopened(store)
             return []
         case let .request(n):
             observers.request(n)

@@ -2,8 +2,10 @@ import Foundation
 import Reservoir
 
 /// The stateful differential test: random sequences of writes (failing, empty, read-only,
-/// by a second store, by a foreign client), reopenings and subscription changes, run on
-/// every backend at once and on a reference model. After every step every backend must
+/// by a second store, by a foreign client), reopenings (which close the store under its
+/// subscriptions, each of which must end once) and subscription changes, run on every backend
+/// at once and on a reference model; a second store watching with its own subscriptions and
+/// `@Observable` live objects are checked after every step too. After every step every backend must
 /// agree with the model on each request's fetch and count, every get, the last sequence
 /// and the change sets published, and the backends must agree with each other on
 /// everything each live subscription emitted; each subscription's values must fold to a
@@ -112,6 +114,7 @@ public struct DifferentialTest: Sendable {
             if let problem = seen.problems.first { throw Discrepancy(text: "\(replica.name): \(problem)") }
             try expect(replica, "change sets published", seen.changeSets, expectedChangeSets)
             try checkState(replica, model: model)
+            if let problem = replica.watchers?.problems(model: model).first { throw Discrepancy(text: "\(replica.name): \(problem)") }
             if let firstLines {
                 for name in Set(firstLines.keys).union(seen.lines.keys).sorted() where firstLines[name] != seen.lines[name] {
                     throw Discrepancy(text: "subscriber \"\(name)\" received \(show(seen.lines[name] ?? [])) on \(replica.name) but \(show(firstLines[name] ?? [])) on \(firstName)")
