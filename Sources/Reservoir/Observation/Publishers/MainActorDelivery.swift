@@ -98,25 +98,11 @@ final class MainActorDelivery<Downstream: Subscriber>: Subscriber, Subscription,
     }
 
     func receive(_ input: Input) -> Subscribers.Demand {
-        lock.lock()
-        if MainQueue.isCurrent, queued == 0, let downstream {
-            lock.unlock()
-            return downstream.receive(input)
-        }
-        queued += 1
-        lock.unlock()
         let carried = Carried(value: input)
-        DispatchQueue.main.async {
-            self.lock.lock()
-            self.queued -= 1
-            let downstream = self.downstream
-            let upstream = self.upstream
-            self.lock.unlock()
-            guard let downstream else { return }
-            let more = downstream.receive(carried.value)
-            if more > 0 { upstream?.request(more) }
-        }
-        return .none
+        let now = onMain({ downstream in downstream.receive(carried.value) }, later: { more in
+            if more > 0 { self.request(more) }
+        })
+        return now ?? .none
     }
 
     func receive(completion: Subscribers.Completion<Failure>) {
@@ -146,8 +132,10 @@ final class MainActorDelivery<Downstream: Subscriber>: Subscriber, Subscription,
     }
 
     /// Runs `body` with the downstream on the main queue: now when on it with nothing queued
-    /// ahead, else queued behind what is.
-    private func onMain(_ body: @escaping (Downstream) -> Void) {
+    /// ahead, returning its result; else queued behind what is, handing its result to `later`
+    /// there, and returning nil.
+    @discardableResult
+    private func onMain<R>(_ body: @escaping (Downstream) -> R, later: @escaping (R) -> Void = { _ in }) -> R? {
         lock.lock()
         if MainQueue.isCurrent, queued == 0, let downstream {
             lock.unlock()
@@ -155,13 +143,14 @@ final class MainActorDelivery<Downstream: Subscriber>: Subscriber, Subscription,
         }
         queued += 1
         lock.unlock()
-        let carried = Carried(value: body)
+        let carried = Carried(value: (body, later))
         DispatchQueue.main.async {
             self.lock.lock()
             self.queued -= 1
             let downstream = self.downstream
             self.lock.unlock()
-            if let downstream { carried.value(downstream) }
+            if let downstream { carried.value.1(carried.value.0(downstream)) }
         }
+        return nil
     }
 }
