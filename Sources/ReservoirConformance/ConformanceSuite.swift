@@ -26,6 +26,7 @@ public enum ConformanceSuite {
         updateCases + countCases + sectionCases + observableCases +
         valueCases + crudCases + predicateCases + sortCases + transactionCases
         + changeSetCases + liveFetchCases + routingCases + persistenceCases + [fallingBehindCase, commitSignalCase] + configurationCases + cacheCases + verifyCases + readOnlyCases + foldingCases
+        + reopeningCases + spiCases
 
     /// The case called `group/name`, if any.
     public static func named(_ id: String) -> ConformanceCase? {

@@ -111,7 +111,9 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
         let end = "; SELECT pg_advisory_unlock_shared(\(layout.rewriteKeys))"
         let result: R
         do {
-            result = try body(PGReadTransaction(connection: connection, layout: layout, catalog: catalog, sequence: sequence))
+            let transaction = PGReadTransaction(connection: connection, layout: layout, catalog: catalog, sequence: sequence)
+            defer { transaction.end() }
+            result = try body(transaction)
         } catch {
             _ = try? connection.execute("ROLLBACK" + end)
             healthy = connection.isHealthy
@@ -149,6 +151,7 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
         let guess = cachedCatalog.withLock { $0 } ?? Catalog(version: -1, tables: [:])
         let transaction = PGWriteTransaction(connection: connection, layout: layout, catalog: guess, sequence: 0,
                                              retention: options.retention) { [unowned self] read in try self.beginWrite(read) }
+        defer { transaction.end() }
         let result: R
         do {
             result = try body(transaction)
