@@ -95,7 +95,7 @@ class PGReadTransaction: ReadTransaction {
         try checkOpen()
         let entities = catalog.tables.values.map(\.entity).sorted { $0.name < $1.name }
         guard !entities.isEmpty else { return [] }
-        let probes = entities.map { "(EXISTS (SELECT 1 FROM \(layout.table($0.name))))::bigint" }
+        let probes = entities.map { "CASE WHEN EXISTS (SELECT 1 FROM \(layout.table($0.name))) THEN 1::bigint ELSE 0::bigint END" }
         let result = try connection.run("SELECT " + probes.joined(separator: ", "), [])
         return entities.indices.filter { result.rowCount > 0 && result.int64(0, $0) != 0 }.map { entities[$0] }
     }
