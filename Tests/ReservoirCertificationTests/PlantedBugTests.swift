@@ -25,17 +25,18 @@ struct PlantedBugTests {
         .identityNotRetakenAfterCommit: ["reopening/a store whose files are replaced stops with .gone"],
     ]
 
-    /// Certification of `planted:` with `bug` planted (or none), on smaller budgets than a
-    /// backend's own certification: each planted run is one of fifteen.
+    /// Certification of `planted:` with `bug` planted (or none), on much smaller budgets than a
+    /// backend's own certification: sixteen of them run at once beside the rest of the suite,
+    /// and the sample's `certification()` runs the full budgets on the unplanted backend.
     static func certification(_ bug: PlantedBug?) throws -> Certification {
         let options = bug.map { "?bug=\($0)" } ?? ""
         let harness = ConformanceHarness.inTemporaryDirectories(
             registry: BackendRegistry([PlantedBackend.factory]), scheme: "planted", file: "store.json", options: options)
         var certification = Certification(harness: harness, name: "planted:" + options)
         certification.crashChild = try ChildProcess.builtExecutable("MineCrashChild")
-        certification.differentialBudget = DifferentialTest.budget(defaultSequences: 2, steps: 150)
-        certification.fuzzBudget = QueryFuzzer.budget(defaultSeeds: 1, queries: 300)
-        certification.crashTrials = CrashConsistency.trials(default: 3)
+        certification.differentialBudget = DifferentialTest.budget(defaultSequences: 1, steps: 150)
+        certification.fuzzBudget = QueryFuzzer.budget(defaultSeeds: 1, queries: 200)
+        certification.crashTrials = CrashConsistency.trials(default: 2)
         return certification
     }
 
@@ -50,7 +51,9 @@ struct PlantedBugTests {
         }
         // What the lead and the issue asked to see: each planted bug's failures, printed.
         print("planted \(bug): \(report.failures.count) failures in \(report.failedParts.joined(separator: ", "))")
-        for failure in report.failures.prefix(6) { print("  \(String(failure.description.prefix(400)))") }
+        for failure in report.failures.prefix(4) + report.failures.filter({ $0.part != "conformance" }).prefix(2) {
+            print("  \(String(failure.description.prefix(400)))")
+        }
     }
 
     @Test func theUnplantedBackendIsCertified() async throws {
