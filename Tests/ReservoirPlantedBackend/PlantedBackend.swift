@@ -49,10 +49,10 @@ public final class PlantedBackend: StorageBackend {
         do {
             if FileManager.default.fileExists(atPath: path) {
                 let data = try Data(contentsOf: URL(fileURLWithPath: path))
-                state = Locked(try JSONDecoder().decode(PlantedFile.self, from: data).state(path: path))
+                state = Locked(try JSONDecoder().decode(PlantedFile.self, from: data).state(path: path, retention: retention))
             } else {
-                state = Locked(PlantedState())
-                try Self.save(PlantedState(), to: path, bugs: bugs)
+                state = Locked(PlantedState(log: RetainedChangeLog(retention: retention)))
+                try Self.save(PlantedState(log: RetainedChangeLog(retention: retention)), to: path, bugs: bugs)
             }
             identity = Locked(try FileIdentity(path: path, store: "planted store \"\(path)\""))
         } catch {
@@ -68,7 +68,7 @@ public final class PlantedBackend: StorageBackend {
 
     public func read<R>(_ body: (any ReadTransaction) throws -> R) throws -> R {
         try checkOpen()
-        let transaction = PlantedTransaction(state: state.withLock { $0 }, bugs: bugs, retention: retention)
+        let transaction = PlantedTransaction(state: state.withLock { $0 }, bugs: bugs)
         defer { if !bugs.contains(.transactionUsableAfterClosure) { transaction.end() } }
         return try body(transaction)
     }
@@ -78,7 +78,7 @@ public final class PlantedBackend: StorageBackend {
         defer { writer.unlock() }
         try checkOpen()
         try checkIdentity()
-        let transaction = PlantedTransaction(state: state.withLock { $0 }, bugs: bugs, retention: retention)
+        let transaction = PlantedTransaction(state: state.withLock { $0 }, bugs: bugs)
         defer { if !bugs.contains(.transactionUsableAfterClosure) { transaction.end() } }
         let result: R
         do {
@@ -99,7 +99,7 @@ public final class PlantedBackend: StorageBackend {
     public func commitToken() throws -> UInt64 {
         try checkOpen()
         try checkIdentity()
-        return state.withLock { $0.sequence }
+        return state.withLock { $0.log.lastSequence }
     }
 
     public func close() {
@@ -131,15 +131,14 @@ public final class PlantedBackend: StorageBackend {
     }
 }
 
-/// What the store holds.
+/// What the store holds; the change log is the core's `RetainedChangeLog`.
 struct PlantedState: Sendable {
     struct Table: Sendable {
         var entity: EntityDescription
         var rows: [Value: Row] = [:]
     }
     var tables: [String: Table] = [:]
-    var sequence: UInt64 = 0
-    var log: [ChangeLogEntry] = []
+    var log: RetainedChangeLog
 }
 
 /// A read or write transaction over a copy of the state; a write's copy becomes the state
@@ -147,13 +146,11 @@ struct PlantedState: Sendable {
 final class PlantedTransaction: WriteTransaction {
     var state: PlantedState
     let bugs: Set<PlantedBug>
-    let retention: Int
     private var isOpen = true
 
-    init(state: PlantedState, bugs: Set<PlantedBug>, retention: Int) {
+    init(state: PlantedState, bugs: Set<PlantedBug>) {
         self.state = state
         self.bugs = bugs
-        self.retention = retention
     }
 
     func end() { isOpen = false }
@@ -201,21 +198,12 @@ final class PlantedTransaction: WriteTransaction {
 
     func lastSequence() throws -> UInt64 {
         try checkOpen()
-        return state.sequence
+        return state.log.lastSequence
     }
 
     func changeLog(after sequence: UInt64, limit: Int) throws -> [ChangeLogEntry] {
         try checkOpen()
-        var taken: [ChangeLogEntry] = []
-        var sequences = 0
-        for entry in state.log where entry.sequence > sequence {
-            if taken.last?.sequence != entry.sequence {
-                guard sequences < limit else { break }
-                sequences += 1
-            }
-            taken.append(entry)
-        }
-        return taken
+        return state.log.entries(after: sequence, limit: limit)
     }
 
     func put(_ entity: EntityDescription, id: Value, row: Row) throws {
@@ -240,11 +228,6 @@ final class PlantedTransaction: WriteTransaction {
 
     func record(_ changeSet: ChangeSet) throws {
         try checkOpen()
-        state.sequence = changeSet.sequence
-        state.log.append(contentsOf: changeSet.logEntries)
-        let oldest = changeSet.sequence > UInt64(retention) ? changeSet.sequence - UInt64(retention) : 0
-        if let first = state.log.first, first.sequence <= oldest {
-            state.log.removeAll { $0.sequence <= oldest }
-        }
+        state.log.record(changeSet)
     }
 }

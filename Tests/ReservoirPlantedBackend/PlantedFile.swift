@@ -36,7 +36,7 @@ struct PlantedFile: Codable {
 
     init(_ state: PlantedState, bugs: Set<PlantedBug>) {
         let save = { (value: Value) in Self.save(value, bugs: bugs) }
-        sequence = bugs.contains(.lastSequenceNotSaved) ? 0 : state.sequence
+        sequence = bugs.contains(.lastSequenceNotSaved) ? 0 : state.log.lastSequence
         tables = state.tables.values.sorted { $0.entity.name < $1.entity.name }.map { table in
             SavedTable(
                 name: table.entity.name, idColumn: table.entity.idColumn, fields: table.entity.fields,
@@ -44,7 +44,7 @@ struct PlantedFile: Codable {
                 rows: table.rows.map { id, row in SavedRow(id: save(id), columns: row.columns, values: row.values.map(save)) }
             )
         }
-        log = bugs.contains(.changeLogNotPersisted) ? [] : state.log.map { entry in
+        log = bugs.contains(.changeLogNotPersisted) ? [] : state.log.entries.map { entry in
             SavedEntry(sequence: entry.sequence, entity: entry.entity, id: save(entry.id), kind: ChangeLogCodec.kindByte(entry.kind))
         }
     }
@@ -68,9 +68,9 @@ struct PlantedFile: Codable {
 
     // MARK: - Loading
 
-    func state(path: String) throws -> PlantedState {
+    func state(path: String, retention: Int) throws -> PlantedState {
         let load = { (value: SavedValue) in try Self.load(value, path: path) }
-        var state = PlantedState(sequence: sequence)
+        var loaded: [String: PlantedState.Table] = [:]
         for saved in tables {
             let entity = EntityDescription(name: saved.name, idColumn: saved.idColumn, fields: saved.fields, indexes: saved.indexes, integerIDs: saved.integerIDs)
             var table = PlantedState.Table(entity: entity)
@@ -78,13 +78,13 @@ struct PlantedFile: Codable {
                 guard row.columns.count == row.values.count else { throw Self.corrupt(path, "a row of \(saved.name) has \(row.columns.count) columns and \(row.values.count) values") }
                 table.rows[try load(row.id)] = Row(columns: row.columns, values: try row.values.map(load))
             }
-            state.tables[saved.name] = table
+            loaded[saved.name] = table
         }
-        state.log = try log.map { saved in
+        let entries = try log.map { saved in
             guard let kind = ChangeLogCodec.kind(saved.kind) else { throw Self.corrupt(path, "change kind \(saved.kind)") }
             return ChangeLogEntry(sequence: saved.sequence, entity: saved.entity, id: try load(saved.id), kind: kind)
         }
-        return state
+        return PlantedState(tables: loaded, log: RetainedChangeLog(retention: retention, lastSequence: sequence, entries: entries))
     }
 
     static func load(_ saved: SavedValue, path: String) throws -> Value {
