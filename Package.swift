@@ -142,6 +142,20 @@ let package = Package(
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
             ]
         ),
+        // Certification proved: a small file backend written against the public SPI alone, with
+        // bugs that can be planted one at a time; each must fail `Certification`, none must pass.
+        .target(name: "ReservoirPlantedBackend", dependencies: ["Reservoir"], path: "Tests/ReservoirPlantedBackend"),
+        // The crash child, named as the DocC article "Writing a backend" names it, so the
+        // article's sample (Tests/ReservoirCertificationTests/WritingABackendSample.swift) runs as written.
+        .executableTarget(
+            name: "MineCrashChild",
+            dependencies: ["ReservoirPlantedBackend", "ReservoirConformance", "Reservoir"],
+            path: "Tests/ReservoirCertificationTestHelper"
+        ),
+        .testTarget(
+            name: "ReservoirCertificationTests",
+            dependencies: ["ReservoirPlantedBackend", "ReservoirConformance", "Reservoir", "MineCrashChild"]
+        ),
         .executableTarget(
             name: "ReservoirLMDBTestHelper",
             dependencies: ["ReservoirLMDB", "ReservoirTestRecords"],

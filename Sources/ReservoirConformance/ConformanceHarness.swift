@@ -5,8 +5,12 @@ import Reservoir
 public struct ConformanceHarness: Sendable {
     /// The registry the configurations are opened through.
     public let registry: BackendRegistry
-    let freshConfiguration: @Sendable () throws -> String
-    let cleanup: @Sendable (String) -> Void
+    /// Makes the configuration string of a new, empty store (a new temporary path for a
+    /// file-backed backend); every part of certification makes its stores through it, and a
+    /// backend's own tests may too.
+    public let freshConfiguration: @Sendable () throws -> String
+    /// Removes what a configuration from ``freshConfiguration`` created, after its stores closed.
+    public let cleanup: @Sendable (String) -> Void
     /// A `key=value` option that makes the backend keep only a few change sets (say 5) in its
     /// change log, for the cases about a store falling behind it; without one they are skipped.
     /// The cases write 150 change sets, so a backend may trim lazily.
@@ -30,4 +34,10 @@ public struct ConformanceHarness: Sendable {
         self.cleanup = cleanup
         self.shortChangeLog = shortChangeLog
     }
+}
+
+extension ConformanceHarness {
+    /// `memory:` stores, each independent: the reference a backend is compared with by
+    /// ``DifferentialTest`` and ``Certification``.
+    public static let memory = ConformanceHarness(registry: BackendRegistry()) { "memory:" }
 }

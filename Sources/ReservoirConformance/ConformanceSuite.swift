@@ -25,7 +25,8 @@ public enum ConformanceSuite {
     public static let cases: [ConformanceCase] =
         updateCases + countCases + sectionCases + observableCases +
         valueCases + crudCases + predicateCases + sortCases + transactionCases
-        + changeSetCases + liveFetchCases + routingCases + persistenceCases + [fallingBehindCase, commitSignalCase] + configurationCases + cacheCases + verifyCases + readOnlyCases + foldingCases + closingCases
+        + changeSetCases + liveFetchCases + routingCases + persistenceCases + [fallingBehindCase, commitSignalCase] + configurationCases + cacheCases + verifyCases + readOnlyCases + foldingCases
+        + reopeningCases + spiCases + closingCases
 
     /// The case called `group/name`, if any.
     public static func named(_ id: String) -> ConformanceCase? {

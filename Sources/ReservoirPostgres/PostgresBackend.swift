@@ -129,6 +129,7 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
         do {
             let transaction = PGReadTransaction(connection: connection, layout: layout, catalog: catalog, sequence: sequence)
             transaction.refusesForeignTables = true
+            defer { transaction.end() }
             result = try body(transaction)
         } catch {
             _ = try? connection.execute("ROLLBACK" + end)
@@ -167,6 +168,7 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
         let guess = cachedCatalog.withLock { $0 } ?? Catalog(version: -1, tables: [:])
         let transaction = PGWriteTransaction(connection: connection, layout: layout, catalog: guess, sequence: 0,
                                              retention: options.retention) { [unowned self] read in try self.beginWrite(read) }
+        defer { transaction.end() }
         func rollBack() {
             let connection = transaction.connection
             connection.discardPending()

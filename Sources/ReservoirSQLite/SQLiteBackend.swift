@@ -161,8 +161,10 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
         defer { pool.release(session, healthy: healthy) }
         try session.connection.statement(.beginDeferred).run()
         let result: R
+        let transaction = SQLiteReadTransaction(session: session)
+        defer { transaction.end() }
         do {
-            result = try body(SQLiteReadTransaction(session: session))
+            result = try body(transaction)
         } catch {
             healthy = Self.end(session, .rollback)
             throw error
@@ -205,6 +207,7 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
                 head = try ChangeLog.beginWrite(connection)
             }
             transaction = SQLiteWriteTransaction(session: session, head: head, retention: options.retention)
+            defer { transaction.end() }
             result = try body(transaction)
             try connection.statement(.commit).run()
         } catch {

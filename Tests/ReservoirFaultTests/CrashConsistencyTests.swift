@@ -10,7 +10,7 @@ import Testing
 /// seen. `RESERVOIR_FAULT_TRIALS` sets the trials per backend and level (25 by default).
 @Suite("Crash consistency: SIGKILL during commits", .serialized)
 struct CrashConsistencyTests {
-    static let trials = ProcessInfo.processInfo.environment["RESERVOIR_FAULT_TRIALS"].flatMap { Int($0) } ?? 25
+    static let trials = CrashConsistency.trials()
 
     @Test(arguments: ["sqlite", "lmdb"], ["normal", "full"])
     func killedWritersLoseNothing(scheme: String, durability: String) async throws {

@@ -27,7 +27,9 @@ public protocol ReadTransaction {
     /// The number of rows `fetch(query)` would return.
     func count(_ query: Query) throws -> Int
 
-    /// Every entity this store holds rows for, as it was last written.
+    /// One description per entity holding at least one row, exactly as last passed to
+    /// ``WriteTransaction/put(_:id:row:)``, in any order; an entity whose rows were all
+    /// deleted is left out. Inside a write, the write's own changes count.
     func entities() throws -> [EntityDescription]
 
     /// The sequence number of the newest change set committed (0 when none).

@@ -14,11 +14,20 @@
 ///   itself fails, it throws and nothing is committed.
 /// - Inside a write, reads see the transaction's own writes.
 /// - ``WriteTransaction/record(_:)`` persists the change set's entries in the change log
-///   *in the same transaction*; ``ReadTransaction/lastSequence()`` reports the highest
-///   sequence committed, whichever process committed it. In-process-only backends may keep
-///   the log in memory.
-/// - ``commitToken()`` changes whenever any process commits, never before the commit is
-///   visible to a new ``read(_:)``, and is cheap while nothing changed (it is probed often).
+///   *in the same transaction*; afterwards ``ReadTransaction/lastSequence()`` returns the
+///   change set's sequence, and it reports the highest sequence committed, whichever process
+///   committed it. A backend that is neither persistent nor multi-process may keep no log; a
+///   persistent one keeps it, and the sequence, across reopening.
+/// - A transaction is valid only inside the closure it was passed to: every call on it
+///   afterwards throws `.misuse`.
+/// - ``commitToken()`` is required of every backend: cheap while nothing changed (it is probed
+///   often), and changes whenever any process commits, never before the commit is visible to
+///   a new ``read(_:)``. After ``close()``, ``read(_:)``, ``write(_:)`` and ``commitToken()`` throw `.closed`.
+/// - A persistent backend without ``BackendCapabilities/multiProcess`` refuses a second opener
+///   of a location that is open (in this process or another) with `.busy`, and lets one in
+///   once the first closed.
+/// - A persistent backend keeps values bit for bit: reals by bit pattern (−0.0 stays −0.0),
+///   text by its UTF-8 bytes (never normalised).
 /// - A backend whose files can be deleted or replaced under it checks, in ``commitToken()``
 ///   (probed every poll) and when a write begins, that the files it opened are still the
 ///   ones at its location, and throws `.gone` otherwise: ``Store`` then ends every live
@@ -59,7 +68,8 @@ public protocol StorageBackend: AnyObject, Sendable {
     /// backends.
     func watchCommits(_ wake: @escaping @Sendable () -> Void) -> (any CommitWatch)?
 
-    /// Releases the engine's resources. Later calls throw `.closed`.
+    /// Releases the engine's resources; idempotent. Later calls throw `.closed`. Inside a
+    /// backend class this name hides the C library's `close(_:)`: call that `Glibc.close`.
     func close()
 
     /// The engine's own check of its files, for ``Store/verify()``: damage found, and

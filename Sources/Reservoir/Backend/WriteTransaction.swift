@@ -14,6 +14,7 @@ public protocol WriteTransaction: ReadTransaction {
     func delete(_ entity: EntityDescription, id: Value) throws
 
     /// Appends `changeSet`'s entries to the persisted change log, in this transaction.
-    /// Called at most once, last, and only when the transaction changed something.
+    /// Called at most once, last, and only when the transaction changed something. Afterwards
+    /// ``ReadTransaction/lastSequence()`` returns `changeSet.sequence`.
     func record(_ changeSet: ChangeSet) throws
 }

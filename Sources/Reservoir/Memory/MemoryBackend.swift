@@ -46,6 +46,7 @@ public final class MemoryBackend: StorageBackend {
     public func read<R>(_ body: (any ReadTransaction) throws -> R) throws -> R {
         try checkOpen()
         let snapshot = MemoryTransaction(state: state.withLock { $0 })
+        defer { snapshot.end() }
         return try body(snapshot)
     }
 
@@ -55,6 +56,7 @@ public final class MemoryBackend: StorageBackend {
         defer { writer.unlock() }
         try checkOpen()
         let transaction = MemoryTransaction(state: state.withLock { $0 })
+        defer { transaction.end() }
         let result = try body(transaction)
         let committed = transaction.state
         state.withLock { $0 = committed }
@@ -63,7 +65,8 @@ public final class MemoryBackend: StorageBackend {
 
     /// The last committed sequence.
     public func commitToken() throws -> UInt64 {
-        state.withLock { $0.sequence }
+        try checkOpen()
+        return state.withLock { $0.sequence }
     }
 
     /// Drops the data; later calls throw `.closed`.
@@ -79,22 +82,42 @@ public final class MemoryBackend: StorageBackend {
     }
 }
 
-/// A snapshot of the memory state; writes go to its private copy.
+/// A snapshot of the memory state; writes go to its private copy. Every call after the
+/// closure it was passed to has returned throws `.misuse`.
 final class MemoryTransaction: WriteTransaction {
     var state: MemoryBackend.State
+    private var isOpen = true
 
     init(state: MemoryBackend.State) { self.state = state }
 
+    func end() { isOpen = false }
+
+    private func checkOpen() throws {
+        guard isOpen else {
+            throw ReservoirError(.misuse, "memory: a transaction was used after its read or write closure returned; use it only inside the closure")
+        }
+    }
+
     func row(_ entity: String, id: Value) throws -> Row? {
-        state.tables[entity]?.rows[id]
+        try checkOpen()
+        return state.tables[entity]?.rows[id]
     }
 
     func fetch(_ query: Query) throws -> [Row] {
+        try checkOpen()
         guard let table = state.tables[query.entity.name] else { return [] }
         if let predicate = query.predicate, let ids = Self.candidates(predicate, in: table) {
             return QueryEvaluator.evaluate(query, over: ids.lazy.compactMap { table.rows[$0] })
         }
         return QueryEvaluator.evaluate(query, over: table.rows.values)
+    }
+
+    func fetch(_ query: Query, each body: (Row) throws -> Void) throws {
+        for row in try fetch(query) { try body(row) }
+    }
+
+    func count(_ query: Query) throws -> Int {
+        try fetch(query).count
     }
 
     func fetch(_ query: Query, expecting: (Int) -> Void, each body: (Row) throws -> Void) throws {
@@ -104,15 +127,30 @@ final class MemoryTransaction: WriteTransaction {
     }
 
     func entities() throws -> [EntityDescription] {
-        state.tables.values.filter { !$0.rows.isEmpty }.map(\.entity).sorted { $0.name < $1.name }
+        try checkOpen()
+        return state.tables.values.filter { !$0.rows.isEmpty }.map(\.entity).sorted { $0.name < $1.name }
     }
 
-    func lastSequence() throws -> UInt64 { state.sequence }
+    func lastSequence() throws -> UInt64 {
+        try checkOpen()
+        return state.sequence
+    }
 
     /// Nothing outside this `Store` commits to a memory store, so there is no log to read.
-    func changeLog(after sequence: UInt64, limit: Int) throws -> [ChangeLogEntry] { [] }
+    func changeLog(after sequence: UInt64, limit: Int) throws -> [ChangeLogEntry] {
+        try checkOpen()
+        return []
+    }
+
+    func insert(_ entity: EntityDescription, id: Value, row: Row) throws -> Bool {
+        try checkOpen()
+        if state.tables[entity.name]?.rows[id] != nil { return false }
+        try put(entity, id: id, row: row)
+        return true
+    }
 
     func put(_ entity: EntityDescription, id: Value, row: Row) throws {
+        try checkOpen()
         var table = state.tables[entity.name] ?? MemoryBackend.Table(entity: entity)
         state.tables[entity.name] = nil  // keep the table uniquely referenced while mutating
         if table.entity != entity {
@@ -140,6 +178,7 @@ final class MemoryTransaction: WriteTransaction {
     }
 
     func delete(_ entity: EntityDescription, id: Value) throws {
+        try checkOpen()
         guard var table = state.tables[entity.name] else { return }
         state.tables[entity.name] = nil
         if let old = table.rows.removeValue(forKey: id) {
@@ -151,6 +190,7 @@ final class MemoryTransaction: WriteTransaction {
     }
 
     func record(_ changeSet: ChangeSet) throws {
+        try checkOpen()
         state.sequence = changeSet.sequence
     }
 

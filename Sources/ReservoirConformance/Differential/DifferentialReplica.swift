@@ -83,7 +83,13 @@ final class DifferentialReplica {
                 let problems = observers.endedByClose()
                 observers.cancelAll()
                 if !problems.isEmpty { throw StepProblem(text: problems.joined(separator: "; ")) }
-                store = try Store.open(configuration, registry: backend.harness.registry)
+                do {
+                    store = try Store.open(configuration, registry: backend.harness.registry)
+                } catch let error as ReservoirError where error.code == .busy {
+                    // The only store on the location was closed first: a single-process backend
+                    // may refuse a second opener, never the next one after close().
+                    throw ReservoirError(.busy, "reopening after the only store on the location closed was refused; close() must release the location (Backends.md, \"A second opener of a location\"): \(error.message)")
+                }
             } else {
                 observers.cancelAll()
             }

@@ -12,7 +12,7 @@ import Reservoir
 /// fresh fetch. A failure is shrunk to a short sequence printed as a test to paste.
 ///
 ///     let test = DifferentialTest(backends: [
-///         DifferentialBackend("memory:", harness: memoryHarness),
+///         DifferentialBackend("memory:", harness: .memory),
 ///         DifferentialBackend("mydb:", harness: myHarness),
 ///     ])
 ///     try test.run(seed: 1, steps: 200)

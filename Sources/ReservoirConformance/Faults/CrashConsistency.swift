@@ -23,6 +23,12 @@ public struct CrashConsistency: Sendable {
         self.registry = registry
     }
 
+    /// The trials a run makes: `RESERVOIR_FAULT_TRIALS` when set (`scripts/test-deep` raises
+    /// it), `count` otherwise.
+    public static func trials(default count: Int = 25) -> Int {
+        ProcessInfo.processInfo.environment["RESERVOIR_FAULT_TRIALS"].flatMap { Int($0) }.map { max(1, $0) } ?? count
+    }
+
     /// A committed transaction's record.
     struct Entry: Storable {
         var id: Int

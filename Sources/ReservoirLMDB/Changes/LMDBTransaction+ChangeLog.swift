@@ -7,6 +7,7 @@ import Reservoir
 /// to the retention option, and read by other processes' stores to learn what changed.
 extension LMDBTransaction {
     func lastSequence() throws -> UInt64 {
+        _ = try liveTransaction()  // refuses a transaction used after its closure, as every other call does
         if let recorded = snapshot.recordedSequence { return recorded }
         if let cached = environment.cachedSequence(at: snapshot.id) { return cached }
         let newest = try newestLoggedSequence()
@@ -34,7 +35,8 @@ extension LMDBTransaction {
     }
 
     func changeLog(after sequence: UInt64, limit: Int) throws -> [ChangeLogEntry] {
-        try LMDBErrors.convert(path: path) {
+        _ = try liveTransaction()  // an ended transaction is refused before any cache answers
+        return try LMDBErrors.convert(path: path) {
             guard limit > 0, sequence < UInt64.max, let log = try database(StoreFormat.logDatabase) else { return [] }
             var entries: [ChangeLogEntry] = []
             var sets = 0

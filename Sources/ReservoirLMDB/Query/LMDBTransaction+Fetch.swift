@@ -141,6 +141,7 @@ extension LMDBTransaction {
     /// them by reading only the sort columns (so `expecting` learns their number), then
     /// decodes just the rows in the window, each into the same `Row`, refilled in place.
     func fetch(_ query: Query, expecting: (Int) -> Void, each body: (Row) throws -> Void) throws {
+        _ = try liveTransaction()  // an ended transaction is refused before any cache answers
         let entity = query.entity.name
         let window = try LMDBErrors.convert(path: path) { () -> [StoredRow] in
             func window<C: Collection<Int>>(_ order: C) -> Range<Int> {
@@ -175,7 +176,8 @@ extension LMDBTransaction {
     }
 
     func count(_ query: Query) throws -> Int {
-        try LMDBErrors.convert(path: path) {
+        _ = try liveTransaction()  // an ended transaction is refused before any cache answers
+        return try LMDBErrors.convert(path: path) {
             let entity = query.entity.name
             if query.predicate == nil {
                 guard let rows = try rowsDatabase(entity) else { return 0 }

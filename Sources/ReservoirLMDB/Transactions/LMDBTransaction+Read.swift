@@ -6,7 +6,8 @@ import Reservoir
 /// log in `Changes/`).
 extension LMDBTransaction {
     func row(_ entity: String, id: Value) throws -> Row? {
-        try LMDBErrors.convert(path: path) {
+        _ = try liveTransaction()  // an ended transaction is refused before any cache answers
+        return try LMDBErrors.convert(path: path) {
             guard let rows = try rowsDatabase(entity) else { return nil }
             return try KeyEncoding.withEncoded(id) { key -> Row? in
                 guard key.count < environment.maxKeySize, let bytes = try get(rows, key) else { return nil }
@@ -16,7 +17,8 @@ extension LMDBTransaction {
     }
 
     func entities() throws -> [EntityDescription] {
-        try LMDBErrors.convert(path: path) {
+        _ = try liveTransaction()  // an ended transaction is refused before any cache answers
+        return try LMDBErrors.convert(path: path) {
             guard let meta = try database(StoreFormat.metaDatabase) else { return [] }
             var found: [EntityDescription] = []
             let prefix = StoreFormat.entityKeyPrefix

@@ -29,7 +29,21 @@ class PGReadTransaction: ReadTransaction {
         self.sequence = sequence
     }
 
+    /// False once the closure it was passed to has returned: its connection is back in the
+    /// pool (or, for a write, out of its transaction, where a statement would autocommit).
+    private var isOpen = true
+
+    func end() { isOpen = false }
+
+    /// Throws `.misuse` once the transaction has ended.
+    func checkOpen() throws {
+        guard isOpen else {
+            throw ReservoirError(.misuse, "\(connection.name): a transaction was used after its read or write closure returned; use it only inside the closure")
+        }
+    }
+
     func row(_ entity: String, id: Value) throws -> Row? {
+        try checkOpen()
         try refuseForeignTable(entity)
         guard let (sql, parameters, table) = rowStatement(entity, id: id) else { return nil }
         return try decodeFirst(try connection.run(sql, parameters), table)
@@ -64,6 +78,7 @@ class PGReadTransaction: ReadTransaction {
     }
 
     func fetch(_ query: Query, expecting: (Int) -> Void, each body: (Row) throws -> Void) throws {
+        try checkOpen()
         try refuseForeignTable(query.entity.name)
         guard let table = catalog.tables[query.entity.name] else { return }
         let compiled = PGCompiler.compile(query, table: table, layout: layout, counting: false)
@@ -75,6 +90,7 @@ class PGReadTransaction: ReadTransaction {
     }
 
     func count(_ query: Query) throws -> Int {
+        try checkOpen()
         try refuseForeignTable(query.entity.name)
         guard let table = catalog.tables[query.entity.name] else { return 0 }
         let compiled = PGCompiler.compile(query, table: table, layout: layout, counting: true)
@@ -92,15 +108,24 @@ class PGReadTransaction: ReadTransaction {
         }
     }
 
+    /// The entities whose tables hold a row (a table whose rows were all deleted stays, but
+    /// the contract lists only entities holding rows), in one round trip.
     func entities() throws -> [EntityDescription] {
-        catalog.tables.values.map(\.entity).sorted { $0.name < $1.name }
+        try checkOpen()
+        let entities = catalog.tables.values.map(\.entity).sorted { $0.name < $1.name }
+        guard !entities.isEmpty else { return [] }
+        let probes = entities.map { "CASE WHEN EXISTS (SELECT 1 FROM \(layout.table($0.name))) THEN 1::bigint ELSE 0::bigint END" }
+        let result = try connection.run("SELECT " + probes.joined(separator: ", "), [])
+        return entities.indices.filter { result.rowCount > 0 && result.int64(0, $0) != 0 }.map { entities[$0] }
     }
 
     func lastSequence() throws -> UInt64 {
-        sequence
+        try checkOpen()
+        return sequence
     }
 
     func changeLog(after sequence: UInt64, limit: Int) throws -> [ChangeLogEntry] {
+        try checkOpen()
         guard limit > 0, !absent else { return [] }
         // `sequence - limit` rather than `min + limit`: sequences are never negative, so the
         // subtraction cannot leave bigint's range even for a limit of Int.max.

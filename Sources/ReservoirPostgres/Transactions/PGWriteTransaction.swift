@@ -46,6 +46,7 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
     /// the catalog changed meanwhile, and the caller must build and run its statement anew.
     @discardableResult
     private func begin(reading read: (sql: String, parameters: [PGParameter])? = nil) throws -> PGResult? {
+        try checkOpen()
         guard !begun else { return nil }
         let start = try opener(read.map { ($0.sql, $0.parameters, catalog.version) })
         begun = true
@@ -58,6 +59,7 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
     // MARK: - Reads, after begin
 
     override func row(_ entity: String, id: Value) throws -> Row? {
+        try checkOpen()
         if !begun, let (sql, parameters, table) = rowStatement(entity, id: id),
            let result = try begin(reading: (sql, parameters)) {
             return try decodeFirst(result, table)
@@ -108,6 +110,7 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
     }
 
     func insert(_ entity: EntityDescription, id: Value, row: Row) throws -> Bool {
+        try checkOpen()
         let id = id.stored
         if !begun, case .integer = id, let table = catalog.tables[entity.name], table.idKind == .integer,
            let result = try begin(reading: (floorStatement(table), [])) {

@@ -3,9 +3,21 @@ import Reservoir
 /// A read snapshot: an open (deferred) transaction on one connection.
 class SQLiteReadTransaction: ReadTransaction {
     let session: Session
+    /// False once the closure it was passed to has returned: its connection is back in the
+    /// pool (or, for a write, out of its transaction, where a statement would autocommit).
+    private var isOpen = true
 
     init(session: Session) {
         self.session = session
+    }
+
+    func end() { isOpen = false }
+
+    /// Throws `.misuse` once the transaction has ended.
+    func checkOpen() throws {
+        guard isOpen else {
+            throw ReservoirError(.misuse, "\(sqliteStore(session.path)): a transaction was used after its read or write closure returned; use it only inside the closure")
+        }
     }
 
     var connection: Connection { session.connection }
@@ -22,6 +34,7 @@ class SQLiteReadTransaction: ReadTransaction {
     }
 
     func row(_ entity: String, id: Value) throws -> Row? {
+        try checkOpen()
         guard !id.isNull else { return nil }
         if let cached = session.rowStatements[entity] {
             // The hot path: no catalog check. `SELECT *` re-prepares itself when columns
@@ -59,6 +72,7 @@ class SQLiteReadTransaction: ReadTransaction {
 
     /// Steps the compiled query, reading each result into one `Row`, refilled in place.
     func fetch(_ query: Query, each body: (Row) throws -> Void) throws {
+        try checkOpen()
         guard let table = try table(query.entity.name) else { return }
         let compiled = SQLCompiler.compile(query, table: table, counting: false)
         let statement = try connection.cached(compiled.sql)
@@ -74,6 +88,7 @@ class SQLiteReadTransaction: ReadTransaction {
     }
 
     func count(_ query: Query) throws -> Int {
+        try checkOpen()
         guard let table = try table(query.entity.name) else { return 0 }
         let compiled = SQLCompiler.compile(query, table: table, counting: true)
         let statement = try connection.cached(compiled.sql)
@@ -84,6 +99,7 @@ class SQLiteReadTransaction: ReadTransaction {
     }
 
     func entities() throws -> [EntityDescription] {
+        try checkOpen()
         let catalog = try session.checkedCatalog()
         var result: [EntityDescription] = []
         for entity in try Metadata.entities(connection) where catalog.tables[entity.name] != nil {
@@ -94,10 +110,12 @@ class SQLiteReadTransaction: ReadTransaction {
     }
 
     func lastSequence() throws -> UInt64 {
-        try ChangeLog.lastSequence(connection)
+        try checkOpen()
+        return try ChangeLog.lastSequence(connection)
     }
 
     func changeLog(after sequence: UInt64, limit: Int) throws -> [ChangeLogEntry] {
-        try ChangeLog.entries(after: sequence, limit: limit, connection)
+        try checkOpen()
+        return try ChangeLog.entries(after: sequence, limit: limit, connection)
     }
 }

@@ -17,15 +17,21 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
         super.init(session: session)
     }
 
+    /// The sequence `record(_:)` gave, which `lastSequence()` reports from then on.
+    private var recordedSequence: UInt64?
+
     override func lastSequence() throws -> UInt64 {
-        head.sequence
+        try checkOpen()
+        return recordedSequence ?? head.sequence
     }
 
     func put(_ entity: EntityDescription, id: Value, row: Row) throws {
+        try checkOpen()
         try write(entity, id: id, row: row, mode: .upsert).run()
     }
 
     func insert(_ entity: EntityDescription, id: Value, row: Row) throws -> Bool {
+        try checkOpen()
         let statement = try write(entity, id: id, row: row, mode: .insert)
         do {
             try statement.run()
@@ -67,6 +73,7 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
     }
 
     func delete(_ entity: EntityDescription, id: Value) throws {
+        try checkOpen()
         guard !id.isNull, let table = try table(entity.name), !(table.integerKey && id.isText) else { return }
         let statement = try connection.cached("DELETE FROM \(SQL.identifier(entity.name)) WHERE \(SQL.identifier(table.entity.idColumn)) = ?1")
         try statement.bind(id, at: 1)
@@ -74,9 +81,11 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
     }
 
     func record(_ changeSet: ChangeSet) throws {
+        try checkOpen()
         if let recorded = try ChangeLog.record(changeSet, retention: retention, connection) {
             logHead = recorded
         }
+        recordedSequence = changeSet.sequence
     }
 
     // MARK: - Schema on demand

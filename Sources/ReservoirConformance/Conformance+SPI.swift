@@ -1,0 +1,115 @@
+import Foundation
+import Reservoir
+
+/// The SPI called directly, as `Store` calls it, for what `Store` would otherwise hide:
+/// `Store` refuses escaped transactions and calls after `close()` itself, so only these
+/// cases show whether the backend does too (Backends.md, "The SPI").
+extension ConformanceSuite {
+    static let spiCases: [ConformanceCase] = [
+        ConformanceCase("spi", "record(_:) makes lastSequence() the change set's sequence") { context in
+            let backend = context.store.backend
+            let before = try backend.read { try $0.lastSequence() }
+            let sequence = before + 1
+            let changeSet = ChangeSet(sequence: sequence, entities: [
+                EntityChanges(entity: otherEntity.name, inserted: [RowChange(id: .integer(7), row: Row([("id", .integer(7)), ("x", .integer(1))]))]),
+            ])
+            let inside = try backend.write { tx -> UInt64 in
+                try tx.put(otherEntity, id: .integer(7), row: Row([("id", .integer(7)), ("x", .integer(1))]))
+                try tx.record(changeSet)
+                return try tx.lastSequence()
+            }
+            try expectEqual(inside, sequence, "lastSequence() inside the write, after record(_:)")
+            try expectEqual(try backend.read { try $0.lastSequence() }, sequence, "lastSequence() after the commit")
+            let recorder = ChangeRecorder(context.store)
+            try context.store.write { tx in try tx.insert(Item(id: 1, name: "through the store")) }
+            guard let next = recorder.changeSets.last(where: { !$0.isExternal }) else { throw ConformanceFailure(message: "the store's commit published no change set", file: #fileID, line: #line) }
+            recorder.cancel()
+            try expect(next.sequence > sequence, "the store numbers its next commit \(next.sequence), after the recorded \(sequence)")
+            try expectEqual(try backend.read { try $0.lastSequence() }, next.sequence, "lastSequence() after the store's commit")
+        },
+
+        ConformanceCase("spi", "entities() lists the entities holding rows, each as last written") { context in
+            let backend = context.store.backend
+            try expectEqual(try backend.read { try $0.entities() }.map(DescribedEntity.init), [], "entities() of a new store")
+            try backend.write { tx in
+                try tx.put(describedV1, id: .text("a"), row: Row([("id", .text("a")), ("title", .text("first"))]))
+                try tx.put(otherEntity, id: .integer(1), row: Row([("id", .integer(1)), ("x", .integer(1))]))
+            }
+            try expectEqual(try backend.read { try $0.entities() }.map(DescribedEntity.init).sorted { $0.name < $1.name },
+                            [DescribedEntity(describedV1), DescribedEntity(otherEntity)], "entities() after the first write")
+            let inside = try backend.write { tx -> [EntityDescription] in
+                try tx.put(describedV2, id: .text("b"), row: Row([("id", .text("b")), ("title", .text("second")), ("rating", .integer(5))]))
+                return try tx.entities()
+            }
+            try expectEqual(inside.filter { $0.name == describedV2.name }.map(DescribedEntity.init), [DescribedEntity(describedV2)],
+                            "entities() inside the write that changed the description")
+            try expectEqual(try backend.read { try $0.entities() }.map(DescribedEntity.init).sorted { $0.name < $1.name },
+                            [DescribedEntity(describedV2), DescribedEntity(otherEntity)], "entities() after a description changed")
+            try backend.write { tx in try tx.delete(otherEntity, id: .integer(1)) }
+            try expectEqual(try backend.read { try $0.entities() }.map(DescribedEntity.init), [DescribedEntity(describedV2)],
+                            "entities() after every row of \(otherEntity.name) was deleted")
+            try backend.write { tx in try tx.put(otherEntity, id: .integer(2), row: Row([("id", .integer(2)), ("x", .integer(2))])) }
+            try expectEqual(try backend.read { try $0.entities() }.map(DescribedEntity.init).sorted { $0.name < $1.name },
+                            [DescribedEntity(describedV2), DescribedEntity(otherEntity)], "entities() after a row came back")
+        },
+
+        ConformanceCase("spi", "a backend transaction used after its closure is refused") { context in
+            let backend = context.store.backend
+            let query = try Query(entity: otherEntity)
+            nonisolated(unsafe) var escapedWrite: (any WriteTransaction)?
+            try backend.write { tx in
+                try tx.put(otherEntity, id: .integer(1), row: Row([("id", .integer(1)), ("x", .integer(1))]))
+                escapedWrite = tx
+            }
+            nonisolated(unsafe) var escapedRead: (any ReadTransaction)?
+            try backend.read { tx in escapedRead = tx }
+            guard let write = escapedWrite, let read = escapedRead else {
+                throw ConformanceFailure(message: "no transaction escaped", file: #fileID, line: #line)
+            }
+            for (name, reader) in [("read", read), ("write", write as any ReadTransaction)] {
+                try expectError(.misuse, "row(_:id:) on an ended \(name) transaction") { try reader.row(otherEntity.name, id: .integer(1)) }
+                try expectError(.misuse, "fetch(_:) on an ended \(name) transaction") { try reader.fetch(query) }
+                try expectError(.misuse, "fetch(_:each:) on an ended \(name) transaction") { try reader.fetch(query) { _ in } }
+                try expectError(.misuse, "fetch(_:expecting:each:) on an ended \(name) transaction") { try reader.fetch(query, expecting: { _ in }) { _ in } }
+                try expectError(.misuse, "count(_:) on an ended \(name) transaction") { try reader.count(query) }
+                try expectError(.misuse, "entities() on an ended \(name) transaction") { try reader.entities() }
+                try expectError(.misuse, "lastSequence() on an ended \(name) transaction") { try reader.lastSequence() }
+                try expectError(.misuse, "changeLog(after:limit:) on an ended \(name) transaction") { try reader.changeLog(after: 0, limit: .max) }
+            }
+            let late = Row([("id", .integer(2)), ("x", .integer(2))])
+            try expectError(.misuse, "put(_:id:row:) on an ended write transaction") { try write.put(otherEntity, id: .integer(2), row: late) }
+            try expectError(.misuse, "insert(_:id:row:) on an ended write transaction") { try write.insert(otherEntity, id: .integer(3), row: late) }
+            try expectError(.misuse, "delete(_:id:) on an ended write transaction") { try write.delete(otherEntity, id: .integer(1)) }
+            let lastSequence = try backend.read { try $0.lastSequence() }
+            try expectError(.misuse, "record(_:) on an ended write transaction") {
+                try write.record(ChangeSet(sequence: lastSequence + 1, entities: [EntityChanges(entity: otherEntity.name, deleted: [.integer(1)])]))
+            }
+            let rows = try backend.read { try $0.fetch(query) }
+            try expectEqual(rows.map { $0.value("id") }, [.integer(1)], "rows after the refused calls")
+            try expectEqual(try backend.read { try $0.lastSequence() }, lastSequence, "lastSequence() after the refused record(_:)")
+        },
+
+        ConformanceCase("spi", "every call after close() is refused with .closed") { context in
+            let backend = context.store.backend
+            try backend.write { tx in try tx.put(otherEntity, id: .integer(1), row: Row([("id", .integer(1)), ("x", .integer(1))])) }
+            backend.close()
+            backend.close()  // idempotent
+            try expectError(.closed, "read(_:) after close()") { try backend.read { try $0.row(otherEntity.name, id: .integer(1)) } }
+            try expectError(.closed, "write(_:) after close()") {
+                try backend.write { tx in try tx.put(otherEntity, id: .integer(2), row: Row([("id", .integer(2)), ("x", .integer(2))])) }
+            }
+            try expectError(.closed, "commitToken() after close()") { try backend.commitToken() }
+        },
+
+        ConformanceCase("spi", "a second opener of a single-process location gets .busy until the first closes",
+                        requires: .persistent, excludes: .multiProcess) { context in
+            try context.store.write { tx in try tx.insert(Item(id: 1, name: "first opener")) }
+            try expectError(.busy, "opening \(context.configuration) while a store has it open") { try context.openAnother() }
+            try expectEqual(try context.store.ids(FetchRequest()), [1], "the first store's records after the refused opener")
+            try context.store.write { tx in try tx.insert(Item(id: 2, name: "still writable")) }
+            context.store.close()
+            let reopened = try context.openAnother()
+            try expectEqual(try reopened.ids(FetchRequest()), [1, 2], "records through the opener after the first closed")
+        },
+    ]
+}
