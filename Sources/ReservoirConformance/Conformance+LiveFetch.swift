@@ -278,12 +278,18 @@ extension ConformanceSuite {
             }
             let list = try await task.value
             try expectEqual(list, try store.fetch(request), "list built by the loop")
+            let arrivals = Collected<Int>()
             let endless = Task {
                 var received = 0
-                for try await _ in store.objects(for: request) { received += 1 }
+                for try await _ in store.objects(for: request) {
+                    received += 1
+                    arrivals.append(received)
+                }
                 return received
             }
-            try? await Task.sleep(nanoseconds: 50_000_000)
+            // The first value comes from a fetch, which a loaded server may take a while to answer.
+            _ = await eventually(timeout: .seconds(30)) { !arrivals.values.isEmpty }
+            try? await Task.sleep(nanoseconds: 20_000_000)
             endless.cancel()
             let received = try await endless.value
             try expectEqual(received, 1, "values before the task was cancelled")

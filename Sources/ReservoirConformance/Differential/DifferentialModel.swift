@@ -88,6 +88,10 @@ struct DifferentialModel {
             let matched = fetchRows(request, in: rows)
             for row in matched { rows[id(of: row)] = nil }
             return "deleted \(matched.count)"
+        case let .rewrite(id):
+            return rows[id] == nil ? "no record" : "rewritten"
+        case let .revert(id):
+            return rows[id] == nil ? "no record" : "reverted"
         case let .get(id):
             return "get \(rows[id].map(DifferentialRender.note) ?? "nil")"
         case let .fetch(request):

@@ -170,6 +170,17 @@ final class DifferentialReplica {
                 return "deleted \(try tx.delete(DifferentialNote.self, id: id))"
             case let .deleteMatching(request):
                 return "deleted \(try tx.delete(requests[request]))"
+            case let .rewrite(id):
+                guard let note = try tx.get(DifferentialNote.self, id: id) else { return "no record" }
+                try tx.update(note)
+                return "rewritten"
+            case let .revert(id):
+                guard let note = try tx.get(DifferentialNote.self, id: id) else { return "no record" }
+                var changed = note
+                changed.title += "~"
+                try tx.update(changed)
+                try tx.update(note)
+                return "reverted"
             case let .get(id):
                 return "get \(try tx.get(DifferentialNote.self, id: id)?.description ?? "nil")"
             case let .fetch(request):

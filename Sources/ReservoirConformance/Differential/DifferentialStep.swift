@@ -94,12 +94,14 @@ enum DifferentialGenerator {
     }
 
     static func operation(_ g: inout SeededGenerator) -> DifferentialOperation {
-        switch g.next() % 20 {
+        switch g.next() % 22 {
         case 0..<5: return .insert(DifferentialNote.random(&g))
         case 5..<9: return .update(DifferentialNote.random(&g))
         case 9..<13: return .upsert(DifferentialNote.random(&g))
         case 13..<15: return .delete(id: DifferentialNote.ids.pick(&g))
         case 15: return .deleteMatching(request: Int(g.next() % UInt64(DifferentialNote.requests.count)))
+        case 16: return .rewrite(id: DifferentialNote.ids.pick(&g))
+        case 17: return .revert(id: DifferentialNote.ids.pick(&g))
         default: return read(&g)
         }
     }
