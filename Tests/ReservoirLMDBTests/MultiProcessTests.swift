@@ -14,7 +14,7 @@ import Testing
     /// write's sequence under that id, and this process then read the other process's commit
     /// as the old sequence: `lastSequence()` lagged, live fetches missed the commit until the
     /// next one, and a write here would have reused the sequence.
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(5)))
     func anEmptyWriteThenAnotherProcessesCommitIsSeen() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.cleanUp() }
@@ -40,7 +40,7 @@ import Testing
         #expect(try store.backend.read { try $0.changeLog(after: 0, limit: 10).map(\.sequence) } == [1, 2, 3])
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(5)))
     func commitInAnotherProcessReachesChangesQuickly() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.cleanUp() }
@@ -101,7 +101,7 @@ import Testing
         #expect(try store.fetch(FetchRequest<Note>(where: \.priority >= 7)).map(\.id) == [7, 8])
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(5)))
     func aWriterKilledMidTransactionLeavesTheLockUsable() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.cleanUp() }
@@ -119,7 +119,7 @@ import Testing
         #expect(try await store.read { try $0.lastSequence() } == 2)
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(5)))
     func staleReaderSlotsAreClearedOnOpen() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.cleanUp() }
@@ -194,7 +194,7 @@ import Testing
     /// Column layouts added by two processes in turn get distinct numbers, are read by the
     /// other process from `meta`, and a column list one process stored is reused, not
     /// stored again, by the next.
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(5)))
     func layoutsAddedByTwoProcessesStayDistinctAndShared() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.cleanUp() }
