@@ -14,7 +14,34 @@ extension PostgresBackend {
         guard format <= Layout.formatVersion else {
             throw ReservoirError(.corrupt, "\(server.name): the store was written in format \(format) by a newer Reservoir; this version reads format \(Layout.formatVersion)")
         }
+        if format < Layout.formatVersion { try upgrade(connection) }
         created.withLock { $0 = true }
+    }
+
+    /// Brings a format 1 store to format 2 in one transaction (one process at a time): the
+    /// commit-identity columns, and every entity table's trigger replaced by one that fills
+    /// them (see ``Layout``). Needs the rights that created the tables.
+    private func upgrade(_ connection: PGConnection) throws {
+        do {
+            try connection.execute("BEGIN; SELECT \(layout.setUpLock)")
+            let meta = try connection.execute("SELECT format, catalog FROM \(layout.meta) FOR UPDATE")
+            let format = meta.text(0, 0).flatMap { Int($0) } ?? 0
+            if format < Layout.formatVersion {
+                try connection.execute("""
+                    ALTER TABLE \(layout.meta) ADD COLUMN IF NOT EXISTS commit_id bigint;
+                    ALTER TABLE \(layout.changes) ADD COLUMN IF NOT EXISTS commit_id bigint
+                    """)
+                let catalog = try Catalog.load(connection, layout: layout, version: meta.text(0, 1).flatMap { Int64($0) } ?? 0)
+                for table in catalog.tables.values.sorted(by: { $0.entity.name < $1.entity.name }) {
+                    try connection.execute(layout.trigger(for: table))
+                }
+                try connection.execute("UPDATE \(layout.meta) SET format = \(Layout.formatVersion)")
+            }
+            try connection.execute("COMMIT")
+        } catch let error as ReservoirError {
+            if connection.inTransaction { _ = try? connection.execute("ROLLBACK") }
+            throw ReservoirError(error.code, "\(server.name): could not upgrade the store from format 1 to \(Layout.formatVersion) (commit identities): \(error.message)")
+        }
     }
 
     /// In a write transaction just begun: creates the schema and the store's tables when they
@@ -44,7 +71,7 @@ extension PostgresBackend {
 
     /// The writer's `BEGIN`, creating the store's tables in the transaction when they do not
     /// exist yet, then the meta row `FOR UPDATE` (the write lock) and the transaction's id.
-    func beginCreating(_ connection: PGConnection) throws -> (UInt64, Catalog) {
+    func beginCreating(_ connection: PGConnection) throws -> (CommitPosition, Catalog) {
         guard !created.withLock({ $0 }) else { return try begin(connection, "BEGIN", lock: " FOR UPDATE") }
         do {
             try connection.execute("BEGIN")

@@ -114,20 +114,21 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
                 throw error
             }
         }
-        let (sequence, catalog): (UInt64, Catalog)
+        let (position, catalog): (CommitPosition, Catalog)
         do {
-            (sequence, catalog) = try beginRead(connection)
+            (position, catalog) = try beginRead(connection)
         } catch let error as ReservoirError where !connection.isConnected && error.code != .timeout {
             // A pooled connection that outlived a server restart: one fresh try. (Not after a
             // timeout: the call has used its time.)
             connection = try connect()
             try connection.execute("SET lock_timeout = \(options.lockTimeoutMilliseconds)")
-            (sequence, catalog) = try beginRead(connection)
+            (position, catalog) = try beginRead(connection)
         }
         let end = "; SELECT pg_advisory_unlock_shared(\(layout.rewriteKeys))"
         let result: R
         do {
-            let transaction = PGReadTransaction(connection: connection, layout: layout, catalog: catalog, sequence: sequence)
+            let transaction = PGReadTransaction(connection: connection, layout: layout, catalog: catalog, sequence: position.sequence)
+            transaction.commit = position.commit
             transaction.refusesForeignTables = true
             defer { transaction.end() }
             result = try body(transaction)
@@ -143,7 +144,7 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
 
     /// Takes the readers' shared lock (Layout.rewriteKeys: a column rewrite takes it
     /// exclusively) before the snapshot, then begins; released when the transaction ends.
-    private func beginRead(_ connection: PGConnection) throws -> (UInt64, Catalog) {
+    private func beginRead(_ connection: PGConnection) throws -> (CommitPosition, Catalog) {
         try connection.execute("SELECT pg_advisory_lock_shared(\(layout.rewriteKeys))")
         do {
             return try begin(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", lock: "")
@@ -223,9 +224,9 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
                 // Begun, with the write lock. A failed read (a statement prepared for a table
                 // another client has since changed) is rolled back and begun again below.
                 if failure == nil {
-                    writerTransaction = results[1].text(0, 2).flatMap { Int64($0) } ?? 0
-                    let (sequence, catalog) = try opened(results[1], connection)
-                    return .init(connection: connection, sequence: sequence, catalog: catalog,
+                    writerTransaction = results[1].text(0, 3).flatMap { Int64($0) } ?? 0
+                    let (position, catalog) = try opened(results[1], connection)
+                    return .init(connection: connection, position: position, catalog: catalog,
                                  read: catalog.version == read.catalog ? results[2] : nil)
                 }
             } else if let failure, connection.isConnected || failure.code == .timeout {
@@ -239,30 +240,31 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
         }
         // A call above timed out (preparing the read, say): the bound is spent, no retry.
         if connection.broken { throw connection.timedOut() }
-        let (sequence, catalog): (UInt64, Catalog)
+        let (position, catalog): (CommitPosition, Catalog)
         do {
-            (sequence, catalog) = try beginCreating(connection)
+            (position, catalog) = try beginCreating(connection)
         } catch let error as ReservoirError where !connection.isConnected && error.code != .timeout {
             // The server restarted since the last write: nothing was sent, so one fresh try.
             // (Not after a timeout: the call has used its time.)
             writer = nil
             connection = try makeWriter()
             writer = connection
-            (sequence, catalog) = try beginCreating(connection)
+            (position, catalog) = try beginCreating(connection)
         }
-        return .init(connection: connection, sequence: sequence, catalog: catalog, read: nil)
+        return .init(connection: connection, position: position, catalog: catalog, read: nil)
     }
 
     /// Starts a transaction and reads the meta row in it (one round trip): the newest
-    /// sequence and the catalog at that snapshot. The writer's `FOR UPDATE` takes the write lock.
-    func begin(_ connection: PGConnection, _ command: String, lock: String) throws -> (UInt64, Catalog) {
+    /// sequence (with its commit's identity) and the catalog at that snapshot. The writer's
+    /// `FOR UPDATE` takes the write lock.
+    func begin(_ connection: PGConnection, _ command: String, lock: String) throws -> (CommitPosition, Catalog) {
         let meta: PGResult
         do {
             // The writer also reads its transaction's id, to ask the server later whether it
             // committed should the connection be lost during COMMIT.
             let id = lock.isEmpty ? "" : ", txid_current()"
-            meta = try connection.execute("\(command); SELECT sequence, catalog\(id) FROM \(layout.meta)\(lock)")
-            if !lock.isEmpty { writerTransaction = meta.text(0, 2).flatMap { Int64($0) } ?? 0 }
+            meta = try connection.execute("\(command); SELECT sequence, catalog, commit_id\(id) FROM \(layout.meta)\(lock)")
+            if !lock.isEmpty { writerTransaction = meta.text(0, 3).flatMap { Int64($0) } ?? 0 }
         } catch let error as ReservoirError {
             if connection.inTransaction { _ = try? connection.execute("ROLLBACK") }
             throw gone(error) ?? error
@@ -273,8 +275,9 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
     /// The sequence and catalog a transaction's meta-row read (`meta`, text results) names;
     /// loads the catalog when it is not the cached one, and drops statements prepared under
     /// another. Rolls the transaction back when that fails.
-    private func opened(_ meta: PGResult, _ connection: PGConnection) throws -> (UInt64, Catalog) {
+    private func opened(_ meta: PGResult, _ connection: PGConnection) throws -> (CommitPosition, Catalog) {
         let sequence = UInt64(clamping: meta.text(0, 0).flatMap { Int64($0) } ?? 0)
+        let commit = meta.text(0, 2).flatMap { Int64($0) }.map { UInt64(bitPattern: $0) } ?? 0
         let version = meta.text(0, 1).flatMap { Int64($0) } ?? 0
         do {
             let catalog = try catalog(version, connection)
@@ -282,7 +285,7 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
                 try connection.dropPrepared()
                 connection.preparedCatalog = version
             }
-            return (sequence, catalog)
+            return (CommitPosition(sequence: sequence, commit: commit), catalog)
         } catch {
             _ = try? connection.execute("ROLLBACK")
             throw error

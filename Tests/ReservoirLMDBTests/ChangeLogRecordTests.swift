@@ -43,7 +43,7 @@ import Testing
             initialized = buffer.baseAddress.map { ChangeLogCodec.writeRecord(changeSet, to: $0) } ?? 0
         }
         #expect(bytes.withUnsafeBytes { StoreFormat.decodeEntries($0, sequence: 3) } == changeSet.logEntries)
-        for version: UInt8 in [0, 4] {
+        for version: UInt8 in [0, 5] {
             var wrong = bytes
             wrong[0] = version
             #expect(wrong.withUnsafeBytes { StoreFormat.decodeEntries($0, sequence: 3) } == nil)
@@ -52,7 +52,7 @@ import Testing
 }
 
 /// A store written by the previous format (2, version 2 log records) opens, upgrades to
-/// format 3, and its existing log reads as before, beside records written after.
+/// format 4, and its existing log reads as before, beside records written after.
 @Suite struct OldFormatLogTests {
     private static func zigzagVarint(_ value: Int64) -> [UInt8] {
         var rest = UInt64(bitPattern: (value << 1) ^ (value >> 63))
@@ -103,8 +103,11 @@ import Testing
             let format = try #require(try t.get(meta, StoreFormat.formatKey)).map { $0 }
             return (format, try tx.changeLog(after: 0, limit: 10))
         }
-        #expect(format == [0, 0, 0, 3])
-        #expect(entries == [
+        #expect(format == [0, 0, 0, 4])
+        // Change sets logged before identities have none (0); the new one has its own.
+        #expect(entries.prefix(3).allSatisfy { $0.commit == 0 })
+        #expect(entries.last.map { $0.commit != 0 } == true)
+        #expect(entries.map { ChangeLogEntry(sequence: $0.sequence, entity: $0.entity, id: $0.id, kind: $0.kind) } == [
             ChangeLogEntry(sequence: 1, entity: entity, id: .integer(1), kind: .inserted),
             ChangeLogEntry(sequence: 1, entity: entity, id: .integer(300), kind: .inserted),
             ChangeLogEntry(sequence: 2, entity: entity, id: .integer(300), kind: .deleted),

@@ -203,7 +203,7 @@ import Testing
             let versions = try ["a", "c"].map { id in try #require(try t.get(rows, KeyEncoding.encode(.text(id)))).first }
             return (format, versions)
         }
-        #expect(format == [0, 0, 0, 3])
+        #expect(format == [0, 0, 0, 4])
         #expect(versions == [RowCodec.namedVersion, RowCodec.version])
     }
 

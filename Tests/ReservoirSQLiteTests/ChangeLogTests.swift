@@ -173,10 +173,13 @@ import Testing
         defer { store.close() }
         #expect(try store.read { try $0.lastSequence() } == 2)
         let log = try store.backend.read { try $0.changeLog(after: 0, limit: 10) }
-        #expect(log == [
+        #expect(log.map(\.withoutCommit) == [
             ChangeLogEntry(sequence: 1, entity: "todos", id: 1, kind: .inserted),
             ChangeLogEntry(sequence: 2, entity: "todos", id: 1, kind: .deleted),
         ])
+        // The plain-SQL change set was given an identity of its own when it was numbered.
+        #expect(log.count == 2 && log[1].commit != 0 && log[1].commit != log[0].commit)
+        #expect(try store.backend.read { try $0.lastCommit() } == CommitPosition(sequence: 2, commit: log[1].commit))
     }
 
     @Test func retentionKeepsTheNewestChangeSets() throws {
@@ -257,7 +260,10 @@ import Testing
         try writeOneTodoAndClose(directory.databasePath)
         // Make it what version 1 wrote: no ids column.
         let raw = try RawConnection(directory.databasePath)
-        try raw.execute("ALTER TABLE _reservoir_changes DROP COLUMN ids; UPDATE _reservoir_meta SET value = 1 WHERE key = 'format_version'")
+        try raw.execute("""
+            ALTER TABLE _reservoir_changes DROP COLUMN ids; ALTER TABLE _reservoir_changes DROP COLUMN commit_id;
+            UPDATE _reservoir_meta SET value = 1 WHERE key = 'format_version'
+            """)
         let store = try openStore(directory.databasePath)
         defer { store.close() }
         #expect(try raw.query("SELECT value FROM _reservoir_meta WHERE key = 'format_version'") == [["2"]])
@@ -266,11 +272,13 @@ import Testing
             try tx.insert(Todo(id: 3, title: "three", done: false, priority: 1))
         }
         let log = try store.backend.read { try $0.changeLog(after: 0, limit: 10) }
-        #expect(log == [
+        #expect(log.map(\.withoutCommit) == [
             ChangeLogEntry(sequence: 1, entity: "todos", id: 1, kind: .inserted),
             ChangeLogEntry(sequence: 2, entity: "todos", id: 2, kind: .inserted),
             ChangeLogEntry(sequence: 2, entity: "todos", id: 3, kind: .inserted),
         ])
+        // The change set written before identities has none (0); the new one has one.
+        #expect(log.map { $0.commit == 0 } == [true, false, false])
     }
 }
 
@@ -280,5 +288,12 @@ private func changedIDs(_ changes: [CollectionDifference<Todo>.Change]) -> [Int]
         switch change {
         case let .insert(_, element, _), let .remove(_, element, _): element.id
         }
+    }
+}
+
+extension ChangeLogEntry {
+    /// The entry with its commit identity cleared, to compare with expected entries.
+    var withoutCommit: ChangeLogEntry {
+        ChangeLogEntry(sequence: sequence, entity: entity, id: id, kind: kind)
     }
 }

@@ -9,14 +9,19 @@ import Foundation
 /// record per change set (LMDB) stores ``writeRecord(_:to:)``'s bytes and reads them back
 /// with ``decodeRecord(_:sequence:)``:
 ///
-///     3 (record version) · group count (varint) · per group:
+///     4 (record version) · commit identity (8 bytes, little-endian) · group count (varint) · per group:
 ///         kind (0 inserted, 1 updated, 2 deleted) · entity (varint length, UTF-8) ·
 ///         id count (varint) · the ids as PackedIDs (integers in its compact form, tag 5)
+///
+/// Version 3 records, written before commits had identities, are the same without the
+/// identity; they are still read, with identity 0 (not known).
 ///
 /// Readers net what they decode with ``ChangeLogNetting``.
 public enum ChangeLogCodec {
     /// The version byte a record starts with.
-    public static let recordVersion: UInt8 = 3
+    public static let recordVersion: UInt8 = 4
+    /// The versions ``decodeRecord(_:sequence:)`` reads.
+    public static let readableRecordVersions: ClosedRange<UInt8> = 3...4
 
     /// The ids of one group: a change set's rows' ids or its deleted ids, read in place.
     public struct GroupIDs: RandomAccessCollection, Sendable {
@@ -82,7 +87,7 @@ public enum ChangeLogCodec {
 
     /// The exact number of bytes ``writeRecord(_:to:)`` writes for `changeSet`.
     public static func recordSize(_ changeSet: ChangeSet) -> Int {
-        var size = 1 + varintLength(UInt64(groupCount(changeSet)))
+        var size = 1 + 8 + varintLength(UInt64(groupCount(changeSet)))
         forEachGroup(changeSet) { entity, _, ids in
             let length = entity.utf8.count
             size += 1 + varintLength(UInt64(length)) + length + varintLength(UInt64(ids.count))
@@ -108,6 +113,7 @@ public enum ChangeLogCodec {
             byte(UInt8(rest))
         }
         byte(recordVersion)
+        for shift in stride(from: 0, to: 64, by: 8) { byte(UInt8(truncatingIfNeeded: changeSet.commit >> UInt64(shift))) }
         varint(UInt64(groupCount(changeSet)))
         forEachGroup(changeSet) { entity, kind, ids in
             byte(kindByte(kind))
@@ -124,12 +130,18 @@ public enum ChangeLogCodec {
     }
 
     /// The entries of a record numbered `sequence`, grouped as written (not netted); nil
-    /// when the bytes are not a whole record of ``recordVersion``.
+    /// when the bytes are not a whole record of a version in ``readableRecordVersions``.
     public static func decodeRecord(_ bytes: UnsafeRawBufferPointer, sequence: UInt64) -> [ChangeLogEntry]? {
         var position = 0
         func varint() -> UInt64? { PackedIDs.readVarint(bytes, at: &position) }
-        guard bytes.first == recordVersion else { return nil }
+        guard let version = bytes.first, readableRecordVersions.contains(version) else { return nil }
         position = 1
+        var commit: UInt64 = 0
+        if version >= 4 {
+            guard bytes.count >= 9 else { return nil }
+            for index in 0..<8 { commit |= UInt64(bytes[1 + index]) << UInt64(8 * index) }
+            position = 9
+        }
         guard let groups = varint(), groups <= UInt64(bytes.count) else { return nil }
         var entries: [ChangeLogEntry] = []
         for _ in 0..<groups {
@@ -143,10 +155,18 @@ public enum ChangeLogCodec {
             entries.reserveCapacity(entries.count + Int(count))
             for _ in 0..<count {
                 guard let id = PackedIDs.read(bytes, at: &position) else { return nil }
-                entries.append(ChangeLogEntry(sequence: sequence, entity: entity, id: id, kind: kind))
+                entries.append(ChangeLogEntry(sequence: sequence, entity: entity, id: id, kind: kind, commit: commit))
             }
         }
         return position == bytes.count ? entries : nil
+    }
+
+    /// The commit identity a record holds: 0 for a version 3 record, or bytes that are no record.
+    public static func commitIdentity(ofRecord bytes: UnsafeRawBufferPointer) -> UInt64 {
+        guard bytes.count >= 9, bytes[0] >= 4, readableRecordVersions.contains(bytes[0]) else { return 0 }
+        var commit: UInt64 = 0
+        for index in 0..<8 { commit |= UInt64(bytes[1 + index]) << UInt64(8 * index) }
+        return commit
     }
 
     /// The byte a record stores `kind` as.

@@ -83,9 +83,9 @@ public struct ChangeLogNetting {
         }
     }
 
-    /// Appends each record's net change to `result` as entries of change set `sequence`,
-    /// and empties the netting.
-    public mutating func flush(sequence: UInt64, into result: inout [ChangeLogEntry]) {
-        flush { entity, id, kind in result.append(ChangeLogEntry(sequence: sequence, entity: entity, id: id, kind: kind)) }
+    /// Appends each record's net change to `result` as entries of change set `sequence`, made
+    /// by the commit `commit`, and empties the netting.
+    public mutating func flush(sequence: UInt64, commit: UInt64 = 0, into result: inout [ChangeLogEntry]) {
+        flush { entity, id, kind in result.append(ChangeLogEntry(sequence: sequence, entity: entity, id: id, kind: kind, commit: commit)) }
     }
 }

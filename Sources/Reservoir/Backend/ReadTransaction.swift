@@ -35,6 +35,17 @@ public protocol ReadTransaction {
     /// The sequence number of the newest change set committed (0 when none).
     func lastSequence() throws -> UInt64
 
+    /// The newest change set's position: ``lastSequence()`` and the identity its
+    /// ``WriteTransaction/record(_:)`` was given (``ChangeSet/commit``), or that the backend
+    /// made for commits it numbers itself (plain SQL). ``Store`` reads it on every write and
+    /// every probe that finds a commit, so a backend keeps it as cheap as ``lastSequence()``.
+    /// The default reads the identity from the change log (``commit(at:)``).
+    func lastCommit() throws -> CommitPosition
+
+    /// The position of change set `sequence` while the change log still holds it, else nil.
+    /// The default reads it from ``changeLog(after:limit:)``'s entries.
+    func commit(at sequence: UInt64) throws -> CommitPosition?
+
     /// Change-log entries with a sequence above `sequence`, in sequence order, at most `limit`
     /// change sets' worth. Backends keep a bounded history; entries older than it are gone.
     func changeLog(after sequence: UInt64, limit: Int) throws -> [ChangeLogEntry]

@@ -6,6 +6,8 @@
 ///
 ///     func record(_ changeSet: ChangeSet) throws { state.log.record(changeSet) }
 ///     func lastSequence() throws -> UInt64 { state.log.lastSequence }
+///     func lastCommit() throws -> CommitPosition { state.log.lastCommit }
+///     func commit(at sequence: UInt64) throws -> CommitPosition? { state.log.commit(at: sequence) }
 ///     func changeLog(after sequence: UInt64, limit: Int) throws -> [ChangeLogEntry] {
 ///         state.log.entries(after: sequence, limit: limit)
 ///     }
@@ -14,6 +16,8 @@ public struct RetainedChangeLog: Sendable, Equatable {
     public private(set) var entries: [ChangeLogEntry]
     /// The sequence of the newest change set recorded (0 when none).
     public private(set) var lastSequence: UInt64
+    /// The identity of the newest change set's commit (0 when none, or not known).
+    public private(set) var lastCommitIdentity: UInt64
     /// How many change sets' entries are kept.
     public let retention: Int
 
@@ -24,6 +28,25 @@ public struct RetainedChangeLog: Sendable, Equatable {
         // not look right while its log still holds the newest change set.
         self.lastSequence = lastSequence
         self.entries = entries
+        lastCommitIdentity = entries.last.map { $0.sequence == lastSequence ? $0.commit : 0 } ?? 0
+    }
+
+    /// The newest change set's position.
+    public var lastCommit: CommitPosition {
+        CommitPosition(sequence: lastSequence, commit: lastCommitIdentity)
+    }
+
+    /// The position of change set `sequence` while the log holds it.
+    public func commit(at sequence: UInt64) -> CommitPosition? {
+        if sequence == lastSequence { return lastCommit }
+        // Binary search: entries are in sequence order.
+        var low = entries.startIndex, high = entries.endIndex
+        while low < high {
+            let middle = (low + high) / 2
+            if entries[middle].sequence < sequence { low = middle + 1 } else { high = middle }
+        }
+        guard low < entries.endIndex, entries[low].sequence == sequence else { return nil }
+        return CommitPosition(sequence: sequence, commit: entries[low].commit)
     }
 
     /// Appends the change set's ``ChangeSet/logEntries``, makes its sequence the last, and
@@ -31,6 +54,7 @@ public struct RetainedChangeLog: Sendable, Equatable {
     public mutating func record(_ changeSet: ChangeSet) {
         entries.append(contentsOf: changeSet.logEntries)
         lastSequence = changeSet.sequence
+        lastCommitIdentity = changeSet.commit
         let oldest = lastSequence > UInt64(retention) ? lastSequence - UInt64(retention) : 0
         if let first = entries.first, first.sequence <= oldest {
             entries.removeAll { $0.sequence <= oldest }

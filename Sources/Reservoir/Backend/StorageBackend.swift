@@ -14,9 +14,13 @@
 ///   itself fails, it throws and nothing is committed.
 /// - Inside a write, reads see the transaction's own writes.
 /// - ``WriteTransaction/record(_:)`` persists the change set's entries in the change log
-///   *in the same transaction*; afterwards ``ReadTransaction/lastSequence()`` returns the
-///   change set's sequence, and it reports the highest sequence committed, whichever process
-///   committed it. A backend that is neither persistent nor multi-process may keep no log; a
+///   *in the same transaction*, with its commit identity (``ChangeSet/commit``); afterwards
+///   ``ReadTransaction/lastSequence()`` returns the change set's sequence (and
+///   ``ReadTransaction/lastCommit()`` its position), and it reports the highest sequence
+///   committed, whichever process committed it. Every entry ``ReadTransaction/changeLog(after:limit:)``
+///   returns carries its change set's identity; change sets a backend numbers itself (plain
+///   SQL) get a random identity of the backend's making. A lost commit's identity is never
+///   reused, so a reused sequence number is told apart (``CommitPosition``). A backend that is neither persistent nor multi-process may keep no log; a
 ///   persistent one keeps it, and the sequence, across reopening.
 /// - A transaction is valid only inside the closure it was passed to: every call on it
 ///   afterwards throws `.misuse`.
@@ -88,6 +92,18 @@ extension StorageBackend {
 }
 
 extension ReadTransaction {
+    public func lastCommit() throws -> CommitPosition {
+        let sequence = try lastSequence()
+        guard sequence > 0 else { return .start }
+        return try commit(at: sequence) ?? CommitPosition(sequence: sequence, commit: 0)
+    }
+
+    public func commit(at sequence: UInt64) throws -> CommitPosition? {
+        guard sequence > 0 else { return .start }
+        guard let first = try changeLog(after: sequence - 1, limit: 1).first, first.sequence == sequence else { return nil }
+        return CommitPosition(sequence: sequence, commit: first.commit)
+    }
+
     /// The number of rows `query` selects; the default counts what ``fetch(_:)`` returns.
     public func count(_ query: Query) throws -> Int {
         try fetch(query).count

@@ -46,18 +46,35 @@ final class ChangeHub: @unchecked Sendable {
     @exclusivity(unchecked) private var nextToken: UInt64 = 0
     @exclusivity(unchecked) private var pending: [ChangeSet] = []
     @exclusivity(unchecked) private var drainer: pthread_t?
-    @exclusivity(unchecked) private var delivered: UInt64
-    @exclusivity(unchecked) private var enqueued: UInt64
+    /// Delivery order: every enqueued change set takes the next ticket, and `delivered` is the
+    /// ticket of the last one every observer has had. Tickets, not sequences, because a
+    /// rewound history (``ChangeSet/isRewound``) announces a sequence already passed.
+    @exclusivity(unchecked) private var delivered: UInt64 = 0
+    @exclusivity(unchecked) private var enqueued: UInt64 = 0
+    /// The position of the newest change set enqueued (or skipped): what the store has announced.
+    @exclusivity(unchecked) private var position: CommitPosition
     @exclusivity(unchecked) private var failedWith: ReservoirError?
 
-    /// A hub whose next change set is expected to be `sequence + 1`.
-    init(after sequence: UInt64) {
-        delivered = sequence
-        enqueued = sequence
+    /// A hub whose next change set is expected to follow `position`.
+    init(after position: CommitPosition) {
+        self.position = position
     }
 
-    /// The highest sequence enqueued so far.
+    /// The sequence of the newest change set enqueued so far.
     var lastEnqueued: UInt64 {
+        lastPosition.sequence
+    }
+
+    /// The position of the newest change set enqueued (or skipped) so far.
+    var lastPosition: CommitPosition {
+        condition.lock()
+        defer { condition.unlock() }
+        return position
+    }
+
+    /// The ticket of the newest change set enqueued: ``deliver(through:)`` and
+    /// ``waitUntilDelivered(through:)`` take it.
+    var lastTicket: UInt64 {
         condition.lock()
         defer { condition.unlock() }
         return enqueued
@@ -107,7 +124,7 @@ final class ChangeHub: @unchecked Sendable {
     func sharedResults<S: AnyObject>(_ key: SharedResultsKey, visibleSequence: UInt64, replacing: AnyObject?, make: () -> S) -> (results: S, isNew: Bool) {
         condition.lock()
         defer { condition.unlock() }
-        if let existing = shared[key]?.results as? S, existing !== replacing, drainer == nil, pending.isEmpty, enqueued >= visibleSequence {
+        if let existing = shared[key]?.results as? S, existing !== replacing, drainer == nil, pending.isEmpty, position.sequence >= visibleSequence {
             return (existing, false)
         }
         let made = make()
@@ -124,15 +141,17 @@ final class ChangeHub: @unchecked Sendable {
 
     /// Queues a committed change set. Change sets at or below the last enqueued
     /// sequence are dropped, so a commit found twice (own write, then the change log) is
-    /// announced once. Returns whether it was queued.
+    /// announced once; a rewound history (``ChangeSet/isRewound``) is always queued, and its
+    /// position becomes the last. Returns the change set's ticket, nil when it was dropped.
     @discardableResult
-    func enqueue(_ changeSet: ChangeSet) -> Bool {
+    func enqueue(_ changeSet: ChangeSet) -> UInt64? {
         condition.lock()
         defer { condition.unlock() }
-        guard changeSet.sequence > enqueued else { return false }
-        enqueued = changeSet.sequence
+        guard changeSet.sequence > position.sequence || changeSet.isRewound else { return nil }
+        position = changeSet.position
         pending.append(changeSet)
-        return true
+        enqueued += 1
+        return enqueued
     }
 
     /// The error the store stopped with, if it did (see ``fail(_:)``).
@@ -154,20 +173,20 @@ final class ChangeHub: @unchecked Sendable {
         for target in targets { target.storeDidFail(error) }
     }
 
-    /// Marks `sequence` as seen without announcing anything: for a commit that netted to
-    /// no change (another SQL client wrote a row back as it was).
-    func skip(through sequence: UInt64) {
+    /// Marks the commit at `skipped` as seen without announcing anything: for a commit that
+    /// netted to no change (another SQL client wrote a row back as it was).
+    func skip(through skipped: CommitPosition) {
         condition.lock()
         defer { condition.unlock() }
-        enqueued = max(enqueued, sequence)
+        if skipped.sequence > position.sequence { position = skipped }
     }
 
-    /// Returns once every change set up to `sequence` has reached every observer,
+    /// Returns once every change set up to the one with `ticket` has reached every observer,
     /// delivering them on this thread if no other thread is.
-    func deliver(through sequence: UInt64) {
+    func deliver(through ticket: UInt64) {
         condition.lock()
         defer { condition.unlock() }
-        while delivered < sequence {
+        while delivered < ticket {
             if let drainer {
                 if pthread_equal(drainer, pthread_self()) != 0 { return }  // re-entrant: the outer drain delivers it
                 // Wait even when `pending` is empty: the drainer may be delivering the last
@@ -175,7 +194,7 @@ final class ChangeHub: @unchecked Sendable {
                 condition.wait()
                 continue
             }
-            guard !pending.isEmpty else { return }  // a sequence skipped, or never enqueued here
+            guard !pending.isEmpty else { return }  // nothing left to deliver
             drainer = pthread_self()
             while !pending.isEmpty {
                 let next = pending.removeFirst()
@@ -192,7 +211,7 @@ final class ChangeHub: @unchecked Sendable {
                 condition.unlock()
                 for target in targets { target.storeDidCommit(next) }
                 condition.lock()
-                delivered = next.sequence
+                delivered += 1
                 condition.broadcast()
             }
             drainer = nil
@@ -202,17 +221,17 @@ final class ChangeHub: @unchecked Sendable {
 }
 
 extension ChangeHub {
-    /// Returns once every change set up to `sequence` has reached every observer, without
+    /// Returns once every change set up to the one with `ticket` has reached every observer, without
     /// delivering any itself: for a thread that enqueued none of them (the poller, woken by
     /// this store's own commit). Every change set has a thread that will deliver it, the one
     /// that enqueued it; were the poller to take over, a local commit's observers would hear
     /// of it on the poller's thread instead of the committing one.
-    func waitUntilDelivered(through sequence: UInt64) {
+    func waitUntilDelivered(through ticket: UInt64) {
         condition.lock()
         defer { condition.unlock() }
-        while delivered < sequence {
+        while delivered < ticket {
             if let drainer, pthread_equal(drainer, pthread_self()) != 0 { return }
-            if drainer == nil && pending.isEmpty { return }  // a sequence skipped, or never enqueued here
+            if drainer == nil && pending.isEmpty { return }  // nothing left to deliver
             condition.wait()
         }
     }

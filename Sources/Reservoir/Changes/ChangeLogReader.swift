@@ -9,6 +9,7 @@ enum ChangeLogReader {
         var index = entries.startIndex
         while index < entries.endIndex {
             let sequence = entries[index].sequence
+            let commit = entries[index].commit
             while index < entries.endIndex && entries[index].sequence == sequence {
                 let entry = entries[index]
                 netting.add(entity: entry.entity, id: entry.id, ChangeLogNetting.Event(entry.kind))
@@ -30,7 +31,7 @@ enum ChangeLogReader {
                     }
                 }
             }
-            result.append(ChangeSet(sequence: sequence, entities: byEntity.values.filter { !$0.isEmpty }, isExternal: true))
+            result.append(ChangeSet(sequence: sequence, entities: byEntity.values.filter { !$0.isEmpty }, isExternal: true, commit: commit))
         }
         return result
     }

@@ -5,9 +5,19 @@
 /// `write` returns. (Backends number change sets consecutively when they can; a
 /// backend that folds commits by other SQL clients into one change set may skip numbers.) It carries the new rows of inserted and updated records, so
 /// observers need not read them back.
+///
+/// The one exception to rising sequences: when the store finds that its history was rewound
+/// (commits it announced were lost in a crash, or an older backup was restored, and their
+/// numbers may be given to new commits), it announces a change set marked ``isRewound`` at the
+/// store's current position, at or below sequences already announced; what was announced
+/// after that position is void, and observers re-read. See ``CommitPosition``.
 public struct ChangeSet: Sendable, Equatable, CustomStringConvertible {
-    /// Increases with every committed change set on this store (across processes).
+    /// Increases with every committed change set on this store (across processes), except
+    /// at an ``isRewound`` change set.
     public let sequence: UInt64
+    /// The identity of the commit that made it (random, see ``CommitPosition``; 0 when the
+    /// change log that held it predates identities).
+    public let commit: UInt64
     /// Per-entity changes, ordered by entity name.
     public let entities: [EntityChanges]
     /// Whether another process (or another `Store` on the same location) committed it.
@@ -17,14 +27,28 @@ public struct ChangeSet: Sendable, Equatable, CustomStringConvertible {
     /// changed in ways no longer known, `entities` is empty, and observers must re-read.
     /// Live fetches re-fetch on it.
     public let isComplete: Bool
+    /// True when the store found its history rewound (see the type's summary): the change
+    /// sets announced after ``sequence`` were lost, `entities` is empty, ``isComplete`` is
+    /// false, and observers must re-read. Live fetches re-fetch on it.
+    public let isRewound: Bool
 
-    /// A change set numbered `sequence`; `isExternal` marks another process's commit, `isComplete == false` a stretch lost to retention.
-    public init(sequence: UInt64, entities: [EntityChanges], isExternal: Bool = false, isComplete: Bool = true) {
+    /// A change set numbered `sequence`, made by the commit `commit`; `isExternal` marks
+    /// another process's commit, `isComplete == false` a stretch lost to retention, and
+    /// `isRewound` a history found rewound (which implies `isComplete == false`).
+    public init(sequence: UInt64, entities: [EntityChanges], isExternal: Bool = false, isComplete: Bool = true,
+                commit: UInt64 = 0, isRewound: Bool = false) {
         self.sequence = sequence
+        self.commit = commit
+        self.isRewound = isRewound
         // Most change sets touch one entity: nothing to sort, and no copy.
         self.entities = entities.count > 1 ? entities.sorted { $0.entity < $1.entity } : entities
         self.isExternal = isExternal
-        self.isComplete = isComplete
+        self.isComplete = isComplete && !isRewound
+    }
+
+    /// The change set's place in the store's history.
+    public var position: CommitPosition {
+        CommitPosition(sequence: sequence, commit: commit)
     }
 
     /// The changes to the entity named `entity`, if any.
@@ -42,14 +66,14 @@ public struct ChangeSet: Sendable, Equatable, CustomStringConvertible {
     public var logEntries: [ChangeLogEntry] {
         var entries: [ChangeLogEntry] = []
         ChangeLogCodec.forEachGroup(self) { entity, kind, ids in
-            ids.forEachID { entries.append(ChangeLogEntry(sequence: sequence, entity: entity, id: $0, kind: kind)) }
+            ids.forEachID { entries.append(ChangeLogEntry(sequence: sequence, entity: entity, id: $0, kind: kind, commit: commit)) }
         }
         return entries
     }
 
     /// The sequence and each entity's counts, for logs.
     public var description: String {
-        "#\(sequence)" + (isExternal ? " (external)" : "") + (isComplete ? " " + entities.map(\.description).joined(separator: " ") : " (incomplete: re-read)")
+        "#\(sequence)" + (isExternal ? " (external)" : "") + (isRewound ? " (history rewound: re-read)" : isComplete ? " " + entities.map(\.description).joined(separator: " ") : " (incomplete: re-read)")
     }
 }
 

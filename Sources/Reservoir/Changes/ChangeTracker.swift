@@ -98,6 +98,8 @@ struct ChangeTracker {
         }
     }
 
+    /// The change set of what was touched, numbered `sequence` and given a fresh commit
+    /// identity, or nil when nothing changed.
     func changeSet(sequence: UInt64) -> ChangeSet? {
         var result: [EntityChanges] = []
         for touched in entities {
@@ -117,6 +119,6 @@ struct ChangeTracker {
             }
             if !changes.isEmpty { result.append(changes) }
         }
-        return result.isEmpty ? nil : ChangeSet(sequence: sequence, entities: result)
+        return result.isEmpty ? nil : ChangeSet(sequence: sequence, entities: result, commit: CommitPosition.newIdentity())
     }
 }

@@ -9,6 +9,12 @@ import Foundation
 /// announced twice. A store that fell behind the log's retention gets one incomplete change
 /// set for the lost stretch (backends number change sets consecutively; one that skips
 /// numbers causes extra re-reads, never wrong results).
+///
+/// Before taking newer commits as following the last one it announced, the store checks that
+/// the log still holds that one under the same identity (``CommitPosition``). When the
+/// history was rewound (the store's position is ahead of the newest commit, or its commit was
+/// replaced by another with the same number: a lost tail, a restored backup), it announces
+/// one ``ChangeSet/isRewound`` change set at the current position, and subscriptions re-read.
 extension Store {
     /// How many change sets one catch-up reads at most; the rest wait for the next probe.
     static let catchUpBatch = 1000
@@ -50,22 +56,22 @@ extension Store {
         // The token moves for this store's own commits too. A read outside the write lock
         // tells those apart without waiting for a writer; an own commit not enqueued yet is
         // found below, under the lock, to need nothing.
-        if let latest = try? backend.read({ try $0.lastSequence() }), latest <= hub.lastEnqueued {
-            hub.waitUntilDelivered(through: hub.lastEnqueued)
+        if let latest = try? backend.read({ try $0.lastCommit() }), latest.isSameCommit(as: hub.lastPosition) {
+            hub.waitUntilDelivered(through: hub.lastTicket)
             return .nothing
         }
         let found = try? writeLock.withLock { () -> Bool in
-            let latest = try backend.read { try $0.lastSequence() }
-            guard latest > hub.lastEnqueued else { return false }
+            let latest = try backend.read { try $0.lastCommit() }
+            guard !latest.isSameCommit(as: hub.lastPosition) else { return false }
             try enqueueExternalChanges(through: latest)
             return true
         }
         // Deliver what this call enqueued (also after an error part-way, which may have
         // enqueued some); a local commit's change set is its writer's to deliver.
         if found == false {
-            hub.waitUntilDelivered(through: hub.lastEnqueued)
+            hub.waitUntilDelivered(through: hub.lastTicket)
         } else {
-            hub.deliver(through: hub.lastEnqueued)
+            hub.deliver(through: hub.lastTicket)
         }
         switch found {
         case true?: return .found
@@ -74,9 +80,13 @@ extension Store {
         }
     }
 
-    /// Enqueues change sets from the log with sequences after the last enqueued, up to `sequence`.
-    /// Call with the write lock held.
-    func enqueueExternalChanges(through sequence: UInt64) throws {
+    /// Enqueues change sets from the log with sequences after the last enqueued, up to
+    /// `target` (the newest commit, or the one a write of this store's followed); or, when the
+    /// log no longer holds the last one announced, one change set that has every subscription
+    /// re-read at `target`. Call with the write lock held.
+    func enqueueExternalChanges(through target: CommitPosition) throws {
+        if try announceLostPosition(at: target) { return }
+        let sequence = target.sequence
         while hub.lastEnqueued < sequence {
             let after = hub.lastEnqueued
             let changeSets = try backend.read { reader in
@@ -87,19 +97,47 @@ extension Store {
             // changes in between are lost, and observers are told to re-read instead.
             let resumesAt = changeSets.first?.sequence ?? (sequence + 1)
             if resumesAt > after + 1 {
-                hub.enqueue(ChangeSet(sequence: min(resumesAt - 1, sequence), entities: [], isExternal: true, isComplete: false))
+                let end = min(resumesAt - 1, sequence)
+                let commit = end == sequence ? target.commit : 0
+                hub.enqueue(ChangeSet(sequence: end, entities: [], isExternal: true, isComplete: false, commit: commit))
             }
             var progressed = false
             for changeSet in changeSets where changeSet.sequence <= sequence {
                 if changeSet.entities.isEmpty && changeSet.isComplete {
                     progressed = changeSet.sequence > hub.lastEnqueued || progressed
-                    hub.skip(through: changeSet.sequence)
+                    hub.skip(through: changeSet.position)
                 } else {
-                    progressed = hub.enqueue(changeSet) || progressed
+                    progressed = hub.enqueue(changeSet) != nil || progressed
                 }
             }
             // A log that holds nothing more up to `sequence` (trimmed by retention) ends the catch-up.
             guard progressed else { return }
         }
+    }
+
+    /// Whether the commit this store announced last is gone from the history that leads to
+    /// `target`; if so, enqueues the change set that has subscriptions re-read at `target`
+    /// (``ChangeSet/isRewound`` when the history was rewound, a plain incomplete one when the
+    /// log was trimmed past it so that it can no longer be checked). Call with the write lock held.
+    private func announceLostPosition(at target: CommitPosition) throws -> Bool {
+        let announced = hub.lastPosition
+        guard announced.sequence > 0 else { return false }
+        let rewound: Bool
+        if announced.sequence > target.sequence {
+            rewound = true
+        } else if announced.sequence == target.sequence {
+            rewound = !announced.isSameCommit(as: target)
+        } else if let held = try backend.read({ try $0.commit(at: announced.sequence) }) {
+            rewound = !announced.isSameCommit(as: held)
+        } else {
+            // Trimmed by retention: the catch-up below says the stretch is incomplete, unless
+            // the log keeps exactly the change sets after it. Then nothing can confirm that
+            // the announced commit is the one the log followed on from: re-read.
+            hub.enqueue(ChangeSet(sequence: target.sequence, entities: [], isExternal: true, isComplete: false, commit: target.commit))
+            return true
+        }
+        guard rewound else { return false }
+        hub.enqueue(ChangeSet(sequence: target.sequence, entities: [], isExternal: true, commit: target.commit, isRewound: true))
+        return true
     }
 }

@@ -19,6 +19,8 @@ public final class MemoryBackend: StorageBackend {
     struct State {
         var tables: [String: Table] = [:]
         var sequence: UInt64 = 0
+        /// The identity of the newest change set's commit.
+        var commit: UInt64 = 0
     }
 
     private let state = Locked(State())
@@ -136,6 +138,19 @@ final class MemoryTransaction: WriteTransaction {
         return state.sequence
     }
 
+    func lastCommit() throws -> CommitPosition {
+        try checkOpen()
+        return CommitPosition(sequence: state.sequence, commit: state.commit)
+    }
+
+    /// Nothing can rewind a memory store's history, so older positions are reported without
+    /// their identity (which matches any).
+    func commit(at sequence: UInt64) throws -> CommitPosition? {
+        try checkOpen()
+        guard sequence <= state.sequence else { return nil }
+        return CommitPosition(sequence: sequence, commit: sequence == state.sequence ? state.commit : 0)
+    }
+
     /// Nothing outside this `Store` commits to a memory store, so there is no log to read.
     func changeLog(after sequence: UInt64, limit: Int) throws -> [ChangeLogEntry] {
         try checkOpen()
@@ -192,6 +207,7 @@ final class MemoryTransaction: WriteTransaction {
     func record(_ changeSet: ChangeSet) throws {
         try checkOpen()
         state.sequence = changeSet.sequence
+        state.commit = changeSet.commit
     }
 
     private static func removeFromIndex(_ index: inout TreeDictionary<Value, TreeSet<Value>>, key: Value, id: Value) {

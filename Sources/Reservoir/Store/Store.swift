@@ -51,7 +51,7 @@ public final class Store: Sendable {
                 usesCommitSignal: Bool = true) throws {
         self.backend = backend
         self.configuration = configuration
-        self.hub = ChangeHub(after: try backend.read { try $0.lastSequence() })
+        self.hub = ChangeHub(after: try backend.read { try $0.lastCommit() })
         self.writeLock = WriteLock()
         self.poller = CommitPoller()
         if backend.capabilities.contains(.multiProcess) {
@@ -80,7 +80,7 @@ public final class Store: Sendable {
         poller.stop()
         writeLock.withLock { backend.close() }
         // Whatever was committed reaches its subscribers before they hear the store closed.
-        hub.waitUntilDelivered(through: hub.lastEnqueued)
+        hub.waitUntilDelivered(through: hub.lastTicket)
         hub.fail(ReservoirError.closed(store: configuration?.redacted ?? "\(backend.location)"))
     }
 
@@ -150,6 +150,7 @@ public final class Store: Sendable {
         // a generic element, such as `(R, ChangeSet?)`, has its type metadata built at run
         // time on every call (four lookups, about 1,300 instructions a commit).
         var committed: ChangeSet?
+        var base = CommitPosition.start
         var published: UInt64?
         let result: R
         try checkOpen()
@@ -159,19 +160,21 @@ public final class Store: Sendable {
                     let transaction = Transaction(writer: writer, shadowCheck: shadowCheck)
                     defer { transaction.invalidate() }
                     let result = try body(transaction)
-                    if let changeSet = try transaction.makeChangeSet(sequence: writer.lastSequence() + 1) {
+                    base = try writer.lastCommit()
+                    if let changeSet = transaction.makeChangeSet(sequence: base.sequence + 1) {
                         try writer.record(changeSet)
                         committed = changeSet
                     }
                     return result
                 }
                 guard let changeSet = committed else { return result }
-                if changeSet.sequence > hub.lastEnqueued + 1 {
+                if !base.isSameCommit(as: hub.lastPosition) {
                     // Another process committed in between: announce its change sets first.
-                    try? enqueueExternalChanges(through: changeSet.sequence - 1)
+                    // (Or the history was rewound: announce that, so nothing is taken as seen.)
+                    try? enqueueExternalChanges(through: base)
                 }
                 hub.enqueue(changeSet)
-                published = changeSet.sequence
+                published = hub.lastTicket
                 poller.noteOwnCommit()
                 return result
             }

@@ -7,30 +7,51 @@ import Reservoir
 /// to the retention option, and read by other processes' stores to learn what changed.
 extension LMDBTransaction {
     func lastSequence() throws -> UInt64 {
+        try lastCommit().sequence
+    }
+
+    func lastCommit() throws -> CommitPosition {
         _ = try liveTransaction()  // refuses a transaction used after its closure, as every other call does
-        if let recorded = snapshot.recordedSequence { return recorded }
-        if let cached = environment.cachedSequence(at: snapshot.id) { return cached }
-        let newest = try newestLoggedSequence()
-        environment.cacheSequence(newest, at: snapshot.id)
+        if let recorded = snapshot.recordedCommit { return recorded }
+        if let cached = environment.cachedCommit(at: snapshot.id) { return cached }
+        let newest = try loggedCommit(at: nil) ?? .start
+        environment.cacheCommit(newest, at: snapshot.id)
         return newest
     }
 
-    /// The newest sequence in the change log, read with a cursor.
-    private func newestLoggedSequence() throws -> UInt64 {
+    func commit(at sequence: UInt64) throws -> CommitPosition? {
+        _ = try liveTransaction()
+        if let recorded = snapshot.recordedCommit, recorded.sequence == sequence { return recorded }
+        return try loggedCommit(at: sequence)
+    }
+
+    /// The position of the log's record `sequence` (nil: the newest), read with a cursor; nil
+    /// when the log has no such record.
+    private func loggedCommit(at sequence: UInt64?) throws -> CommitPosition? {
         try LMDBErrors.convert(path: path) {
             // Retention always keeps the newest record, so the log's last key is the newest sequence.
-            guard let log = try logDatabase() else { return 0 }
-            var newest: UInt64?
+            guard let log = try logDatabase() else { return nil }
+            var found: CommitPosition?
             var damaged = false
-            try scan(log, reverse: true) { key, _ in
-                newest = StoreFormat.readBigEndian(key)
-                damaged = newest == nil
+            let visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool = { key, value in
+                guard let number = StoreFormat.readBigEndian(key) else {
+                    damaged = true
+                    return false
+                }
+                if sequence == nil || number == sequence {
+                    found = CommitPosition(sequence: number, commit: ChangeLogCodec.commitIdentity(ofRecord: value))
+                }
                 return false
             }
-            if damaged {
-                throw ReservoirError(.corrupt, "\(lmdbStore(path)): the change log's newest key is not a sequence number")
+            if let sequence {
+                try scan(log, from: StoreFormat.bigEndian(sequence), visit)
+            } else {
+                try scan(log, reverse: true, visit)
             }
-            return newest ?? 0
+            if damaged {
+                throw ReservoirError(.corrupt, "\(lmdbStore(path)): a change-log key is not a sequence number")
+            }
+            return found
         }
     }
 
@@ -61,7 +82,7 @@ extension LMDBTransaction {
                 ChangeLogCodec.writeRecord(changeSet, to: $0)
             }
         }
-        snapshot.recordedSequence = sequence
+        snapshot.recordedCommit = changeSet.position
         let retention = UInt64(environment.options.logRetention)
         guard retention > 0, sequence > retention else { return }  // 0 keeps all
         // Usually one record falls out per commit: delete from the front with one cursor.

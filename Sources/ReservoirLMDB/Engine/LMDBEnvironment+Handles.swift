@@ -50,32 +50,32 @@ extension LMDBEnvironment {
         cacheLocked(entity, description, at: transactionID)
     }
 
-    /// The change log's newest sequence as of commit `transactionID`, when known.
-    func cachedSequence(at transactionID: Int) -> UInt64? {
+    /// The change log's newest change set as of commit `transactionID`, when known.
+    func cachedCommit(at transactionID: Int) -> CommitPosition? {
         descriptionsLock.lock()
         defer { descriptionsLock.unlock() }
         guard let entry = cache.sequence, entry.transactionID == transactionID else { return nil }
-        return entry.sequence
+        return entry.commit
     }
 
-    func cacheSequence(_ sequence: UInt64, at transactionID: Int) {
+    func cacheCommit(_ commit: CommitPosition, at transactionID: Int) {
         descriptionsLock.lock()
         defer { descriptionsLock.unlock() }
         if let entry = cache.sequence, entry.transactionID > transactionID { return }
-        cache.sequence = (transactionID, sequence)
+        cache.sequence = (transactionID, commit)
     }
 
     /// After this process's write transaction `commit` (begun on snapshot `snapshot`)
     /// committed: descriptions cached as of the snapshot are still the state, except those
     /// the transaction `changed`; so is the newest sequence, unless it `recorded` one.
     /// One lock, no per-transaction copies.
-    func advanceDescriptions(from snapshot: Int, to commit: Int, changed: [String: EntityDescription], recorded: UInt64?) {
+    func advanceDescriptions(from snapshot: Int, to commit: Int, changed: [String: EntityDescription], recorded: CommitPosition?) {
         descriptionsLock.lock()
         defer { descriptionsLock.unlock() }
         if let recorded {
             cache.sequence = (commit, recorded)
         } else if let entry = cache.sequence, entry.transactionID == snapshot {
-            cache.sequence = (commit, entry.sequence)
+            cache.sequence = (commit, entry.commit)
         }
         // Walk by index, changing values in place: no copy of the dictionary.
         var index = cache.descriptions.startIndex

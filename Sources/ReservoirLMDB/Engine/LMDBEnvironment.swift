@@ -50,7 +50,7 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// ``descriptionsLock``.
     struct SnapshotCache {
         var descriptions: [String: (transactionID: Int, description: EntityDescription?)] = [:]
-        var sequence: (transactionID: Int, sequence: UInt64)?
+        var sequence: (transactionID: Int, commit: CommitPosition)?
     }
 
     let path: String

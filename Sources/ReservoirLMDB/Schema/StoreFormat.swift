@@ -6,19 +6,22 @@ import Reservoir
 ///
 /// | database | key | value |
 /// | --- | --- | --- |
-/// | `meta` | `format` | format version, 4 bytes big-endian (3) |
+/// | `meta` | `format` | format version, 4 bytes big-endian (4) |
 /// | `meta` | `entity/NAME` | the entity's description |
 /// | `meta` | `layout/` then 4 bytes big-endian | a column layout that rows name (``RowLayout``) |
 /// | `log` | sequence, 8 bytes big-endian | the change set's record (``ChangeLogCodec``; the last key is the newest sequence) |
 /// | `rows/NAME` | encoded id | encoded row |
 /// | `index/NAME/COLUMN` | encoded value, then encoded id | empty |
 enum StoreFormat {
-    /// The format this library writes. Format 3 writes the core's change-log records
+    /// The format this library writes. Format 4 writes change-log records that carry their
+    /// commit's identity (``ChangeLogCodec`` version 4, see ``CommitPosition``), which format 3
+    /// code cannot read, so it refuses the store at open instead of failing on its log later.
+    /// Format 3 writes the core's change-log records
     /// (``ChangeLogCodec``); format 2 rows name a stored column layout (``RowLayout``);
     /// format 1 stores hold rows that spell their columns. Older stores are upgraded when
     /// opened: their rows and log records stay as they are and are still read.
-    static let formatVersion: UInt32 = 3
-    static let readableFormats: ClosedRange<UInt32> = 1...3
+    static let formatVersion: UInt32 = 4
+    static let readableFormats: ClosedRange<UInt32> = 1...4
     static let metaDatabase = "meta"
     static let logDatabase = "log"
     static let formatKey = Array("format".utf8)
@@ -74,12 +77,14 @@ enum StoreFormat {
     // MARK: - Change-log records
 
     /// The entries of a log record; nil when the bytes are not one. This library writes the
-    /// core's record (``ChangeLogCodec``, version 3); versions 1 and 2, which format 1 and 2
+    /// core's record (``ChangeLogCodec``, version 4; version 3 in format 3 stores); versions 1 and 2, which format 1 and 2
     /// stores hold, are still read: version 1 had one entry per id (count, then per entry
     /// kind, entity and id), version 2 grouped them like version 3 but stored each id as a
     /// row value (``RowCodec``).
     static func decodeEntries(_ bytes: UnsafeRawBufferPointer, sequence: UInt64) -> [ChangeLogEntry]? {
-        if bytes.first == ChangeLogCodec.recordVersion { return ChangeLogCodec.decodeRecord(bytes, sequence: sequence) }
+        if let version = bytes.first, ChangeLogCodec.readableRecordVersions.contains(version) {
+            return ChangeLogCodec.decodeRecord(bytes, sequence: sequence)
+        }
         var reader = ByteReader(bytes)
         let version = reader.byte()
         guard version == 1 || version == 2, let count = reader.varint(), count <= UInt64(bytes.count) else { return nil }

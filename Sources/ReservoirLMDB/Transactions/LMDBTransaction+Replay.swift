@@ -101,7 +101,7 @@ extension LMDBTransaction {
                 do {
                     var last = true
                     // Set again by the record operation, if it is among those replayed.
-                    snapshot.recordedSequence = nil
+                    snapshot.recordedCommit = nil
                     for operation in replay.operations { last = try apply(operation) }
                     return last
                 } catch let failure as LMDBFailure where failure.code == CLMDB_MAP_FULL {

@@ -80,7 +80,7 @@ final class LMDBTransaction: WriteTransaction {
         /// The id this write transaction's commit gets; a replay must begin with the same.
         var writeID = 0
         /// The sequence this write transaction logged, once it has.
-        var recordedSequence: UInt64?
+        var recordedCommit: CommitPosition?
     }
 
     let environment: LMDBEnvironment
@@ -206,7 +206,7 @@ final class LMDBTransaction: WriteTransaction {
                 // missed another's commit, and a write here could reuse its sequence). The
                 // writer lock is still held, so the newest meta names our commit if it landed.
                 if environment.lastCommittedID() == snapshot.writeID {
-                    environment.advanceDescriptions(from: snapshot.id, to: snapshot.writeID, changed: changed, recorded: snapshot.recordedSequence)
+                    environment.advanceDescriptions(from: snapshot.id, to: snapshot.writeID, changed: changed, recorded: snapshot.recordedCommit)
                 }
                 return
             }

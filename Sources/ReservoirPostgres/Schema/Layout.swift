@@ -4,17 +4,23 @@ import Reservoir
 ///
 /// | table | holds |
 /// | --- | --- |
-/// | `_reservoir_meta` | one row: format version, the newest sequence, the catalog version, the transaction that last took a sequence |
+/// | `_reservoir_meta` | one row: format version, the newest sequence and its commit's identity, the catalog version, the transaction that last took a sequence |
 /// | `_reservoir_entities` | each record type as last written: id column, fields, indexes |
 /// | `_reservoir_columns` | each entity's columns, in order, with their ``ColumnKind`` |
-/// | `_reservoir_changes` | the change log: one row per entity and kind for this library's commits (ids packed, ``PackedIDs``), one per record for other clients' (from triggers) |
+/// | `_reservoir_changes` | the change log: one row per entity and kind for this library's commits (ids packed, ``PackedIDs``), one per record for other clients' (from triggers); each row holds its change set's sequence and commit identity (``CommitPosition``) |
 /// | one per record type | the records: the id as primary key, one column per field |
 ///
 /// The meta row is the write lock: every writer, this library's and (through the
 /// triggers) any SQL client's, updates it before it commits, so writers are serialised by
 /// its row lock and sequence order is commit order.
+///
+/// Format 2 added the commit identities (`commit_id` in the meta row and the change log): a
+/// random number per change set, this library's from ``ChangeSet/commit``, other clients'
+/// made by the trigger when their transaction takes its sequence. A format 1 store is upgraded
+/// when opened (the columns added, the triggers replaced); its older change sets' identity is
+/// unknown (NULL, read as 0).
 struct Layout: Sendable {
-    static let formatVersion = 1
+    static let formatVersion = 2
 
     let schema: String
     /// The names below are made once: every transaction names the meta row and the change
@@ -41,9 +47,9 @@ struct Layout: Sendable {
         changes = quotedSchema + "." + Self.quote("_reservoir_changes")
         rewriteKeys = "hashtext('reservoir.rewrite'), hashtext(\(Self.literal(schema)))"
         channel = "reservoir." + schema
-        lockMeta = "SELECT sequence, catalog, txid_current() FROM \(meta) FOR UPDATE"
-        logInsert = "INSERT INTO \(changes) (sequence, entity, kind, ids) VALUES ($1::bigint, $2::text, $3::text, $4::bytea)"
-        metaUpdate = "UPDATE \(meta) SET sequence = $1::bigint, xact = pg_current_xact_id()"
+        lockMeta = "SELECT sequence, catalog, commit_id, txid_current() FROM \(meta) FOR UPDATE"
+        logInsert = "INSERT INTO \(changes) (sequence, entity, kind, ids, commit_id) VALUES ($1::bigint, $2::text, $3::text, $4::bytea, $5::bigint)"
+        metaUpdate = "UPDATE \(meta) SET sequence = $1::bigint, commit_id = $2::bigint, xact = pg_current_xact_id()"
     }
 
     static func quote(_ identifier: String) -> String {
@@ -87,7 +93,8 @@ struct Layout: Sendable {
             format integer NOT NULL,
             sequence bigint NOT NULL,
             catalog bigint NOT NULL,
-            xact xid8);
+            xact xid8,
+            commit_id bigint);
         INSERT INTO \(meta) (format, sequence, catalog) VALUES (\(Self.formatVersion), 0, 0);
         CREATE TABLE \(entities) (
             name text PRIMARY KEY,
@@ -107,7 +114,8 @@ struct Layout: Sendable {
             entity text NOT NULL,
             kind text NOT NULL,
             ids bytea,
-            key bytea);
+            key bytea,
+            commit_id bigint);
         CREATE INDEX ON \(changes) (sequence);
         """
     }
@@ -128,20 +136,24 @@ struct Layout: Sendable {
             case .text: packed = "'\\x03'::bytea || int4send(octet_length(\(id))) || convert_to(\(id), 'UTF8')"
             case .blob: packed = "'\\x04'::bytea || int4send(length(\(id))) || \(id)"
             case .mixed:
-                return "INSERT INTO \(changes) (sequence, entity, kind, key) VALUES (seq, \(Self.literal(entity)), '\(kind)', \(id));"
+                return "INSERT INTO \(changes) (sequence, entity, kind, key, commit_id) VALUES (seq, \(Self.literal(entity)), '\(kind)', \(id), cid);"
             }
-            return "INSERT INTO \(changes) (sequence, entity, kind, ids) VALUES (seq, \(Self.literal(entity)), '\(kind)', \(packed));"
+            return "INSERT INTO \(changes) (sequence, entity, kind, ids, commit_id) VALUES (seq, \(Self.literal(entity)), '\(kind)', \(packed), cid);"
         }
         let idColumn = Self.quote(table.entity.idColumn)
         return """
         CREATE OR REPLACE FUNCTION \(function)() RETURNS trigger LANGUAGE plpgsql AS $reservoir$
         DECLARE
             seq bigint;
+            cid bigint;
         BEGIN
+            -- The transaction's first write takes the next sequence and a fresh random identity.
             UPDATE \(meta) SET
                 sequence = sequence + CASE WHEN xact IS NOT DISTINCT FROM pg_current_xact_id() THEN 0 ELSE 1 END,
+                commit_id = CASE WHEN xact IS NOT DISTINCT FROM pg_current_xact_id() THEN commit_id
+                                 ELSE 1 + floor(random() * 9.2e18)::bigint END,
                 xact = pg_current_xact_id()
-                RETURNING sequence INTO seq;
+                RETURNING sequence, commit_id INTO seq, cid;
             IF TG_OP = 'INSERT' THEN
                 \(log("i", "NEW"))
             ELSIF TG_OP = 'DELETE' THEN

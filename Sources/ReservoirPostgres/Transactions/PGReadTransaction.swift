@@ -13,6 +13,8 @@ class PGReadTransaction: ReadTransaction {
     /// the statements made for them.
     var catalog: Catalog { didSet { statements.removeAll() } }
     var sequence: UInt64
+    /// The identity of the commit that made change set `sequence` (0: not known).
+    var commit: UInt64 = 0
     /// SQL made once per table and shape, for runs of reads or writes.
     var statements: [StatementKey: String] = [:]
     /// The store's tables do not exist yet (no write has created them): nothing to read.
@@ -124,6 +126,20 @@ class PGReadTransaction: ReadTransaction {
         return sequence
     }
 
+    func lastCommit() throws -> CommitPosition {
+        try checkOpen()
+        return CommitPosition(sequence: sequence, commit: commit)
+    }
+
+    func commit(at sequence: UInt64) throws -> CommitPosition? {
+        try checkOpen()
+        if sequence == self.sequence { return CommitPosition(sequence: sequence, commit: commit) }
+        guard !absent, sequence > 0, let number = Int64(exactly: sequence) else { return sequence == 0 ? .start : nil }
+        let result = try connection.run("SELECT commit_id FROM \(layout.changes) WHERE sequence = $1::bigint LIMIT 1", [.integer(number)])
+        guard result.rowCount > 0 else { return nil }
+        return CommitPosition(sequence: sequence, commit: result.isNull(0, 0) ? 0 : UInt64(bitPattern: result.int64(0, 0)))
+    }
+
     func changeLog(after sequence: UInt64, limit: Int) throws -> [ChangeLogEntry] {
         try checkOpen()
         guard limit > 0, !absent else { return [] }
@@ -132,7 +148,7 @@ class PGReadTransaction: ReadTransaction {
         let after = Int64(clamping: sequence)
         let result = try connection.run(
             """
-            SELECT sequence, entity, kind, ids, key FROM \(layout.changes)
+            SELECT sequence, entity, kind, ids, key, commit_id FROM \(layout.changes)
             WHERE sequence > $1::bigint
               AND sequence - $2::bigint < (SELECT min(sequence) FROM \(layout.changes) WHERE sequence > $1::bigint)
             ORDER BY sequence, change
@@ -161,8 +177,9 @@ class PGReadTransaction: ReadTransaction {
             guard let ids else {
                 throw ReservoirError(.corrupt, "\(connection.name): change-log row of sequence \(sequence) holds no readable ids")
             }
+            let commit = result.isNull(row, 5) ? 0 : UInt64(bitPattern: result.int64(row, 5))
             for id in ids {
-                entries.append(ChangeLogEntry(sequence: sequence, entity: entity, id: id, kind: kind))
+                entries.append(ChangeLogEntry(sequence: sequence, entity: entity, id: id, kind: kind, commit: commit))
             }
         }
         return entries

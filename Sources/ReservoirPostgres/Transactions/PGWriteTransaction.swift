@@ -19,7 +19,7 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
     /// the first read's result when the catalog it was built from still holds.
     struct Start {
         let connection: PGConnection
-        let sequence: UInt64
+        let position: CommitPosition
         let catalog: Catalog
         let read: PGResult?
     }
@@ -51,7 +51,8 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
         let start = try opener(read.map { ($0.sql, $0.parameters, catalog.version) })
         begun = true
         connection = start.connection
-        sequence = start.sequence
+        sequence = start.position.sequence
+        commit = start.position.commit
         if start.catalog.version != catalog.version || catalog.version < 0 { catalog = start.catalog }
         return start.read
     }
@@ -86,6 +87,16 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
     override func lastSequence() throws -> UInt64 {
         try begin()
         return try super.lastSequence()
+    }
+
+    override func lastCommit() throws -> CommitPosition {
+        try begin()
+        return try super.lastCommit()
+    }
+
+    override func commit(at sequence: UInt64) throws -> CommitPosition? {
+        try begin()
+        return try super.commit(at: sequence)
     }
 
     override func changeLog(after sequence: UInt64, limit: Int) throws -> [ChangeLogEntry] {
@@ -193,14 +204,16 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
             throw ReservoirError(.valueOutOfRange, "\(connection.name): sequence \(changeSet.sequence) does not fit a bigint")
         }
         try ChangeLogCodec.forEachGroup(changeSet) { entity, kind, ids in
-            try connection.enqueue(layout.logInsert, [.integer(sequence), .text(entity), .text(Self.kindCode(kind)), .bytes([UInt8](PackedIDs.pack(ids)))])
+            try connection.enqueue(layout.logInsert, [.integer(sequence), .text(entity), .text(Self.kindCode(kind)), .bytes([UInt8](PackedIDs.pack(ids))),
+                                                      .integer(Int64(bitPattern: changeSet.commit))])
         }
-        try connection.enqueue(layout.metaUpdate, [.integer(sequence)])
+        try connection.enqueue(layout.metaUpdate, [.integer(sequence), .integer(Int64(bitPattern: changeSet.commit))])
         try connection.enqueue(Self.notify, [.text(layout.channel), .text(String(sequence))])
         if retention > 0 && sequence % Self.trimInterval == 0 {
             try connection.enqueue("DELETE FROM \(layout.changes) WHERE sequence <= $1::bigint", [.integer(sequence - Int64(retention))])
         }
         self.sequence = changeSet.sequence
+        self.commit = changeSet.commit
     }
 
     /// The commit's announcement to other clients (``PostgresBackend`` drops its own).

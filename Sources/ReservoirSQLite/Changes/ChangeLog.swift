@@ -22,13 +22,17 @@ import Reservoir
 /// - ``SQLiteBackend/commitToken()`` closes pending rows as soon as it notices a commit,
 ///   so a plain SQL write reaches subscriptions within one poll.
 ///
-/// Sequences are consecutive. Readers net each change set's rows per record (insert then
+/// The row closing a change set also holds its commit's identity (`commit_id`, the bits of
+/// ``ChangeSet/commit``; for plain SQL a random one made when the rows are numbered; NULL in
+/// files written before identities). Sequences are consecutive. Readers net each change set's rows per record (insert then
 /// delete is nothing, delete then insert is an update, …). Retention keeps the newest
 /// `retention` change sets.
 enum ChangeLog {
     struct Head {
         /// The newest sequence number, 0 when none.
         var sequence: UInt64
+        /// Its commit's identity, 0 when none or not known.
+        var commit: UInt64 = 0
         /// The row that closes it (the last row of the newest change set), 0 when none.
         var lastChange: Int64
     }
@@ -36,10 +40,22 @@ enum ChangeLog {
     /// The newest closed change set: a backward scan that passes only pending rows.
     static func head(_ connection: Connection) throws -> Head {
         let statement = try connection.cached(
-            "SELECT change, sequence FROM _reservoir_changes WHERE sequence IS NOT NULL ORDER BY change DESC LIMIT 1")
+            "SELECT change, sequence, commit_id FROM _reservoir_changes WHERE sequence IS NOT NULL ORDER BY change DESC LIMIT 1")
         defer { statement.reset() }
         guard try statement.step() else { return Head(sequence: 0, lastChange: 0) }
-        return Head(sequence: UInt64(clamping: statement.int64(at: 1)), lastChange: statement.int64(at: 0))
+        return Head(sequence: UInt64(clamping: statement.int64(at: 1)), commit: UInt64(bitPattern: statement.int64(at: 2)),
+                    lastChange: statement.int64(at: 0))
+    }
+
+    /// The position of change set `sequence` while the log holds its closing row: a backward
+    /// scan over the rows newer than it.
+    static func commit(at sequence: UInt64, _ connection: Connection) throws -> CommitPosition? {
+        let statement = try connection.cached(
+            "SELECT sequence, commit_id FROM _reservoir_changes WHERE sequence <= ?1 ORDER BY change DESC LIMIT 1")
+        defer { statement.reset() }
+        try statement.bind(Int64(clamping: sequence), at: 1)
+        guard try statement.step(), UInt64(clamping: statement.int64(at: 0)) == sequence else { return nil }
+        return CommitPosition(sequence: sequence, commit: UInt64(bitPattern: statement.int64(at: 1)))
     }
 
     static func lastSequence(_ connection: Connection) throws -> UInt64 {
@@ -52,11 +68,11 @@ enum ChangeLog {
     }
 
     /// The newest change row: its id, and the sequence it closes, nil while it is pending.
-    private static func newestRow(_ connection: Connection) throws -> (change: Int64, sequence: Int64?)? {
-        let statement = try connection.cached("SELECT change, sequence FROM _reservoir_changes ORDER BY change DESC LIMIT 1")
+    private static func newestRow(_ connection: Connection) throws -> (change: Int64, sequence: Int64?, commit: UInt64)? {
+        let statement = try connection.cached("SELECT change, sequence, commit_id FROM _reservoir_changes ORDER BY change DESC LIMIT 1")
         defer { statement.reset() }
         guard try statement.step() else { return nil }
-        return (statement.int64(at: 0), statement.isNull(at: 1) ? nil : statement.int64(at: 1))
+        return (statement.int64(at: 0), statement.isNull(at: 1) ? nil : statement.int64(at: 1), UInt64(bitPattern: statement.int64(at: 2)))
     }
 
     /// Whether the newest change row belongs to no change set yet (read on any connection).
@@ -79,8 +95,10 @@ enum ChangeLog {
             return head
         }
         let sequence = head.sequence + 1
-        try connection.run("UPDATE _reservoir_changes SET sequence = ?1 WHERE change = ?2", [.integer(Int64(clamping: sequence)), .integer(last)])
-        return Head(sequence: sequence, lastChange: last)
+        let commit = CommitPosition.newIdentity()
+        try connection.run("UPDATE _reservoir_changes SET sequence = ?1, commit_id = ?2 WHERE change = ?3",
+                           [.integer(Int64(clamping: sequence)), .integer(Int64(bitPattern: commit)), .integer(last)])
+        return Head(sequence: sequence, commit: commit, lastChange: last)
     }
 
     /// Readies the log for this library's write transaction: one look at the newest row,
@@ -88,7 +106,7 @@ enum ChangeLog {
     static func beginWrite(_ connection: Connection) throws -> Head {
         guard let newest = try newestRow(connection) else { return Head(sequence: 0, lastChange: 0) }
         guard let sequence = newest.sequence else { return try numberPending(connection) }
-        return Head(sequence: UInt64(clamping: sequence), lastChange: newest.change)
+        return Head(sequence: UInt64(clamping: sequence), commit: newest.commit, lastChange: newest.change)
     }
 
     /// Logs `changeSet`, one row per entity and kind, the last row closing it, and returns
@@ -114,9 +132,10 @@ enum ChangeLog {
             }
             try insert.bind(.text(kind.rawValue), at: 3)
             try insert.bind(remaining == 0 ? .integer(sequence) : .null, at: 5)
+            try insert.bind(remaining == 0 ? .integer(Int64(bitPattern: changeSet.commit)) : .null, at: 6)
             try insert.run()
         }
-        let head = Head(sequence: changeSet.sequence, lastChange: connection.lastInsertRowID)
+        let head = Head(sequence: changeSet.sequence, commit: changeSet.commit, lastChange: connection.lastInsertRowID)
         if retention > 0 && sequence % trimInterval == 0 {
             try trim(keeping: retention, newest: sequence, connection)
         }
@@ -154,7 +173,7 @@ enum ChangeLog {
             [.integer(Int64(clamping: sequence))]
         ).integerValue
         let rows = try connection.cached(
-            "SELECT change, entity, id, kind, sequence, ids FROM _reservoir_changes WHERE change > ?1 ORDER BY change")
+            "SELECT change, entity, id, kind, sequence, ids, commit_id FROM _reservoir_changes WHERE change > ?1 ORDER BY change")
         defer { rows.reset() }
         try rows.bind(boundary, at: 1)
         var result: [ChangeLogEntry] = []
@@ -163,7 +182,7 @@ enum ChangeLog {
         while closed < limit, try rows.step() {
             try add(rows, to: &netting, connection)
             if !rows.isNull(at: 4) {
-                netting.flush(sequence: UInt64(clamping: rows.int64(at: 4)), into: &result)
+                netting.flush(sequence: UInt64(clamping: rows.int64(at: 4)), commit: UInt64(bitPattern: rows.int64(at: 6)), into: &result)
                 closed += 1
             }
         }

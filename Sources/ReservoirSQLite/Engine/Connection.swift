@@ -170,7 +170,7 @@ enum HeldStatement: Int, CaseIterable {
         case .beginImmediate: "BEGIN IMMEDIATE"
         case .commit: "COMMIT"
         case .rollback: "ROLLBACK"
-        case .logChange: "INSERT INTO _reservoir_changes(entity, id, kind, ids, sequence) VALUES(?1, ?2, ?3, ?4, ?5)"
+        case .logChange: "INSERT INTO _reservoir_changes(entity, id, kind, ids, sequence, commit_id) VALUES(?1, ?2, ?3, ?4, ?5, ?6)"
         }
     }
 }

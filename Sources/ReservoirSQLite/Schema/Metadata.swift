@@ -10,14 +10,16 @@ import Reservoir
 ///   ids are all integers, whose table is a rowid table with `id INTEGER PRIMARY KEY`;
 /// - `_reservoir_meta(key, value)`: the format version;
 /// - `_reservoir_entities(name, id_column, fields, indexes, integer_ids)`: entity descriptions;
-/// - `_reservoir_changes(change, entity, id, kind, ids, sequence)`: the change log, filled
-///   by this library's writer and by triggers for other clients; `sequence` is set on the
-///   last row of each change set (see ``ChangeLog``).
+/// - `_reservoir_changes(change, entity, id, kind, ids, sequence, commit_id)`: the change log,
+///   filled by this library's writer and by triggers for other clients; `sequence` and the
+///   commit's identity (``CommitPosition``) are set on the last row of each change set (see
+///   ``ChangeLog``).
 enum Metadata {
     /// The on-disk format this code writes; a higher one in a file is refused.
     /// Version 2 added the change log's `ids` column (packed id lists), which version 1
     /// readers would skip; a version 1 file is upgraded in place on open. It also added
-    /// `_reservoir_entities.integer_ids`, which older readers ignore.
+    /// `_reservoir_entities.integer_ids`, which older readers ignore, and later the change
+    /// log's `commit_id` column, which they ignore too (their commits have no identity then).
     static let formatVersion: Int64 = 2
 
     /// Creates the backend's tables when missing and checks the format version.
@@ -30,7 +32,8 @@ enum Metadata {
                 integer_ids INTEGER NOT NULL DEFAULT 0
             ) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS _reservoir_changes(
-                change INTEGER PRIMARY KEY, entity TEXT NOT NULL, id, kind TEXT NOT NULL, sequence INTEGER, ids BLOB
+                change INTEGER PRIMARY KEY, entity TEXT NOT NULL, id, kind TEXT NOT NULL, sequence INTEGER, ids BLOB,
+                commit_id INTEGER
             );
             INSERT OR IGNORE INTO _reservoir_meta(key, value) VALUES('format_version', \(formatVersion));
             """, action: "create the backend's tables")
@@ -40,6 +43,13 @@ enum Metadata {
             try connection.execute(
                 "ALTER TABLE _reservoir_entities ADD COLUMN integer_ids INTEGER NOT NULL DEFAULT 0",
                 action: "add the integer_ids column to the entity descriptions"
+            )
+        }
+        if try !columns(of: "_reservoir_changes", connection).contains("commit_id") {
+            // Files written before commits had identities: their change sets' identity is unknown (0).
+            try connection.execute(
+                "ALTER TABLE _reservoir_changes ADD COLUMN commit_id INTEGER",
+                action: "add the commit_id column to the change log"
             )
         }
         if try storedFormat(connection) < formatVersion {
@@ -63,6 +73,7 @@ enum Metadata {
             """)
         guard count.integerValue == 3 else { return false }
         return try columns(of: "_reservoir_entities", connection).contains("integer_ids")
+            && columns(of: "_reservoir_changes", connection).contains("commit_id")
     }
 
     /// Throws `.corrupt` when the file was written in a newer format than this code reads.

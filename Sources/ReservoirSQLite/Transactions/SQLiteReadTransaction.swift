@@ -114,6 +114,17 @@ class SQLiteReadTransaction: ReadTransaction {
         return try ChangeLog.lastSequence(connection)
     }
 
+    func lastCommit() throws -> CommitPosition {
+        try checkOpen()
+        let head = try ChangeLog.head(connection)
+        return CommitPosition(sequence: head.sequence, commit: head.commit)
+    }
+
+    func commit(at sequence: UInt64) throws -> CommitPosition? {
+        try checkOpen()
+        return try ChangeLog.commit(at: sequence, connection)
+    }
+
     func changeLog(after sequence: UInt64, limit: Int) throws -> [ChangeLogEntry] {
         try checkOpen()
         return try ChangeLog.entries(after: sequence, limit: limit, connection)

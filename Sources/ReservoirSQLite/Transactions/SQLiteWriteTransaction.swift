@@ -25,6 +25,11 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
         return recordedSequence ?? head.sequence
     }
 
+    override func lastCommit() throws -> CommitPosition {
+        try checkOpen()
+        return CommitPosition(sequence: logHead.sequence, commit: logHead.commit)
+    }
+
     func put(_ entity: EntityDescription, id: Value, row: Row) throws {
         try checkOpen()
         try write(entity, id: id, row: row, mode: .upsert).run()

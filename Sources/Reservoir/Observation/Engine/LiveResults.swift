@@ -98,10 +98,12 @@ final class LiveResults<T: Storable> {
     /// Brings the results up to date with `changeSet`; returns what changed (empty when nothing did).
     func apply(_ changeSet: ChangeSet, backend: any StorageBackend) throws -> Delta {
         let none = Delta(removed: [], inserted: [])
-        guard changeSet.sequence > sequence else { return none }
+        // A rewound history's change set may carry a sequence already passed: it re-reads anyway.
+        guard changeSet.sequence > sequence || changeSet.isRewound else { return none }
         sequence = changeSet.sequence
         guard changeSet.isComplete else {
-            // What changed is no longer known (the change log was trimmed past it).
+            // What changed is no longer known (the change log was trimmed past it, or the
+            // history was rewound).
             return try refetch(from: backend)
         }
         guard let changes = changeSet.changes(to: query.entity.name), !changes.isEmpty else { return none }

@@ -1,0 +1,46 @@
+/// A place in a store's history: the sequence of a change set and the identity of the commit
+/// that made it.
+///
+/// A sequence number alone does not name a commit. A store can lose acknowledged commits and
+/// then hand their numbers out again: PostgreSQL with asynchronous commit (`durability=normal`)
+/// after a server crash, SQLite with `synchronous=NORMAL` or LMDB without fsync after an
+/// operating-system crash, any store restored from an older backup. Each change set therefore
+/// carries a random 64-bit identity made when it is committed and kept in the change log with
+/// it, and ``Store`` checks, before it takes a newer commit as following the last one it
+/// announced, that the log still holds that one under the same identity. When it does not,
+/// the history was rewound: the store announces a change set marked ``ChangeSet/isRewound``
+/// and every live subscription re-reads.
+///
+/// Identity 0 means "not known": a change set logged before identities existed, or by a
+/// backend that keeps none. Positions with an unknown identity are compared by sequence alone.
+public struct CommitPosition: Sendable, Hashable, CustomStringConvertible {
+    /// The change set's sequence number (0: before the first commit).
+    public var sequence: UInt64
+    /// The commit's identity: random, never 0 when known.
+    public var commit: UInt64
+
+    /// The position `sequence`, made by the commit `commit`.
+    public init(sequence: UInt64, commit: UInt64) {
+        self.sequence = sequence
+        self.commit = commit
+    }
+
+    /// Before the first commit.
+    public static let start = CommitPosition(sequence: 0, commit: 0)
+
+    /// A fresh commit identity: random, never 0.
+    public static func newIdentity() -> UInt64 {
+        UInt64.random(in: 1...UInt64.max)
+    }
+
+    /// Whether both name the same commit: the same sequence, and the same identity where both
+    /// are known.
+    public func isSameCommit(as other: CommitPosition) -> Bool {
+        sequence == other.sequence && (commit == other.commit || commit == 0 || other.commit == 0)
+    }
+
+    /// `#sequence` and the identity in hexadecimal, for messages.
+    public var description: String {
+        "#\(sequence)" + (commit == 0 ? "" : "/" + String(commit, radix: 16))
+    }
+}
