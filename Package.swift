@@ -158,7 +158,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "ReservoirLMDBTestHelper",
-            dependencies: ["ReservoirLMDB", "ReservoirTestRecords"],
+            dependencies: ["ReservoirLMDB", "ReservoirTestRecords", "CLMDB"],
             path: "Tests/ReservoirLMDBTestHelper"
         ),
         .testTarget(

@@ -1,3 +1,4 @@
+import CLMDB
 import Foundation
 import Reservoir
 import ReservoirLMDB
@@ -14,6 +15,10 @@ import ReservoirTestRecords
 //     ReservoirLMDBTestHelper use CONFIG                       reads every note, rewrites each, reads again:
 //                                                              "read N", "wrote N", "read N" (a damaged store
 //                                                              must fail with an error, exit 2, not a signal)
+//     ReservoirLMDBTestHelper backup DIR COPY_DIR              a copy of the environment (mdb_env_copy): "copied"
+//     ReservoirLMDBTestHelper restore DIR COPY_DIR             replaces every named database's contents with the
+//                                                              copy's, in one write transaction: "restored"
+//                                                              (a restore under live stores; raw LMDB, no Store)
 
 func say(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
@@ -24,8 +29,98 @@ func fail(_ message: String) -> Never {
     exit(2)
 }
 
+/// The raw environment at `path` (a directory), for the modes that go around the library.
+func rawEnvironment(_ path: String, readOnly: Bool) -> OpaquePointer {
+    var env: OpaquePointer?
+    guard mdb_env_create(&env) == 0, let env else { fail("mdb_env_create failed") }
+    mdb_env_set_maxdbs(env, 4096)
+    mdb_env_set_mapsize(env, 1 << 30)
+    let rc = mdb_env_open(env, path, readOnly ? CLMDB_RDONLY : 0, 0o644)
+    guard rc == 0 else { fail("mdb_env_open \(path): \(String(cString: mdb_strerror(rc)))") }
+    return env
+}
+
+func check(_ rc: Int32, _ what: String) {
+    if rc != 0 { fail("\(what): \(String(cString: mdb_strerror(rc)))") }
+}
+
+/// Every key and value of database `dbi`, in order.
+func contents(_ txn: OpaquePointer, _ dbi: MDB_dbi) -> [(Data, Data)] {
+    var cursor: OpaquePointer?
+    check(mdb_cursor_open(txn, dbi, &cursor), "open a cursor")
+    defer { mdb_cursor_close(cursor) }
+    var result: [(Data, Data)] = []
+    var key = MDB_val()
+    var value = MDB_val()
+    var rc = mdb_cursor_get(cursor, &key, &value, MDB_FIRST)
+    while rc == 0 {
+        result.append((Data(bytes: key.mv_data, count: key.mv_size), Data(bytes: value.mv_data, count: value.mv_size)))
+        rc = mdb_cursor_get(cursor, &key, &value, MDB_NEXT)
+    }
+    return result
+}
+
+/// `restore`: the named databases of `source` replace those of `target`, in one write transaction.
+func restore(_ target: String, from source: String) {
+    let sourceEnv = rawEnvironment(source, readOnly: true)
+    defer { mdb_env_close(sourceEnv) }
+    var sourceTxn: OpaquePointer?
+    check(mdb_txn_begin(sourceEnv, nil, CLMDB_RDONLY, &sourceTxn), "begin reading the copy")
+    defer { mdb_txn_abort(sourceTxn) }
+    var saved: [(name: String, flags: UInt32, contents: [(Data, Data)])] = []
+    for (name, _) in contents(sourceTxn!, CLMDB_MAIN_DBI) {
+        let text = String(decoding: name, as: UTF8.self)
+        var dbi = MDB_dbi()
+        check(mdb_dbi_open(sourceTxn, text, 0, &dbi), "open \(text) in the copy")
+        var flags: UInt32 = 0
+        check(mdb_dbi_flags(sourceTxn, dbi, &flags), "flags of \(text)")
+        saved.append((text, flags, contents(sourceTxn!, dbi)))
+    }
+    let env = rawEnvironment(target, readOnly: false)
+    defer { mdb_env_close(env) }
+    var txn: OpaquePointer?
+    check(mdb_txn_begin(env, nil, 0, &txn), "begin the restore")
+    let current = contents(txn!, CLMDB_MAIN_DBI).map { String(decoding: $0.0, as: UTF8.self) }
+    for name in current where !saved.contains(where: { $0.name == name }) {
+        var dbi = MDB_dbi()
+        check(mdb_dbi_open(txn, name, 0, &dbi), "open \(name)")
+        check(mdb_drop(txn, dbi, 1), "drop \(name)")
+    }
+    for database in saved {
+        var dbi = MDB_dbi()
+        check(mdb_dbi_open(txn, database.name, database.flags | CLMDB_CREATE, &dbi), "open \(database.name)")
+        check(mdb_drop(txn, dbi, 0), "empty \(database.name)")
+        for (key, value) in database.contents {
+            key.withUnsafeBytes { k in
+                value.withUnsafeBytes { v in
+                    var mk = clmdb_val(k.baseAddress, k.count)
+                    var mv = clmdb_val(v.baseAddress, v.count)
+                    check(mdb_put(txn, dbi, &mk, &mv, 0), "put into \(database.name)")
+                }
+            }
+        }
+    }
+    check(mdb_txn_commit(txn), "commit the restore")
+}
+
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else { fail("usage: ReservoirLMDBTestHelper MODE CONFIG ...") }
+switch arguments[1] {
+case "backup":
+    guard arguments.count == 4 else { fail("usage: backup DIR COPY_DIR") }
+    let env = rawEnvironment(arguments[2], readOnly: true)
+    check(mdb_env_copy(env, arguments[3]), "copy the environment")
+    mdb_env_close(env)
+    say("copied")
+    exit(0)
+case "restore":
+    guard arguments.count == 4 else { fail("usage: restore DIR COPY_DIR") }
+    restore(arguments[2], from: arguments[3])
+    say("restored")
+    exit(0)
+default:
+    break
+}
 let registry = BackendRegistry([.lmdb])
 
 do {
