@@ -28,6 +28,43 @@ extension ConformanceSuite {
             try expectEqual(try backend.read { try $0.lastSequence() }, next.sequence, "lastSequence() after the store's commit")
         },
 
+        ConformanceCase("spi", "record(_:) keeps the change set's commit identity: lastCommit(), commit(at:) and the log return it") { context in
+            let backend = context.store.backend
+            var recorded: [CommitPosition] = []
+            for id in 1...2 {
+                let sequence = try backend.read { try $0.lastSequence() } + 1
+                let changeSet = ChangeSet(sequence: sequence, entities: [
+                    EntityChanges(entity: otherEntity.name, inserted: [RowChange(id: .integer(Int64(id)), row: Row([("id", .integer(Int64(id))), ("x", .integer(1))]))]),
+                ], commit: CommitPosition.newIdentity())
+                let inside = try backend.write { tx -> CommitPosition in
+                    try tx.put(otherEntity, id: .integer(Int64(id)), row: Row([("id", .integer(Int64(id))), ("x", .integer(1))]))
+                    try tx.record(changeSet)
+                    return try tx.lastCommit()
+                }
+                try expectEqual(inside, changeSet.position, "lastCommit() inside the write, after record(_:)")
+                try expectEqual(try backend.read { try $0.lastCommit() }, changeSet.position, "lastCommit() after the commit")
+                try expectEqual(try backend.read { try $0.commit(at: sequence) }, Optional(changeSet.position), "commit(at: \(sequence)) after the commit")
+                recorded.append(changeSet.position)
+            }
+            if context.store.capabilities.contains(.multiProcess) {
+                // Other stores learn of commits from the log: it must carry the identities.
+                let first = recorded[0]
+                try expectEqual(try backend.read { try $0.commit(at: first.sequence) }, Optional(first), "commit(at:) of the older change set")
+                let entries = try backend.read { try $0.changeLog(after: first.sequence - 1, limit: 2) }
+                try expectEqual(entries.map { CommitPosition(sequence: $0.sequence, commit: $0.commit) }, recorded,
+                                "the change-log entries' positions")
+            }
+            try expectEqual(try backend.read { try $0.commit(at: recorded[1].sequence + 1) }, CommitPosition?.none, "commit(at:) of a sequence not committed")
+            // The store gives every commit an identity of its own.
+            let recorder = ChangeRecorder(context.store)
+            try context.store.write { tx in try tx.insert(Item(id: 1, name: "one")) }
+            try context.store.write { tx in try tx.insert(Item(id: 2, name: "two")) }
+            recorder.cancel()
+            let own = recorder.changeSets.filter { !$0.isExternal }.map(\.commit)
+            try expect(own.count == 2 && !own.contains(0) && own[0] != own[1], "the store's change sets have distinct identities: \(own)")
+            try expectEqual(try backend.read { try $0.lastCommit().commit }, own.last, "lastCommit() names the store's last commit")
+        },
+
         ConformanceCase("spi", "entities() lists the entities holding rows, each as last written") { context in
             let backend = context.store.backend
             try expectEqual(try backend.read { try $0.entities() }.map(DescribedEntity.init), [], "entities() of a new store")

@@ -201,6 +201,16 @@ final class PlantedTransaction: WriteTransaction {
         return state.log.lastSequence
     }
 
+    func lastCommit() throws -> CommitPosition {
+        try checkOpen()
+        return state.log.lastCommit
+    }
+
+    func commit(at sequence: UInt64) throws -> CommitPosition? {
+        try checkOpen()
+        return state.log.commit(at: sequence)
+    }
+
     func changeLog(after sequence: UInt64, limit: Int) throws -> [ChangeLogEntry] {
         try checkOpen()
         return state.log.entries(after: sequence, limit: limit)

@@ -23,6 +23,7 @@ struct PlantedFile: Codable {
     }
     struct SavedEntry: Codable {
         var sequence: UInt64
+        var commit: UInt64?
         var entity: String
         var id: SavedValue
         var kind: UInt8
@@ -45,7 +46,7 @@ struct PlantedFile: Codable {
             )
         }
         log = bugs.contains(.changeLogNotPersisted) ? [] : state.log.entries.map { entry in
-            SavedEntry(sequence: entry.sequence, entity: entry.entity, id: save(entry.id), kind: ChangeLogCodec.kindByte(entry.kind))
+            SavedEntry(sequence: entry.sequence, commit: entry.commit, entity: entry.entity, id: save(entry.id), kind: ChangeLogCodec.kindByte(entry.kind))
         }
     }
 
@@ -82,7 +83,7 @@ struct PlantedFile: Codable {
         }
         let entries = try log.map { saved in
             guard let kind = ChangeLogCodec.kind(saved.kind) else { throw Self.corrupt(path, "change kind \(saved.kind)") }
-            return ChangeLogEntry(sequence: saved.sequence, entity: saved.entity, id: try load(saved.id), kind: kind)
+            return ChangeLogEntry(sequence: saved.sequence, entity: saved.entity, id: try load(saved.id), kind: kind, commit: saved.commit ?? 0)
         }
         return PlantedState(tables: loaded, log: RetainedChangeLog(retention: retention, lastSequence: sequence, entries: entries))
     }
