@@ -29,6 +29,7 @@ extension PostgresBackend {
             if format < Layout.formatVersion {
                 try connection.execute("""
                     ALTER TABLE \(layout.meta) ADD COLUMN IF NOT EXISTS commit_id bigint;
+                    ALTER TABLE \(layout.meta) ADD COLUMN IF NOT EXISTS store_id uuid NOT NULL DEFAULT gen_random_uuid();
                     ALTER TABLE \(layout.changes) ADD COLUMN IF NOT EXISTS commit_id bigint
                     """)
                 let catalog = try Catalog.load(connection, layout: layout, version: meta.text(0, 1).flatMap { Int64($0) } ?? 0)

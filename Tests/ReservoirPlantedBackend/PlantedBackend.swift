@@ -139,6 +139,8 @@ struct PlantedState: Sendable {
     }
     var tables: [String: Table] = [:]
     var log: RetainedChangeLog
+    /// The store's identity, made with the file.
+    var identity = UUID()
 }
 
 /// A read or write transaction over a copy of the state; a write's copy becomes the state
@@ -199,6 +201,11 @@ final class PlantedTransaction: WriteTransaction {
     func lastSequence() throws -> UInt64 {
         try checkOpen()
         return state.log.lastSequence
+    }
+
+    func storeIdentity() throws -> UUID? {
+        try checkOpen()
+        return state.identity
     }
 
     func lastCommit() throws -> CommitPosition {

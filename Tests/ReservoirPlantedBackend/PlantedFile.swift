@@ -30,6 +30,7 @@ struct PlantedFile: Codable {
     }
 
     var sequence: UInt64
+    var identity: UUID?
     var tables: [SavedTable]
     var log: [SavedEntry]
 
@@ -38,6 +39,7 @@ struct PlantedFile: Codable {
     init(_ state: PlantedState, bugs: Set<PlantedBug>) {
         let save = { (value: Value) in Self.save(value, bugs: bugs) }
         sequence = bugs.contains(.lastSequenceNotSaved) ? 0 : state.log.lastSequence
+        identity = state.identity
         tables = state.tables.values.sorted { $0.entity.name < $1.entity.name }.map { table in
             SavedTable(
                 name: table.entity.name, idColumn: table.entity.idColumn, fields: table.entity.fields,
@@ -85,7 +87,8 @@ struct PlantedFile: Codable {
             guard let kind = ChangeLogCodec.kind(saved.kind) else { throw Self.corrupt(path, "change kind \(saved.kind)") }
             return ChangeLogEntry(sequence: saved.sequence, entity: saved.entity, id: try load(saved.id), kind: kind, commit: saved.commit ?? 0)
         }
-        return PlantedState(tables: loaded, log: RetainedChangeLog(retention: retention, lastSequence: sequence, entries: entries))
+        return PlantedState(tables: loaded, log: RetainedChangeLog(retention: retention, lastSequence: sequence, entries: entries),
+                            identity: identity ?? UUID())
     }
 
     static func load(_ saved: SavedValue, path: String) throws -> Value {

@@ -13,6 +13,10 @@
 ///
 /// Identity 0 means "not known": a change set logged before identities existed, or by a
 /// backend that keeps none. Positions with an unknown identity are compared by sequence alone.
+///
+/// The lowest bit of a known identity says who committed (``origin``): set for this library's
+/// commits (``newIdentity()``), clear for those a backend numbers itself, plain SQL written by
+/// `sqlite3` or `psql` (``newIdentity(origin:)`` with `.otherClient`).
 public struct CommitPosition: Sendable, Hashable, CustomStringConvertible {
     /// The change set's sequence number (0: before the first commit).
     public var sequence: UInt64
@@ -28,9 +32,34 @@ public struct CommitPosition: Sendable, Hashable, CustomStringConvertible {
     /// Before the first commit.
     public static let start = CommitPosition(sequence: 0, commit: 0)
 
-    /// A fresh commit identity: random, never 0.
+    /// Who made a commit.
+    public enum Origin: String, Sendable, Hashable, CustomStringConvertible {
+        /// A ``Store``: this library.
+        case library
+        /// Another client of the engine: plain SQL through `sqlite3`, `psql` or any other program.
+        case otherClient
+        /// Not known: a change set logged before identities existed.
+        case unknown
+
+        /// The case's name.
+        public var description: String { rawValue }
+    }
+
+    /// A fresh identity for a commit this library makes: random, never 0, lowest bit set.
     public static func newIdentity() -> UInt64 {
-        UInt64.random(in: 1...UInt64.max)
+        newIdentity(origin: .library)
+    }
+
+    /// A fresh identity for a commit made by `origin` (`.unknown` is taken as `.otherClient`):
+    /// random, never 0, its lowest bit saying who made it.
+    public static func newIdentity(origin: Origin) -> UInt64 {
+        let random = UInt64.random(in: 1...(UInt64.max >> 1))
+        return random << 1 | (origin == .library ? 1 : 0)
+    }
+
+    /// Who made the commit, as its identity's lowest bit says.
+    public var origin: Origin {
+        commit == 0 ? .unknown : commit & 1 == 1 ? .library : .otherClient
     }
 
     /// Whether both name the same commit: the same sequence, and the same identity where both

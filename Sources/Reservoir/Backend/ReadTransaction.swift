@@ -1,3 +1,5 @@
+import Foundation
+
 /// A consistent view of the store, valid only inside the ``StorageBackend/read(_:)``
 /// or ``StorageBackend/write(_:)`` body it was passed to.
 public protocol ReadTransaction {
@@ -41,6 +43,12 @@ public protocol ReadTransaction {
     /// every probe that finds a commit, so a backend keeps it as cheap as ``lastSequence()``.
     /// The default reads the identity from the change log (``commit(at:)``).
     func lastCommit() throws -> CommitPosition
+
+    /// The store's identity: a random UUID made when the store was created and kept in its
+    /// files, so a ``HistoryToken`` names the store it came from. Nil while the store has none
+    /// (a PostgreSQL store before its first write). The default is nil: such a backend's tokens
+    /// cannot tell its stores apart.
+    func storeIdentity() throws -> UUID?
 
     /// The position of change set `sequence` while the change log still holds it, else nil.
     /// The default reads it from ``changeLog(after:limit:)``'s entries.

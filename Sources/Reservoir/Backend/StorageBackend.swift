@@ -1,3 +1,5 @@
+import Foundation
+
 /// The storage-engine SPI: what a backend implements so ``Store`` can run on it.
 ///
 /// Users never call this; they use ``Store``. Backend authors implement it, register a
@@ -97,6 +99,8 @@ extension ReadTransaction {
         guard sequence > 0 else { return .start }
         return try commit(at: sequence) ?? CommitPosition(sequence: sequence, commit: 0)
     }
+
+    public func storeIdentity() throws -> UUID? { nil }
 
     public func commit(at sequence: UInt64) throws -> CommitPosition? {
         guard sequence > 0 else { return .start }

@@ -54,10 +54,27 @@ final class ChangeHub: @unchecked Sendable {
     /// The position of the newest change set enqueued (or skipped): what the store has announced.
     @exclusivity(unchecked) private var position: CommitPosition
     @exclusivity(unchecked) private var failedWith: ReservoirError?
+    /// The store's identity, stamped on every change set enqueued (``ChangeSet/store``).
+    @exclusivity(unchecked) private var storeIdentity: UUID?
 
-    /// A hub whose next change set is expected to follow `position`.
-    init(after position: CommitPosition) {
+    /// A hub whose next change set is expected to follow `position`, of the store `identity`.
+    init(after position: CommitPosition, identity: UUID?) {
         self.position = position
+        storeIdentity = identity
+    }
+
+    /// The identity stamped on change sets; nil until the store has one.
+    var identity: UUID? {
+        get {
+            condition.lock()
+            defer { condition.unlock() }
+            return storeIdentity
+        }
+        set {
+            condition.lock()
+            defer { condition.unlock() }
+            storeIdentity = newValue
+        }
     }
 
     /// The sequence of the newest change set enqueued so far.
@@ -149,7 +166,9 @@ final class ChangeHub: @unchecked Sendable {
         defer { condition.unlock() }
         guard changeSet.sequence > position.sequence || changeSet.isRewound else { return nil }
         position = changeSet.position
-        pending.append(changeSet)
+        var stamped = changeSet
+        stamped.store = storeIdentity
+        pending.append(stamped)
         enqueued += 1
         return enqueued
     }

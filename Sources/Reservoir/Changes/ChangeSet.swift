@@ -1,3 +1,5 @@
+import Foundation
+
 /// What one committed write transaction changed.
 ///
 /// Exactly one change set is published per committed write that changed something,
@@ -31,6 +33,9 @@ public struct ChangeSet: Sendable, Equatable, CustomStringConvertible {
     /// sets announced after ``sequence`` were lost, `entities` is empty, ``isComplete`` is
     /// false, and observers must re-read. Live fetches re-fetch on it.
     public let isRewound: Bool
+    /// The identity of the store that published it (``ReadTransaction/storeIdentity()``), set
+    /// by the store when it publishes the change set.
+    public internal(set) var store: UUID?
 
     /// A change set numbered `sequence`, made by the commit `commit`; `isExternal` marks
     /// another process's commit, `isComplete == false` a stretch lost to retention, and
@@ -49,6 +54,12 @@ public struct ChangeSet: Sendable, Equatable, CustomStringConvertible {
     /// The change set's place in the store's history.
     public var position: CommitPosition {
         CommitPosition(sequence: sequence, commit: commit)
+    }
+
+    /// The token to continue the store's history from, after this change set
+    /// (``Store/history(after:limit:)``).
+    public var historyToken: HistoryToken {
+        HistoryToken(store: store, position: position)
     }
 
     /// The changes to the entity named `entity`, if any.

@@ -85,6 +85,10 @@ extension Store {
     /// log no longer holds the last one announced, one change set that has every subscription
     /// re-read at `target`. Call with the write lock held.
     func enqueueExternalChanges(through target: CommitPosition) throws {
+        if hub.identity == nil {
+            // Another store's write may have created this one (PostgreSQL's first write).
+            hub.identity = try? backend.read { try $0.storeIdentity() }
+        }
         if try announceLostPosition(at: target) { return }
         let sequence = target.sequence
         while hub.lastEnqueued < sequence {

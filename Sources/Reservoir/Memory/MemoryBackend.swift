@@ -21,6 +21,11 @@ public final class MemoryBackend: StorageBackend {
         var sequence: UInt64 = 0
         /// The identity of the newest change set's commit.
         var commit: UInt64 = 0
+        /// The store's identity, made with it (``ReadTransaction/storeIdentity()``).
+        var identity = UUID()
+        /// The history: the newest ``MemoryBackend/retention`` change sets by sequence, in a
+        /// persistent trie so a snapshot's copy costs nothing and a commit changes O(log n) nodes.
+        var log: TreeDictionary<UInt64, ChangeSet> = [:]
     }
 
     private let state = Locked(State())
@@ -29,6 +34,9 @@ public final class MemoryBackend: StorageBackend {
 
     /// An empty in-memory store.
     public init() {}
+
+    /// How many change sets a memory store's history keeps.
+    public static let retention: UInt64 = 10_000
 
     /// The factory for `memory:`.
     public static let factory = BackendFactory(scheme: "memory", summary: "memory:") { configuration in
@@ -138,6 +146,11 @@ final class MemoryTransaction: WriteTransaction {
         return state.sequence
     }
 
+    func storeIdentity() throws -> UUID? {
+        try checkOpen()
+        return state.identity
+    }
+
     func lastCommit() throws -> CommitPosition {
         try checkOpen()
         return CommitPosition(sequence: state.sequence, commit: state.commit)
@@ -147,14 +160,28 @@ final class MemoryTransaction: WriteTransaction {
     /// their identity (which matches any).
     func commit(at sequence: UInt64) throws -> CommitPosition? {
         try checkOpen()
-        guard sequence <= state.sequence else { return nil }
-        return CommitPosition(sequence: sequence, commit: sequence == state.sequence ? state.commit : 0)
+        if sequence == state.sequence { return CommitPosition(sequence: sequence, commit: state.commit) }
+        return state.log[sequence]?.position
     }
 
-    /// Nothing outside this `Store` commits to a memory store, so there is no log to read.
+    /// The history the store keeps for the process's life (the newest
+    /// ``MemoryBackend/retention`` change sets): nothing outside this `Store` commits to a
+    /// memory store, so only history readers use it.
     func changeLog(after sequence: UInt64, limit: Int) throws -> [ChangeLogEntry] {
         try checkOpen()
-        return []
+        guard sequence < state.sequence else { return [] }
+        var entries: [ChangeLogEntry] = []
+        let oldest = state.sequence > MemoryBackend.retention ? state.sequence - MemoryBackend.retention + 1 : 1
+        var next = max(sequence &+ 1, oldest)
+        var taken = 0
+        while taken < limit, next <= state.sequence {
+            if let changeSet = state.log[next] {
+                entries.append(contentsOf: changeSet.logEntries)
+                taken += 1
+            }
+            next += 1
+        }
+        return entries
     }
 
     func insert(_ entity: EntityDescription, id: Value, row: Row) throws -> Bool {
@@ -208,6 +235,10 @@ final class MemoryTransaction: WriteTransaction {
         try checkOpen()
         state.sequence = changeSet.sequence
         state.commit = changeSet.commit
+        state.log[changeSet.sequence] = changeSet
+        if changeSet.sequence > MemoryBackend.retention {
+            state.log[changeSet.sequence - MemoryBackend.retention] = nil
+        }
     }
 
     private static func removeFromIndex(_ index: inout TreeDictionary<Value, TreeSet<Value>>, key: Value, id: Value) {

@@ -61,6 +61,13 @@ public struct ReservoirError: Error, Sendable, Equatable, CustomStringConvertibl
         /// committed. It may have: never retry blindly. Backends.md § PostgreSQL says how the
         /// outcome is learnt later.
         public static let commitOutcomeUnknown = Code(rawValue: "commitOutcomeUnknown")
+        /// A history token (``HistoryToken``) the store can no longer answer for exactly: its
+        /// retained history no longer reaches back to it, the commit it names was lost (and its
+        /// number reused), or it is ahead of the store (an older copy restored). Re-read what
+        /// you keep from the store and continue from a fresh ``Store/currentHistoryToken``.
+        public static let historyExpired = Code(rawValue: "historyExpired")
+        /// Text that is not a history token, or a token of another store.
+        public static let invalidToken = Code(rawValue: "invalidToken")
         /// Any other failure reported by the storage engine.
         public static let backend = Code(rawValue: "backend")
     }

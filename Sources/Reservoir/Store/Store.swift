@@ -51,7 +51,8 @@ public final class Store: Sendable {
                 usesCommitSignal: Bool = true) throws {
         self.backend = backend
         self.configuration = configuration
-        self.hub = ChangeHub(after: try backend.read { try $0.lastCommit() })
+        let (position, identity) = try backend.read { (try $0.lastCommit(), try $0.storeIdentity()) }
+        self.hub = ChangeHub(after: position, identity: identity)
         self.writeLock = WriteLock()
         self.poller = CommitPoller()
         if backend.capabilities.contains(.multiProcess) {
@@ -172,6 +173,10 @@ public final class Store: Sendable {
                     // Another process committed in between: announce its change sets first.
                     // (Or the history was rewound: announce that, so nothing is taken as seen.)
                     try? enqueueExternalChanges(through: base)
+                }
+                if hub.identity == nil, changeSet.sequence == 1 || base.sequence == 0 {
+                    // A store its first write created (PostgreSQL's) has its identity now.
+                    hub.identity = try? backend.read { try $0.storeIdentity() }
                 }
                 hub.enqueue(changeSet)
                 published = hub.lastTicket

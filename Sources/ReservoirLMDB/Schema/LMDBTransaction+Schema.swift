@@ -57,6 +57,7 @@ extension LMDBTransaction {
                 if version < StoreFormat.formatVersion {
                     try put(meta, StoreFormat.formatKey, withUnsafeBytes(of: StoreFormat.formatVersion.bigEndian) { Array($0) })
                 }
+                try makeStoreIdentity(meta)
                 return
             }
         }
@@ -68,5 +69,24 @@ extension LMDBTransaction {
         guard let meta = try database(StoreFormat.metaDatabase, create: true) else { return }
         _ = try database(StoreFormat.logDatabase, create: true)
         try put(meta, StoreFormat.formatKey, withUnsafeBytes(of: StoreFormat.formatVersion.bigEndian) { Array($0) })
+        try makeStoreIdentity(meta)
+    }
+
+    /// Gives the store its identity unless it has one (a new store, or one made before identities).
+    private func makeStoreIdentity(_ meta: MDB_dbi) throws {
+        guard try get(meta, StoreFormat.storeKey) == nil else { return }
+        try put(meta, StoreFormat.storeKey, withUnsafeBytes(of: UUID().uuid) { Array($0) })
+    }
+
+    /// The store's identity, nil before the first write made one.
+    func storeIdentity() throws -> UUID? {
+        _ = try liveTransaction()
+        return try LMDBErrors.convert(path: path) { () throws -> UUID? in
+            guard let meta = try database(StoreFormat.metaDatabase), let bytes = try get(meta, StoreFormat.storeKey) else { return nil }
+            guard bytes.count == 16 else {
+                throw ReservoirError(.corrupt, "\(lmdbStore(path)): the store's identity is \(bytes.count) bytes, expected 16")
+            }
+            return UUID(uuid: bytes.withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) })
+        }
     }
 }

@@ -4,7 +4,7 @@ import Reservoir
 ///
 /// | table | holds |
 /// | --- | --- |
-/// | `_reservoir_meta` | one row: format version, the newest sequence and its commit's identity, the catalog version, the transaction that last took a sequence |
+/// | `_reservoir_meta` | one row: format version, the newest sequence and its commit's identity, the catalog version, the transaction that last took a sequence, the store's identity (a UUID made with the store) |
 /// | `_reservoir_entities` | each record type as last written: id column, fields, indexes |
 /// | `_reservoir_columns` | each entity's columns, in order, with their ``ColumnKind`` |
 /// | `_reservoir_changes` | the change log: one row per entity and kind for this library's commits (ids packed, ``PackedIDs``), one per record for other clients' (from triggers); each row holds its change set's sequence and commit identity (``CommitPosition``) |
@@ -14,7 +14,7 @@ import Reservoir
 /// triggers) any SQL client's, updates it before it commits, so writers are serialised by
 /// its row lock and sequence order is commit order.
 ///
-/// Format 2 added the commit identities (`commit_id` in the meta row and the change log): a
+/// Format 2 added the store's identity (`store_id`) and the commit identities (`commit_id` in the meta row and the change log): a
 /// random number per change set, this library's from ``ChangeSet/commit``, other clients'
 /// made by the trigger when their transaction takes its sequence. A format 1 store is upgraded
 /// when opened (the columns added, the triggers replaced); its older change sets' identity is
@@ -94,7 +94,8 @@ struct Layout: Sendable {
             sequence bigint NOT NULL,
             catalog bigint NOT NULL,
             xact xid8,
-            commit_id bigint);
+            commit_id bigint,
+            store_id uuid NOT NULL DEFAULT gen_random_uuid());
         INSERT INTO \(meta) (format, sequence, catalog) VALUES (\(Self.formatVersion), 0, 0);
         CREATE TABLE \(entities) (
             name text PRIMARY KEY,
@@ -147,11 +148,12 @@ struct Layout: Sendable {
             seq bigint;
             cid bigint;
         BEGIN
-            -- The transaction's first write takes the next sequence and a fresh random identity.
+            -- The transaction's first write takes the next sequence and a fresh random identity,
+            -- even: its lowest bit clear says another client made it (CommitPosition.origin).
             UPDATE \(meta) SET
                 sequence = sequence + CASE WHEN xact IS NOT DISTINCT FROM pg_current_xact_id() THEN 0 ELSE 1 END,
                 commit_id = CASE WHEN xact IS NOT DISTINCT FROM pg_current_xact_id() THEN commit_id
-                                 ELSE 1 + floor(random() * 9.2e18)::bigint END,
+                                 ELSE 2 * (1 + floor(random() * 4.6e18)::bigint) END,
                 xact = pg_current_xact_id()
                 RETURNING sequence, commit_id INTO seq, cid;
             IF TG_OP = 'INSERT' THEN

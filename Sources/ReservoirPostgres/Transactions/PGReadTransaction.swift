@@ -126,6 +126,12 @@ class PGReadTransaction: ReadTransaction {
         return sequence
     }
 
+    func storeIdentity() throws -> UUID? {
+        try checkOpen()
+        guard !absent else { return nil }
+        return try connection.run("SELECT store_id::text FROM \(layout.meta)", []).text(0, 0).flatMap(UUID.init(uuidString:))
+    }
+
     func lastCommit() throws -> CommitPosition {
         try checkOpen()
         return CommitPosition(sequence: sequence, commit: commit)

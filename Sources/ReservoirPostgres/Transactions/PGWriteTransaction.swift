@@ -94,6 +94,11 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
         return try super.lastCommit()
     }
 
+    override func storeIdentity() throws -> UUID? {
+        try begin()
+        return try super.storeIdentity()
+    }
+
     override func commit(at sequence: UInt64) throws -> CommitPosition? {
         try begin()
         return try super.commit(at: sequence)

@@ -95,7 +95,7 @@ enum ChangeLog {
             return head
         }
         let sequence = head.sequence + 1
-        let commit = CommitPosition.newIdentity()
+        let commit = CommitPosition.newIdentity(origin: .otherClient)
         try connection.run("UPDATE _reservoir_changes SET sequence = ?1, commit_id = ?2 WHERE change = ?3",
                            [.integer(Int64(clamping: sequence)), .integer(Int64(bitPattern: commit)), .integer(last)])
         return Head(sequence: sequence, commit: commit, lastChange: last)

@@ -8,7 +8,8 @@ import Reservoir
 ///   top-level field, every column declared *without a type* so SQLite keeps each value
 ///   exactly as bound (no affinity conversions); `WITHOUT ROWID`, except for entities whose
 ///   ids are all integers, whose table is a rowid table with `id INTEGER PRIMARY KEY`;
-/// - `_reservoir_meta(key, value)`: the format version;
+/// - `_reservoir_meta(key, value)`: the format version (`format_version`) and the store's identity
+///   (`store_id`, a UUID made when the store is created, or when an older file is first opened);
 /// - `_reservoir_entities(name, id_column, fields, indexes, integer_ids)`: entity descriptions;
 /// - `_reservoir_changes(change, entity, id, kind, ids, sequence, commit_id)`: the change log,
 ///   filled by this library's writer and by triggers for other clients; `sequence` and the
@@ -37,6 +38,8 @@ enum Metadata {
             );
             INSERT OR IGNORE INTO _reservoir_meta(key, value) VALUES('format_version', \(formatVersion));
             """, action: "create the backend's tables")
+        try connection.run("INSERT OR IGNORE INTO _reservoir_meta(key, value) VALUES('store_id', ?1)",
+                           [.text(UUID().uuidString.lowercased())])
         try checkFormat(connection)
         if try !columns(of: "_reservoir_entities", connection).contains("integer_ids") {
             // Version 1 files, and version 2 files written before the column was added.
@@ -74,6 +77,13 @@ enum Metadata {
         guard count.integerValue == 3 else { return false }
         return try columns(of: "_reservoir_entities", connection).contains("integer_ids")
             && columns(of: "_reservoir_changes", connection).contains("commit_id")
+            && storeIdentity(connection) != nil
+    }
+
+    /// The store's identity, nil in a file written before stores had one.
+    static func storeIdentity(_ connection: Connection) throws -> UUID? {
+        guard case let .text(text) = try connection.scalar("SELECT value FROM _reservoir_meta WHERE key = 'store_id'") else { return nil }
+        return UUID(uuidString: text)
     }
 
     /// Throws `.corrupt` when the file was written in a newer format than this code reads.

@@ -1,3 +1,4 @@
+import Foundation
 import Reservoir
 
 /// A read snapshot: an open (deferred) transaction on one connection.
@@ -112,6 +113,11 @@ class SQLiteReadTransaction: ReadTransaction {
     func lastSequence() throws -> UInt64 {
         try checkOpen()
         return try ChangeLog.lastSequence(connection)
+    }
+
+    func storeIdentity() throws -> UUID? {
+        try checkOpen()
+        return try Metadata.storeIdentity(connection)
     }
 
     func lastCommit() throws -> CommitPosition {
