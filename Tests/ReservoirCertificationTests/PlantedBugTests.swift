@@ -31,7 +31,8 @@ struct PlantedBugTests {
     static func certification(_ bug: PlantedBug?) throws -> Certification {
         let options = bug.map { "?bug=\($0)" } ?? ""
         let harness = ConformanceHarness.inTemporaryDirectories(
-            registry: BackendRegistry([PlantedBackend.factory]), scheme: "planted", file: "store.json", options: options)
+            registry: BackendRegistry([PlantedBackend.factory]), scheme: "planted", file: "store.json", options: options,
+            shortChangeLog: "retention=5")
         var certification = Certification(harness: harness, name: "planted:" + options)
         certification.crashChild = try ChildProcess.builtExecutable("MineCrashChild")
         // A planted bug must fail the same entry point; the cases naming it are conformance

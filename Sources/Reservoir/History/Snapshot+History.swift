@@ -61,7 +61,8 @@ extension Store {
 
     /// The change sets committed after `token`, oldest first, at most `limit` of them; see
     /// ``Snapshot/history(after:limit:)``, which reads them together with records.
-    public func history(after token: HistoryToken, limit: Int = 1000) throws -> [HistoryChangeSet] {
+    /// (`history(after:)` without a limit is the async sequence that goes on live.)
+    public func history(after token: HistoryToken, limit: Int) throws -> [HistoryChangeSet] {
         try read { try $0.history(after: token, limit: limit) }
     }
 }
