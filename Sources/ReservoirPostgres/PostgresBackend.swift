@@ -49,8 +49,8 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
     var writerTransaction: Int64 = 0
     /// The server transaction of the last write whose `COMMIT` outcome could not be learnt
     /// (``ReservoirError/Code/commitOutcomeUnknown``); ``commitOutcome(ofTransaction:)`` asks later.
-    public var unresolvedCommit: Int64? { unresolved.withLock { $0 } }
-    let unresolved = Locked<Int64?>(nil)
+    public var unresolvedCommit: Int64? { unresolved.withLock { $0?.transaction } }
+    let unresolved = Locked<PendingCommit?>(nil)
 
     /// Connects to the server `configuration` names and checks the format of the store's
     /// tables when they exist (the first write creates them). Throws `.cannotOpen` naming the
@@ -194,7 +194,7 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
             } catch let error as ReservoirError where error.code == .commitOutcomeUnknown {
                 // The connection is gone with the answer: ask the server on a new one.
                 writer = nil
-                try resolveCommit(error, sequence: transaction.sequence)
+                try resolveCommit(error, PendingCommit(transaction: writerTransaction, sequence: transaction.sequence, commit: transaction.loggedCommit))
             } catch {
                 rollBack()
                 throw error

@@ -5,7 +5,8 @@
 //
 //   ReservoirPostgresTestHelper URL CLIENT WRITES TOTAL_RECORDS
 //
-// Prints "ok …" and exits 0, or prints "FAIL …" and exits 1.
+// Prints "ok …" and exits 0, or prints "FAIL …" and exits 1. With `--fault-loop` first, it is
+// a client of the fault loop instead (FaultLoopClient.swift).
 import Foundation
 import OpenCombineShim
 import Reservoir
@@ -79,4 +80,7 @@ nonisolated func runClient() -> Never {
     exit(0)
 }
 
+if CommandLine.arguments.dropFirst().first == FaultLoopClient.argument {
+    FaultLoopClient.main(Array(CommandLine.arguments.dropFirst(2)))
+}
 runClient()

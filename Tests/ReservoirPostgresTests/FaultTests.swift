@@ -14,22 +14,9 @@ import Darwin
 /// process, a connection cut during `COMMIT`, a refused first write, client-side mistakes.
 @Suite("PostgreSQL: faults")
 struct PostgresFaultTests {
-    /// Rows `sql` returns, one a line, through psql (`-At`).
-    static func query(_ sql: String) throws -> [String] {
-        let candidates = ["/usr/bin/psql", "/usr/local/bin/psql", "/opt/homebrew/bin/psql"]
-            + ((try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []).map { "/usr/lib/postgresql/\($0)/bin/psql" }
-        let psql = try #require(candidates.first { FileManager.default.isExecutableFile(atPath: $0) }, "psql not found")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: psql)
-        process.arguments = [try TestServer.url(), "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-c", sql]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "psql failed on \(sql)")
-        return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+    /// Rows `sql` returns, one a line, through psql (`-At`), on the test server or `url`.
+    static func query(_ sql: String, on url: String? = nil) throws -> [String] {
+        try PSQL.rows(sql, on: url ?? TestServer.url())
     }
 
     static func tables(in schema: String) throws -> [String] {
@@ -129,6 +116,31 @@ struct PostgresFaultTests {
         resume()
         #expect(eventuallyBlocking { (try? backend.commitOutcome(ofTransaction: transaction)) == true })
         #expect(try store.fetch(Message.self).map(\.id) == [1, 2])
+    }
+
+    @Test("a lost COMMIT is believed committed only when the change log holds its change set: after a crash its transaction id may be another's")
+    func reusedTransactionIDIsNotBelieved() throws {
+        let configuration = try TestServer.freshStore()
+        defer { TestServer.drop(configuration) }
+        let store = try Store.open(configuration, registry: TestServer.registry)
+        defer { store.close() }
+        try store.write { try $0.insert(Message(id: 1, author: 1, body: "committed")) }
+        let backend = try #require(store.backend as? PostgresBackend)
+        let transaction = backend.writerTransaction
+        let sequence = try store.backend.read { try $0.lastSequence() }
+        let schema = PlainSQLTests.schema(of: configuration)
+        let logged = try Self.query("SELECT DISTINCT commit_id FROM \(schema)._reservoir_changes WHERE sequence = \(sequence)")
+        let commit = UInt64(bitPattern: try #require(logged.first.flatMap { Int64($0) }))
+        try #require(logged.count == 1 && commit != 0)
+        // The transaction that committed that change set: committed.
+        #expect(try backend.outcome(PendingCommit(transaction: transaction, sequence: sequence, commit: commit)) == true)
+        // The same id, committed, but another change set under the sequence the lost write took
+        // (a crash lost it, and another transaction took the id and the sequence): not committed.
+        #expect(try backend.outcome(PendingCommit(transaction: transaction, sequence: sequence, commit: commit &+ 1)) == false)
+        // A sequence nobody committed: not committed.
+        #expect(try backend.outcome(PendingCommit(transaction: transaction, sequence: sequence + 1, commit: commit)) == false)
+        // An id the server never handed out (lost with its WAL): not committed.
+        #expect(try backend.outcome(PendingCommit(transaction: transaction + 1_000_000, sequence: sequence + 1, commit: commit)) == false)
     }
 
     /// The store through a proxy that cuts the writer's connection at its `COMMIT`.

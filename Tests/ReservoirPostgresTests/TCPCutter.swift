@@ -53,6 +53,8 @@ final class TCPCutter: @unchecked Sendable {
 
     /// Cuts the next connection whose client sends a write's `COMMIT`, as `cut` says.
     func arm(_ cut: Cut) { lock.withLock { armed = cut } }
+    /// Cuts nothing more (a cut armed and not yet made is dropped).
+    func disarm() { lock.withLock { armed = nil } }
     /// While true, new connections are accepted and closed at once (the server looks gone).
     func refuseNewConnections(_ refuse: Bool) { lock.withLock { refusing = refuse } }
     /// How many connections were cut so far.

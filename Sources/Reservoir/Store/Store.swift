@@ -172,7 +172,14 @@ public final class Store: Sendable {
                 if !base.isSameCommit(as: hub.lastPosition) {
                     // Another process committed in between: announce its change sets first.
                     // (Or the history was rewound: announce that, so nothing is taken as seen.)
-                    try? enqueueExternalChanges(through: base)
+                    // When the log cannot be read now (a server failing under the write), the
+                    // stretch is announced as unknown, so observers re-read: skipping it would
+                    // lose those commits for them for good.
+                    do {
+                        try enqueueExternalChanges(through: base)
+                    } catch {
+                        hub.enqueue(ChangeSet(sequence: base.sequence, entities: [], isExternal: true, isComplete: false, commit: base.commit))
+                    }
                 }
                 if hub.identity == nil, changeSet.sequence == 1 || base.sequence == 0 {
                     // A store its first write created (PostgreSQL's) has its identity now.

@@ -73,7 +73,7 @@ public struct Certification: Sendable {
         let (differentialBudget, fuzzBudget) = (self.differentialBudget, self.fuzzBudget)
         // Minutes of synchronous work: on a thread of its own, not one of Swift's cooperative
         // threads (as many as cores), which other tests of the same run need meanwhile.
-        let generated = await Self.onOwnThread { () -> CertificationReport in
+        let generated = await onOwnThread { () -> CertificationReport in
             var part = CertificationReport()
             for (seed, steps) in differentialBudget {
                 do {
@@ -110,13 +110,6 @@ public struct Certification: Sendable {
             report.failures.append(CertificationReport.Failure(part: "crash test", name: name, message: "\(error)"))
         }
         return report
-    }
-
-    /// Runs `body` on a new thread and returns its result.
-    private static func onOwnThread<R: Sendable>(_ body: @escaping @Sendable () -> R) async -> R {
-        await withCheckedContinuation { continuation in
-            Thread { continuation.resume(returning: body()) }.start()
-        }
     }
 
     /// The capabilities of a store the harness makes.

@@ -10,6 +10,9 @@ import Reservoir
 final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
     let retention: Int
     var catalogChanged = false
+    /// The identity of the change set this transaction logged (``record(_:)``), so a lost
+    /// `COMMIT` can be recognised in the log (PostgresBackend+CommitOutcome.swift).
+    private(set) var loggedCommit: UInt64 = 0
 
     /// A first statement that reads, built from catalog version `catalog` before the server
     /// transaction began, to send together with `BEGIN` (``PostgresBackend``'s `beginWrite`).
@@ -213,6 +216,7 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
                                                       .integer(Int64(bitPattern: changeSet.commit))])
         }
         try connection.enqueue(layout.metaUpdate, [.integer(sequence), .integer(Int64(bitPattern: changeSet.commit))])
+        loggedCommit = changeSet.commit
         try connection.enqueue(Self.notify, [.text(layout.channel), .text(String(sequence))])
         if retention > 0 && sequence % Self.trimInterval == 0 {
             try connection.enqueue("DELETE FROM \(layout.changes) WHERE sequence <= $1::bigint", [.integer(sequence - Int64(retention))])
