@@ -1,3 +1,4 @@
+import CSQLite
 import Foundation
 import ReservoirConformance
 
@@ -45,4 +46,15 @@ final class CLIProcess: Sendable {
 struct CLIError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
+}
+
+/// A write by another SQLite client, not through Reservoir.
+func plainSQL(_ path: String, _ sql: String) throws {
+    var db: OpaquePointer?
+    guard sqlite3_open(path, &db) == SQLITE_OK else { throw CLIError("cannot open \(path)") }
+    defer { sqlite3_close(db) }
+    sqlite3_busy_timeout(db, 5000)
+    guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else {
+        throw CLIError("\(sql): \(String(cString: sqlite3_errmsg(db)))")
+    }
 }

@@ -195,7 +195,7 @@ struct CLITests {
 
     @Test("every command explains itself with an example", arguments: [
         ["--help"], ["demo", "--help"], ["todo", "--help"], ["todo", "add", "--help"], ["todo", "done", "--help"],
-        ["todo", "rm", "--help"], ["todo", "list", "--help"], ["watch", "--help"], ["copy", "--help"], ["info", "--help"], ["bench", "--help"],
+        ["todo", "rm", "--help"], ["todo", "list", "--help"], ["watch", "--help"], ["history", "--help"], ["copy", "--help"], ["info", "--help"], ["bench", "--help"],
     ])
     func help(_ arguments: [String]) async throws {
         let scratch = try TemporaryDirectory("reservoir-cli")
@@ -216,14 +216,4 @@ struct CLITests {
         return (server + (server.contains("?") ? "&" : "?") + "schema=\(schema)", schema)
     }
 
-    /// A write by another SQLite client, not through Reservoir.
-    private func plainSQL(_ path: String, _ sql: String) throws {
-        var db: OpaquePointer?
-        guard sqlite3_open(path, &db) == SQLITE_OK else { throw CLIError("cannot open \(path)") }
-        defer { sqlite3_close(db) }
-        sqlite3_busy_timeout(db, 5000)
-        guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else {
-            throw CLIError("\(sql): \(String(cString: sqlite3_errmsg(db)))")
-        }
-    }
 }

@@ -1,0 +1,41 @@
+import Foundation
+import ReservoirConformance
+import Testing
+
+@Suite("reservoir history")
+struct HistoryCommandTests {
+    @Test("history prints every change set after a token, plain SQL's too, follows live, and refuses a bad token in one line")
+    func historyAfterATokenAndLive() async throws {
+        let scratch = try TemporaryDirectory("reservoir-cli")
+        defer { scratch.cleanUp() }
+        let store = ["--store", "sqlite:./todos.sqlite"]
+        _ = try await CLIProcess.run(["todo", "add", "Buy milk"] + store, in: scratch.url)
+        let token = try await CLIProcess.run(["history", "--token"] + store, in: scratch.url)
+        #expect(token.status == 0, "\(token.errors)")
+        let saved = token.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(saved.hasPrefix("rsv1.") && saved.hasSuffix(saved.split(separator: ".").last.map(String.init) ?? "?"), "a token: \(saved)")
+        let added = try await CLIProcess.run(["todo", "add", "File taxes"] + store, in: scratch.url)
+        let id = added.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        try plainSQL(scratch.url.appendingPathComponent("todos.sqlite").path, "UPDATE todos SET priority = 9 WHERE title = 'Buy milk'")
+
+        let since = try await CLIProcess.run(["history", "--after", saved, "--json"] + store, in: scratch.url)
+        #expect(since.status == 0, "\(since.errors)")
+        let lines = since.output.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(lines.map { $0["origin"] as? String } == ["library", "otherClient"], "\(since.output)")
+        let first = (lines.first?["changes"] as? [[String: Any]])?.first
+        #expect(first?["id"] as? String == id && first?["kind"] as? String == "inserted", "\(since.output)")
+        let whole = try await CLIProcess.run(["history"] + store, in: scratch.url)
+        #expect(whole.output.split(separator: "\n").count == 3, "three change sets from the beginning: \(whole.output)")
+
+        let follow = try CLIProcess(["history", "--follow", "--count", "3", "--after", saved] + store, in: scratch.url)
+        try await follow.waitForLines(2)
+        _ = try await CLIProcess.run(["todo", "add", "Water the plants"] + store, in: scratch.url)
+        #expect(try await follow.waitForExit(seconds: 30) == 0, "history --follow exits after --count change sets: \(follow.errors)")
+        #expect(follow.lines.count == 3 && follow.lines.last?.contains("inserted") == true, "\(follow.output)")
+
+        let bad = try await CLIProcess.run(["history", "--after", "rsv1.nonsense"] + store, in: scratch.url)
+        #expect(bad.status != 0 && bad.errors.split(separator: "\n").count == 1 && bad.errors.contains("rsv1.nonsense"), "\(bad.errors)")
+        let foreign = try await CLIProcess.run(["history", "--after", saved, "--store", "sqlite:./other.sqlite"], in: scratch.url)
+        #expect(foreign.status != 0 && foreign.errors.contains("not of this store"), "\(foreign.errors)")
+    }
+}
