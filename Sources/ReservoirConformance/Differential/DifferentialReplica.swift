@@ -11,6 +11,8 @@ final class DifferentialReplica {
     private(set) var observers: DifferentialObservers
     /// A second store's subscriptions and the main store's live objects (see ``DifferentialWatchers``).
     private(set) var watchers: DifferentialWatchers?
+    /// A history consumer that resumes from its token after every step (see ``DifferentialHistory``).
+    private var history = DifferentialHistory()
 
     init(_ backend: DifferentialBackend) throws {
         self.backend = backend
@@ -117,6 +119,12 @@ final class DifferentialReplica {
             try tx.delete(placeholder)
         }
         preparedForForeignWrites = true
+    }
+
+    /// Moves the history consumer on after a step; returns what it found wrong.
+    func advanceHistory(model: DifferentialModel) throws -> [String] {
+        let second = store.capabilities.contains(.multiProcess) ? try secondStore() : nil
+        return try history.advance(main: store, second: second, model: model)
     }
 
     private func secondStore() throws -> Store {

@@ -115,6 +115,7 @@ public struct DifferentialTest: Sendable {
             try expect(replica, "change sets published", seen.changeSets, expectedChangeSets)
             try checkState(replica, model: model)
             if let problem = replica.watchers?.problems(model: model).first { throw Discrepancy(text: "\(replica.name): \(problem)") }
+            if let problem = try replica.advanceHistory(model: model).first { throw Discrepancy(text: "\(replica.name): \(problem)") }
             if let firstLines {
                 for name in Set(firstLines.keys).union(seen.lines.keys).sorted() where firstLines[name] != seen.lines[name] {
                     throw Discrepancy(text: "subscriber \"\(name)\" received \(show(seen.lines[name] ?? [])) on \(replica.name) but \(show(firstLines[name] ?? [])) on \(firstName)")
