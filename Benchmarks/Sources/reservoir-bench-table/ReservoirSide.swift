@@ -2,6 +2,7 @@ import Foundation
 import OpenCombineShim
 import Reservoir
 import ReservoirLMDB
+import ReservoirPostgres
 import ReservoirSQLite
 
 /// One column of the table: a way to store the records and run the basic workloads on them.
@@ -16,29 +17,33 @@ protocol BenchSide: AnyObject {
     func fetchSorted() throws -> [Int]
     /// Reads each id, each read on its own; returns a checksum of what it read.
     func pointReads(_ ids: [Int]) throws -> Int
+    /// Reads each group's records by the indexed group field, in id order, each read on its
+    /// own; returns a checksum of what it read.
+    func groupReads(_ groups: [Int]) throws -> Int
     /// Writes each record in a transaction of its own.
     func commitEach(_ records: [BenchRecord]) throws
+    /// Replaces every one of `records` (each exists) in one transaction.
+    func updateAll(_ records: [BenchRecord]) throws
     /// Closes the store and removes its files.
     func close()
 }
 
-/// Reservoir through `Store`, on one backend (`memory:`, `sqlite:` or `lmdb:`).
-final class ReservoirSide: BenchSide {
+/// The checksum the group reads return: order matters, so every side must read each group's
+/// records in id order.
+func groupChecksum(_ checksum: inout Int, id: Int, rank: Int) {
+    checksum = checksum &* 1_000_003 &+ id &* 7 &+ rank
+}
+
+/// Reservoir through `Store`, on one backend (`memory:`, `sqlite:`, `lmdb:` or a PostgreSQL
+/// server), with `@Storable` records or, for the `Codable` lines, ``CodableBenchRecord``.
+final class ReservoirSide<Record: BenchStorable>: BenchSide {
     let column: TableColumn
     private let scheme: String
     private var store: Store?
     private var directory: URL?
-
-    /// A registry knowing every backend the table runs; the writer child process uses it too.
-    static let registry = BackendRegistry([.sqlite, .lmdb])
-
-    /// The sorted request of the fetch row and of the 1 and 100 subscription rows.
-    static let sorted = FetchRequest<BenchRecord>(sortBy: [.ascending(\.rank), .ascending(\.name)])
-
-    /// The request of one group's distinct subscription: its records, sorted as `sorted`.
-    static func group(_ group: Int) -> FetchRequest<BenchRecord> {
-        FetchRequest<BenchRecord>(where: \.group == group, sortBy: [.ascending(\.rank), .ascending(\.name)])
-    }
+    private var postgresSchema: String?
+    /// The records the bulk insert stores, made before any timing.
+    private var prepared: (ids: ClosedRange<Int>, records: [Record])?
 
     init(_ column: TableColumn) throws {
         self.column = column
@@ -46,25 +51,27 @@ final class ReservoirSide: BenchSide {
         case .memory: scheme = "memory"
         case .sqlite: scheme = "sqlite"
         case .lmdb: scheme = "lmdb"
+        case .postgres: scheme = "postgres"
         default: throw BenchError("\(column.title) is not a Reservoir backend")
         }
     }
 
-    /// The configuration string of a new store in `directory`: SQLite at its default
-    /// (WAL, synchronous=NORMAL, as raw SQLite and GRDB run here), LMDB without fsync
-    /// (durability=none, as raw LMDB runs with MDB_NOSYNC).
-    static func configuration(_ scheme: String, in directory: URL) -> String {
-        switch scheme {
-        case "sqlite": return "sqlite:" + directory.appendingPathComponent("store.sqlite").path
-        case "lmdb": return "lmdb:" + directory.appendingPathComponent("env").path + "?durability=none&mapsize=4GiB"
-        default: return "memory:"
-        }
+    /// Converts the records the bulk insert will store, outside the timing.
+    func prepare(_ records: ArraySlice<BenchRecord>) {
+        guard let first = records.first?.id, let last = records.last?.id else { return }
+        prepared = (first...last, records.map(Record.init))
     }
 
-    /// Opens an empty store of this side's backend in a new scratch directory.
+    /// Opens an empty store of this side's backend in a new scratch directory (or schema).
     func openFresh() throws -> (Store, URL) {
         let directory = try scratchDirectory(scheme)
-        return (try Store.open(Self.configuration(scheme, in: directory), registry: Self.registry), directory)
+        var configuration = ReservoirSides.configuration(scheme, in: directory)
+        if scheme == "postgres" {
+            let schema = try BenchPostgres.shared.freshSchema()
+            postgresSchema = schema
+            configuration = try BenchPostgres.shared.configuration(schema: schema)
+        }
+        return (try Store.open(configuration, registry: ReservoirSides.registry), directory)
     }
 
     func reset() throws {
@@ -80,23 +87,44 @@ final class ReservoirSide: BenchSide {
     }
 
     func insert(_ records: ArraySlice<BenchRecord>) throws {
-        try current().write { tx in for record in records { try tx.insert(record) } }
+        if let prepared, let first = records.first?.id, let last = records.last?.id, prepared.ids == first...last {
+            try current().write { tx in for record in prepared.records { try tx.insert(record) } }
+        } else {
+            try current().write { tx in for record in records { try tx.insert(Record(record)) } }
+        }
     }
 
     func fetchSorted() throws -> [Int] {
-        try current().fetch(Self.sorted).map(\.id)
+        try current().fetch(Record.sorted).map(\.id)
     }
 
     func pointReads(_ ids: [Int]) throws -> Int {
         let store = try current()
         var checksum = 0
-        for id in ids { checksum &+= try store.get(BenchRecord.self, id: id)?.rank ?? 0 }
+        for id in ids { checksum &+= try store.get(Record.self, id: id)?.rank ?? 0 }
+        return checksum
+    }
+
+    func groupReads(_ groups: [Int]) throws -> Int {
+        let store = try current()
+        var checksum = 0
+        for group in groups {
+            for record in try store.fetch(Record.inGroup(group)) { groupChecksum(&checksum, id: record.id, rank: record.rank) }
+        }
         return checksum
     }
 
     func commitEach(_ records: [BenchRecord]) throws {
         let store = try current()
-        for record in records { try store.write { try $0.update(record) } }
+        for record in records {
+            let converted = Record(record)
+            try store.write { try $0.update(converted) }
+        }
+    }
+
+    func updateAll(_ records: [BenchRecord]) throws {
+        let converted = records.map(Record.init)
+        try current().write { tx in for record in converted { try tx.update(record) } }
     }
 
     func close() {
@@ -104,9 +132,36 @@ final class ReservoirSide: BenchSide {
         store = nil
         if let directory { try? FileManager.default.removeItem(at: directory) }
         directory = nil
+        if let postgresSchema { BenchPostgres.shared.drop(schema: postgresSchema) }
+        postgresSchema = nil
     }
 
     deinit { close() }
+}
+
+/// What every Reservoir side shares: the registry and the configuration strings.
+enum ReservoirSides {
+    /// A registry knowing every backend the table runs; the writer child process uses it too.
+    static let registry = BackendRegistry([.sqlite, .lmdb, .postgres])
+
+    /// The sorted request of the fetch row and of the 1 and 100 subscription rows.
+    static let sorted = BenchRecord.sorted
+
+    /// The request of one group's distinct subscription: its records, sorted as `sorted`.
+    static func group(_ group: Int) -> FetchRequest<BenchRecord> {
+        FetchRequest<BenchRecord>(where: \.group == group, sortBy: [.ascending(\.rank), .ascending(\.name)])
+    }
+
+    /// The configuration string of a new store in `directory`: SQLite at its default
+    /// (WAL, synchronous=NORMAL, as raw SQLite and GRDB run here), LMDB without fsync
+    /// (durability=none, as raw LMDB runs with MDB_NOSYNC).
+    static func configuration(_ scheme: String, in directory: URL) -> String {
+        switch scheme {
+        case "sqlite": return "sqlite:" + directory.appendingPathComponent("store.sqlite").path
+        case "lmdb": return "lmdb:" + directory.appendingPathComponent("env").path + "?durability=none&mapsize=4GiB"
+        default: return "memory:"
+        }
+    }
 }
 
 /// Live subscriptions on a Reservoir store: subscribe, then time one-record commits from
