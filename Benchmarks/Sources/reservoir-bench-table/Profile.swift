@@ -5,18 +5,18 @@ import Foundation
 /// fetch, point, group, commits, update; SIDE: memory, sqlite, lmdb, postgres (add `-codable`
 /// for `Codable` records), raw-sqlite, raw-lmdb, raw-libpq, grdb. The workload runs
 /// BENCH_REPETITIONS times (default 3) and prints its median. With callgrind, count the
-/// workload's own instructions with `--toggle-collect='*pointReads*'` (the side's method).
+/// workload's own instructions with the inclusive count of the side's `pointReads` (`callgrind_annotate --inclusive=yes`).
 enum Profile {
     static func side(_ name: String) throws -> any BenchSide {
         switch name {
-        case "memory": return try ReservoirSide<BenchRecord>(.memory)
-        case "sqlite": return try ReservoirSide<BenchRecord>(.sqlite)
-        case "lmdb": return try ReservoirSide<BenchRecord>(.lmdb)
-        case "postgres": return try ReservoirSide<BenchRecord>(.postgres)
-        case "memory-codable": return try ReservoirSide<CodableBenchRecord>(.memory)
-        case "sqlite-codable": return try ReservoirSide<CodableBenchRecord>(.sqlite)
-        case "lmdb-codable": return try ReservoirSide<CodableBenchRecord>(.lmdb)
-        case "postgres-codable": return try ReservoirSide<CodableBenchRecord>(.postgres)
+        case "memory": return try ReservoirSide(.memory)
+        case "sqlite": return try ReservoirSide(.sqlite)
+        case "lmdb": return try ReservoirSide(.lmdb)
+        case "postgres": return try ReservoirSide(.postgres)
+        case "memory-codable": return try ReservoirSide(.memory, .codable)
+        case "sqlite-codable": return try ReservoirSide(.sqlite, .codable)
+        case "lmdb-codable": return try ReservoirSide(.lmdb, .codable)
+        case "postgres-codable": return try ReservoirSide(.postgres, .codable)
         case "raw-sqlite": return RawSQLiteSide()
         case "raw-lmdb": return RawLMDBSide()
         case "raw-libpq": return RawLibpqSide()
@@ -31,8 +31,7 @@ enum Profile {
         let side = try side(parts[1])
         defer { side.close() }
         let records = dataset.records.prefix(settings.records)
-        (side as? ReservoirSide<BenchRecord>)?.prepare(records)
-        (side as? ReservoirSide<CodableBenchRecord>)?.prepare(records)
+        (side as? ReservoirSide)?.prepare(records)
         let single = dataset.lookupOrder.prefix(settings.singleCommits).map { dataset.changed($0, round: 7) }
         let many = (0..<settings.repetitions).map { round in
             dataset.lookupOrder.suffix(settings.updateRecords).map { dataset.changed($0, round: 200 + round) }

@@ -36,17 +36,25 @@ func groupChecksum(_ checksum: inout Int, id: Int, rank: Int) {
 
 /// Reservoir through `Store`, on one backend (`memory:`, `sqlite:`, `lmdb:` or a PostgreSQL
 /// server), with `@Storable` records or, for the `Codable` lines, ``CodableBenchRecord``.
-final class ReservoirSide<Record: BenchStorable>: BenchSide {
+///
+/// Not generic itself: each workload calls a generic helper with a concrete record type, so
+/// the helpers are specialized as an app's code calling `Store` with its own type is (a
+/// generic class reached through `any BenchSide` would run every `Store` call unspecialized).
+final class ReservoirSide: BenchSide {
+    enum Records { case storable, codable }
+
     let column: TableColumn
+    let records: Records
     private let scheme: String
     private var store: Store?
     private var directory: URL?
     private var postgresSchema: String?
     /// The records the bulk insert stores, made before any timing.
-    private var prepared: (ids: ClosedRange<Int>, records: [Record])?
+    private var prepared: (ids: ClosedRange<Int>, storable: [BenchRecord], codable: [CodableBenchRecord])?
 
-    init(_ column: TableColumn) throws {
+    init(_ column: TableColumn, _ records: Records = .storable) throws {
         self.column = column
+        self.records = records
         switch column {
         case .memory: scheme = "memory"
         case .sqlite: scheme = "sqlite"
@@ -57,9 +65,9 @@ final class ReservoirSide<Record: BenchStorable>: BenchSide {
     }
 
     /// Converts the records the bulk insert will store, outside the timing.
-    func prepare(_ records: ArraySlice<BenchRecord>) {
-        guard let first = records.first?.id, let last = records.last?.id else { return }
-        prepared = (first...last, records.map(Record.init))
+    func prepare(_ slice: ArraySlice<BenchRecord>) {
+        guard let first = slice.first?.id, let last = slice.last?.id else { return }
+        prepared = (first...last, records == .storable ? Array(slice) : [], records == .codable ? slice.map(CodableBenchRecord.init) : [])
     }
 
     /// Opens an empty store of this side's backend in a new scratch directory (or schema).
@@ -86,27 +94,67 @@ final class ReservoirSide<Record: BenchStorable>: BenchSide {
         return store
     }
 
-    func insert(_ records: ArraySlice<BenchRecord>) throws {
-        if let prepared, let first = records.first?.id, let last = records.last?.id, prepared.ids == first...last {
-            try current().write { tx in for record in prepared.records { try tx.insert(record) } }
-        } else {
-            try current().write { tx in for record in records { try tx.insert(Record(record)) } }
+    func insert(_ slice: ArraySlice<BenchRecord>) throws {
+        let store = try current()
+        let matches = prepared.map { $0.ids == (slice.first?.id ?? 0)...(slice.last?.id ?? 0) } ?? false
+        switch records {
+        case .storable: try Self.insert(matches ? prepared?.storable ?? [] : Array(slice), into: store)
+        case .codable: try Self.insert(matches ? prepared?.codable ?? [] : slice.map(CodableBenchRecord.init), into: store)
         }
     }
 
     func fetchSorted() throws -> [Int] {
-        try current().fetch(Record.sorted).map(\.id)
+        switch records {
+        case .storable: return try Self.fetchSorted(BenchRecord.self, from: current())
+        case .codable: return try Self.fetchSorted(CodableBenchRecord.self, from: current())
+        }
     }
 
     func pointReads(_ ids: [Int]) throws -> Int {
-        let store = try current()
+        switch records {
+        case .storable: return try Self.pointReads(BenchRecord.self, ids, from: current())
+        case .codable: return try Self.pointReads(CodableBenchRecord.self, ids, from: current())
+        }
+    }
+
+    func groupReads(_ groups: [Int]) throws -> Int {
+        switch records {
+        case .storable: return try Self.groupReads(BenchRecord.self, groups, from: current())
+        case .codable: return try Self.groupReads(CodableBenchRecord.self, groups, from: current())
+        }
+    }
+
+    func commitEach(_ changed: [BenchRecord]) throws {
+        switch records {
+        case .storable: try Self.commitEach(changed, into: current())
+        case .codable: try Self.commitEach(changed.map(CodableBenchRecord.init), into: current())
+        }
+    }
+
+    func updateAll(_ changed: [BenchRecord]) throws {
+        switch records {
+        case .storable: try Self.updateAll(changed, into: current())
+        case .codable: try Self.updateAll(changed.map(CodableBenchRecord.init), into: current())
+        }
+    }
+
+    // MARK: - The workloads, specialized per record type
+
+    private static func insert<Record: BenchStorable>(_ records: [Record], into store: Store) throws {
+        try store.write { tx in for record in records { try tx.insert(record) } }
+    }
+
+    private static func fetchSorted<Record: BenchStorable>(_ type: Record.Type, from store: Store) throws -> [Int] {
+        try store.fetch(Record.sorted).map(\.id)
+    }
+
+    private static func pointReads<Record: BenchStorable>(_ type: Record.Type, _ ids: [Int], from store: Store) throws -> Int {
         var checksum = 0
         for id in ids { checksum &+= try store.get(Record.self, id: id)?.rank ?? 0 }
         return checksum
     }
 
-    func groupReads(_ groups: [Int]) throws -> Int {
-        let store = try current()
+    private static func groupReads<Record: BenchStorable>(_ type: Record.Type, _ groups: [Int], from store: Store) throws -> Int {
         var checksum = 0
         for group in groups {
             for record in try store.fetch(Record.inGroup(group)) { groupChecksum(&checksum, id: record.id, rank: record.rank) }
@@ -114,17 +162,12 @@ final class ReservoirSide<Record: BenchStorable>: BenchSide {
         return checksum
     }
 
-    func commitEach(_ records: [BenchRecord]) throws {
-        let store = try current()
-        for record in records {
-            let converted = Record(record)
-            try store.write { try $0.update(converted) }
-        }
+    private static func commitEach<Record: BenchStorable>(_ records: [Record], into store: Store) throws {
+        for record in records { try store.write { try $0.update(record) } }
     }
 
-    func updateAll(_ records: [BenchRecord]) throws {
-        let converted = records.map(Record.init)
-        try current().write { tx in for record in converted { try tx.update(record) } }
+    private static func updateAll<Record: BenchStorable>(_ records: [Record], into store: Store) throws {
+        try store.write { tx in for record in records { try tx.update(record) } }
     }
 
     func close() {

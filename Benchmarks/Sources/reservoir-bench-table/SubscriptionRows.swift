@@ -64,7 +64,7 @@ extension TableRun {
     /// after those, timed over `commits[1]`. `notified`: how many subscribers each commit reaches, each time.
     private func reservoirPair(_ column: TableColumn, records: Int, first: Int, more: Int, commits: [[BenchRecord]], notified: (Int, Int),
                                request: @escaping (Int) -> Reservoir.FetchRequest<BenchRecord>) throws -> (Cell, Cell) {
-        let (store, directory) = try ReservoirSide<BenchRecord>(column).openFresh()
+        let (store, directory) = try ReservoirSide(column).openFresh()
         defer { store.close(); try? FileManager.default.removeItem(at: directory) }
         try store.write { tx in for record in dataset.records.prefix(records) { try tx.insert(record) } }
         let subscriptions = ReservoirSubscriptions(store: store)

@@ -57,21 +57,18 @@ final class TableRun {
     /// row is followed by a `Codable` line, the same workload on ``CodableBenchRecord``, whose
     /// ratios divide by the raw figures of the line above.
     func basicRows() throws {
-        var sides: [any BenchSide] = [try ReservoirSide<BenchRecord>(.memory), try ReservoirSide<BenchRecord>(.sqlite), RawSQLiteSide(),
-                                      try ReservoirSide<BenchRecord>(.lmdb), RawLMDBSide()]
-        var codableSides: [any BenchSide] = [try ReservoirSide<CodableBenchRecord>(.memory), try ReservoirSide<CodableBenchRecord>(.sqlite),
-                                             try ReservoirSide<CodableBenchRecord>(.lmdb)]
+        var sides: [any BenchSide] = [try ReservoirSide(.memory), try ReservoirSide(.sqlite), RawSQLiteSide(),
+                                      try ReservoirSide(.lmdb), RawLMDBSide()]
+        var codableSides: [any BenchSide] = [try ReservoirSide(.memory, .codable), try ReservoirSide(.sqlite, .codable),
+                                             try ReservoirSide(.lmdb, .codable)]
         if BenchPostgres.shared.isAvailable {
-            sides += [try ReservoirSide<BenchRecord>(.postgres), RawLibpqSide()]
-            codableSides.append(try ReservoirSide<CodableBenchRecord>(.postgres))
+            sides += [try ReservoirSide(.postgres), RawLibpqSide()]
+            codableSides.append(try ReservoirSide(.postgres, .codable))
         }
         sides.append(GRDBSide())
         defer { (sides + codableSides).forEach { $0.close() } }
         let records = dataset.records.prefix(settings.records)
-        for side in sides + codableSides {
-            (side as? ReservoirSide<BenchRecord>)?.prepare(records)
-            (side as? ReservoirSide<CodableBenchRecord>)?.prepare(records)
-        }
+        for side in sides + codableSides { (side as? ReservoirSide)?.prepare(records) }
         var samples: [String: [TableColumn: [Duration]]] = [:]
         var codableSamples: [String: [TableColumn: [Duration]]] = [:]
         var order: [String] = []
