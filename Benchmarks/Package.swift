@@ -1,6 +1,6 @@
 // swift-tools-version:6.0
 // The one benchmark package, run on purpose, never as tests (GRDB is a benchmark dependency only).
-//     Benchmarks/run                                     every workload against the peers, one Markdown table
+//     Benchmarks/run                                     every workload against each engine's raw C side, one Markdown table
 //     cd Benchmarks && swift run -c release reservoir-sqlite-bench   SQLite backend vs raw C vs GRDB, in detail
 //     cd Benchmarks && swift run -c release lmdb-bench               LMDB backend vs raw LMDB C, in detail
 //     cd Benchmarks && swift run -c release observation-benchmark    live-subscription cost per commit
@@ -61,13 +61,16 @@ let package = Package(
             path: "Sources/ObservationBenchmark"
         ),
         // Every workload on every side, same data, one run, one Markdown table: `Benchmarks/run`.
+        // Raw libpq comes through ReservoirPostgres's CLibPQ module, as raw LMDB through CLMDB.
         .executableTarget(
             name: "reservoir-bench-table",
             dependencies: [
                 "CSQLiteRaw",
                 .product(name: "Reservoir", package: "Reservoir"),
+                .product(name: "ReservoirMacros", package: "Reservoir"),
                 .product(name: "ReservoirSQLite", package: "Reservoir"),
                 .product(name: "ReservoirLMDB", package: "Reservoir"),
+                .product(name: "ReservoirPostgres", package: "Reservoir"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
             ]

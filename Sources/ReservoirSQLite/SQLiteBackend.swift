@@ -173,6 +173,24 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
         return result
     }
 
+    /// One statement on a pooled connection, outside a transaction, when the connection has
+    /// the entity's row statement prepared (a single statement reads one snapshot): `BEGIN`
+    /// and `COMMIT` cost as much as the read itself. Otherwise a read transaction.
+    public func row(_ entity: String, id: Value) throws -> Row? {
+        try checkOpen()
+        let session = try pool.acquire()
+        let answer: Row??
+        do {
+            answer = try SQLiteReadTransaction.cachedRow(entity, id: id, in: session)
+        } catch {
+            pool.release(session, healthy: !session.connection.inTransaction)
+            throw error
+        }
+        pool.release(session, healthy: !session.connection.inTransaction)
+        if let answer { return answer }
+        return try read { try $0.row(entity, id: id) }
+    }
+
     /// Ends a read transaction; false when the connection could not leave it (then discarded).
     private static func end(_ session: Session, _ command: HeldStatement) -> Bool {
         session.catalog.endTransaction()

@@ -21,8 +21,8 @@ enum CrossProcess {
     static func measure(scheme: String, commits: Int, gapMilliseconds: Int) throws -> Cell {
         let directory = try scratchDirectory("cross-\(scheme)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let configuration = ReservoirSide.configuration(scheme, in: directory)
-        let store = try Store.open(configuration, registry: ReservoirSide.registry)
+        let configuration = ReservoirSides.configuration(scheme, in: directory)
+        let store = try Store.open(configuration, registry: ReservoirSides.registry)
         defer { store.close() }
         // A group no generated record is in, so only the child's records match.
         let marker = BenchRecord.groups + 1
@@ -73,7 +73,7 @@ enum CrossProcess {
               commits > 0, gap >= 0 else {
             throw BenchError("writer arguments \(arguments): expected CONFIGURATION MARKER COMMITS GAP_MS")
         }
-        let store = try Store.open(arguments[0], registry: ReservoirSide.registry)
+        let store = try Store.open(arguments[0], registry: ReservoirSides.registry)
         defer { store.close() }
         var random = SystemRandomNumberGenerator()
         for index in 0..<commits {

@@ -70,9 +70,23 @@ final class GRDBSide: BenchSide {
         return checksum
     }
 
+    func groupReads(_ groups: [Int]) throws -> Int {
+        let pool = try current()
+        var checksum = 0
+        for group in groups {
+            let records = try pool.read { db in try GRDBRecord.filter(Column("grp") == group).order(Column("id")).fetchAll(db) }
+            for record in records { groupChecksum(&checksum, id: record.id, rank: record.rank) }
+        }
+        return checksum
+    }
+
     func commitEach(_ records: [BenchRecord]) throws {
         let pool = try current()
         for record in records { try pool.write { db in try GRDBRecord(record).update(db) } }
+    }
+
+    func updateAll(_ records: [BenchRecord]) throws {
+        try current().write { db in for record in records { try GRDBRecord(record).update(db) } }
     }
 
     func close() {

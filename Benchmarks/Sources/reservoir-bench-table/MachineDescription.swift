@@ -14,9 +14,12 @@ enum MachineDescription {
                 + "commits (subscription rows: write start until every affected subscriber has its new value; GRDB: "
                 + "ValueObservation on a DatabasePool, at most 5 commits, capped at \(settings.capSeconds) s).",
             "SQLite sides: WAL, synchronous=NORMAL. LMDB sides: no fsync (Reservoir durability=none, raw MDB_NOSYNC). "
-                + "Ratios: a Reservoir figure divided by the fastest peer's in its row (below 1 is faster).",
+                + "Reservoir columns: `@Storable` records; each `Codable` line is the row above with records stored through `Codable`. "
+                + "Ratios: a figure divided by its own engine's raw C side in the same row (SQLite and GRDB by raw SQLite C, LMDB by raw LMDB C, "
+                + "PostgreSQL by raw libpq C; a `Codable` line by the raw figures of the line above).",
         ]
         if let sqlite = sqliteVersion() { lines.append("SQLite \(sqlite), GRDB 7.10.0.") }
+        lines.append(BenchPostgres.shared.serverDescription().map { $0 + "." } ?? "No PostgreSQL server (RESERVOIR_BENCH_POSTGRES unset): PostgreSQL columns not run.")
         return lines.joined(separator: "\n")
     }
 

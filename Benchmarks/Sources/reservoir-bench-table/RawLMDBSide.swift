@@ -130,14 +130,70 @@ final class RawLMDBSide: BenchSide {
         return checksum
     }
 
+    /// Each group's records through the group index: a cursor from (group, 0) while the key's
+    /// group matches, each record then read by id, in one read transaction (reset and renewed).
+    func groupReads(_ groups: [Int]) throws -> Int {
+        var txn: OpaquePointer?
+        try check(mdb_txn_begin(env, nil, CLMDB_RDONLY, &txn), "begin")
+        defer { mdb_txn_abort(txn) }
+        mdb_txn_reset(txn)
+        var checksum = 0
+        for group in groups {
+            try check(mdb_txn_renew(txn), "renew")
+            var cursor: OpaquePointer?
+            try check(mdb_cursor_open(txn, self.groups, &cursor), "cursor")
+            var start = [UInt64(group).bigEndian, UInt64(0)]
+            var k = MDB_val(), v = MDB_val()
+            var rc = start.withUnsafeMutableBytes { bytes in
+                k = clmdb_val(bytes.baseAddress, bytes.count)
+                return mdb_cursor_get(cursor, &k, &v, MDB_SET_RANGE)
+            }
+            while rc == 0 {
+                let key = UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size)
+                guard Int(UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))) == group else { break }
+                var id = key.loadUnaligned(fromByteOffset: 8, as: UInt64.self)
+                var record = MDB_val()
+                let found = withUnsafeMutableBytes(of: &id) { idBytes in
+                    var rk = clmdb_val(idBytes.baseAddress, idBytes.count)
+                    return mdb_get(txn, records, &rk, &record)
+                }
+                try check(found, "get")
+                let decoded = Self.decode(id: Int(UInt64(bigEndian: id)), UnsafeRawBufferPointer(start: record.mv_data, count: record.mv_size))
+                groupChecksum(&checksum, id: decoded.id, rank: decoded.rank)
+                rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)
+            }
+            mdb_cursor_close(cursor)
+            if rc != 0 && rc != CLMDB_NOTFOUND { try check(rc, "cursor next") }
+            mdb_txn_reset(txn)
+        }
+        return checksum
+    }
+
+    /// Replaces a stored record: its old group read first, so the index entry that goes is
+    /// the one that was there (a real update must not assume the group unchanged).
+    private func update(_ txn: OpaquePointer?, _ record: BenchRecord) throws {
+        var key = UInt64(record.id).bigEndian
+        var old = MDB_val()
+        let rc = withUnsafeMutableBytes(of: &key) { keyBytes in
+            var k = clmdb_val(keyBytes.baseAddress, keyBytes.count)
+            return mdb_get(txn, records, &k, &old)
+        }
+        try check(rc, "get")
+        let oldGroup = UInt64(UnsafeRawBufferPointer(start: old.mv_data, count: old.mv_size).loadUnaligned(fromByteOffset: 16, as: Int64.self))
+        try delete(txn, groups, key: [oldGroup, UInt64(record.id)])
+        try put(txn, self.records, key: [UInt64(record.id)], value: encode(record))
+        try put(txn, groups, key: [UInt64(record.group), UInt64(record.id)], value: [])
+    }
+
     func commitEach(_ records: [BenchRecord]) throws {
         for record in records {
-            try write { txn in
-                // The group never changes in these commits, but a real update must not assume it.
-                try delete(txn, groups, key: [UInt64(record.group), UInt64(record.id)])
-                try put(txn, self.records, key: [UInt64(record.id)], value: encode(record))
-                try put(txn, groups, key: [UInt64(record.group), UInt64(record.id)], value: [])
-            }
+            try write { txn in try update(txn, record) }
+        }
+    }
+
+    func updateAll(_ records: [BenchRecord]) throws {
+        try write { txn in
+            for record in records { try update(txn, record) }
         }
     }
 

@@ -107,8 +107,28 @@ final class RawSQLiteSide: BenchSide {
         return checksum
     }
 
+    func groupReads(_ groups: [Int]) throws -> Int {
+        let select = try statement("SELECT id, name, score, rank, grp FROM items WHERE grp = ? ORDER BY id")
+        var checksum = 0
+        for group in groups {
+            sqlite3_bind_int64(select, 1, Int64(group))
+            while sqlite3_step(select) == SQLITE_ROW {
+                let record = record(select)
+                groupChecksum(&checksum, id: record.id, rank: record.rank)
+            }
+            sqlite3_reset(select)
+        }
+        return checksum
+    }
+
     func commitEach(_ records: [BenchRecord]) throws {
         for record in records { try write(record, with: Self.updateSQL) }
+    }
+
+    func updateAll(_ records: [BenchRecord]) throws {
+        try exec("BEGIN")
+        for record in records { try write(record, with: Self.updateSQL) }
+        try exec("COMMIT")
     }
 
     func close() {

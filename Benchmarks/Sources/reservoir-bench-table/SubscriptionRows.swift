@@ -13,10 +13,10 @@ extension TableRun {
             var one: [TableColumn: Cell] = [:]
             var hundred: [TableColumn: Cell] = [:]
             // New values for the second half, or its writes would change nothing and notify no one.
-            let commits = (0..<2).map { commitRecords(settings.subscriptionCommits, records: size, groups: BenchRecord.groups, round: $0) }
+            let commits = (0..<2).map { commitRecords(settings.subscriptionCommits, records: size, groups: max(1, size / BenchRecord.groupSize), round: $0) }
             for column in [TableColumn.memory, .sqlite, .lmdb] {
                 let (oneCell, hundredCell) = try reservoirPair(column, records: size, first: 1, more: 99, commits: commits,
-                                                                   notified: (1, 100)) { _ in ReservoirSide.sorted }
+                                                                   notified: (1, 100)) { _ in ReservoirSides.sorted }
                 one[column] = oneCell
                 hundred[column] = hundredCell
                 ProgressLog.note("subscriptions over \(Self.count(size)) records: \(column.title) done")
@@ -42,7 +42,7 @@ extension TableRun {
         let commits = (2..<4).map { commitRecords(settings.distinctCommits, records: size, groups: few, round: $0) }
         for column in [TableColumn.memory, .sqlite, .lmdb] {
             let (fewCell, allCell) = try reservoirPair(column, records: size, first: few, more: total - few, commits: commits,
-                                                                     notified: (1, 1), request: ReservoirSide.group)
+                                                                     notified: (1, 1), request: ReservoirSides.group)
             fewCells[column] = fewCell
             allCells[column] = allCell
             ProgressLog.note("distinct subscriptions: \(column.title) done")

@@ -7,6 +7,7 @@ import Reservoir
 struct Settings {
     var records = 100_000
     var singleCommits = 1_000
+    var updateRecords = 1_000
     var repetitions = 3
     var subscriptionSizes = [10_000, 100_000]
     var subscriptionCommits = 11
@@ -21,6 +22,7 @@ struct Settings {
         func value(_ name: String) -> Int? { environment[name].flatMap { Int($0) }.flatMap { $0 > 0 ? $0 : nil } }
         records = value("BENCH_RECORDS") ?? records
         singleCommits = min(records, value("BENCH_COMMITS") ?? singleCommits)
+        updateRecords = min(records, value("BENCH_UPDATES") ?? updateRecords)
         repetitions = value("BENCH_REPETITIONS") ?? repetitions
         if let size = value("BENCH_SUBSCRIPTION_RECORDS") { subscriptionSizes = [size / 10, size] }
         subscriptionCommits = value("BENCH_SUBSCRIPTION_COMMITS") ?? subscriptionCommits
@@ -50,67 +52,97 @@ final class TableRun {
         return formatter.string(from: NSNumber(value: number)) ?? "\(number)"
     }
 
-    /// Bulk insert, sorted fetch, point reads and single commits: every side each repetition
-    /// in turn, so load from other processes falls on all alike; the median of each.
+    /// The basic rows: every side each repetition in turn, so load from other processes falls
+    /// on all alike; the median of each. The Reservoir sides store `@Storable` records; each
+    /// row is followed by a `Codable` line, the same workload on ``CodableBenchRecord``, whose
+    /// ratios divide by the raw figures of the line above.
     func basicRows() throws {
-        let sides: [any BenchSide] = [try ReservoirSide(.memory), try ReservoirSide(.sqlite), try ReservoirSide(.lmdb),
-                                      RawSQLiteSide(), RawLMDBSide(), GRDBSide()]
-        defer { sides.forEach { $0.close() } }
+        var sides: [any BenchSide] = [try ReservoirSide(.memory), try ReservoirSide(.sqlite), RawSQLiteSide(),
+                                      try ReservoirSide(.lmdb), RawLMDBSide()]
+        var codableSides: [any BenchSide] = [try ReservoirSide(.memory, .codable), try ReservoirSide(.sqlite, .codable),
+                                             try ReservoirSide(.lmdb, .codable)]
+        if BenchPostgres.shared.isAvailable {
+            sides += [try ReservoirSide(.postgres), RawLibpqSide()]
+            codableSides.append(try ReservoirSide(.postgres, .codable))
+        }
+        sides.append(GRDBSide())
+        defer { (sides + codableSides).forEach { $0.close() } }
         let records = dataset.records.prefix(settings.records)
+        for side in sides + codableSides { (side as? ReservoirSide)?.prepare(records) }
         var samples: [String: [TableColumn: [Duration]]] = [:]
+        var codableSamples: [String: [TableColumn: [Duration]]] = [:]
+        var order: [String] = []
         func run(_ row: String, _ body: (any BenchSide, Int) throws -> Void) throws {
+            order.append(row)
             for repetition in 0..<settings.repetitions {
                 for side in sides {
                     samples[row, default: [:]][side.column, default: []].append(try Timing.measure { try body(side, repetition) })
+                }
+                for side in codableSides {
+                    codableSamples[row, default: [:]][side.column, default: []].append(try Timing.measure { try body(side, repetition) })
                 }
             }
             ProgressLog.note("\(row): done")
         }
         let n = Self.count(settings.records)
-        let bulk = "bulk insert \(n) records, one transaction"
-        try run(bulk) { side, _ in
+        try run("bulk insert \(n) records, one transaction") { side, _ in
             try side.reset()
             try side.insert(records)
         }
-        let fetch = "fetch all \(n) sorted by two fields (rank, name)"
         var reference: [Int]?
-        try run(fetch) { side, _ in
+        try run("fetch all \(n) sorted by two fields (rank, name)") { side, _ in
             let ids = try side.fetchSorted()
             if let reference, ids != reference { throw BenchError("\(side.column.title)'s sorted fetch disagrees with \(TableColumn.memory.title)'s") }
             if ids.count != settings.records { throw BenchError("\(side.column.title) fetched \(ids.count) of \(settings.records) records") }
             reference = ids
         }
-        let reads = "\(n) point reads by id"
         var checksum: Int?
-        try run(reads) { side, _ in
+        try run("\(n) point reads by id") { side, _ in
             let sum = try side.pointReads(dataset.lookupOrder)
             if let checksum, sum != checksum { throw BenchError("\(side.column.title)'s point reads disagree with the other sides'") }
             checksum = sum
         }
-        let commits = "\(Self.count(settings.singleCommits)) single-record commits"
-        try run(commits) { side, repetition in
-            try side.commitEach(dataset.lookupOrder.prefix(settings.singleCommits).map { dataset.changed($0, round: repetition) })
+        var groupSum: Int?
+        let groups = dataset.groupOrder
+        try run("\(Self.count(groups.count)) reads of \(BenchRecord.groupSize) records by an indexed field (group == g)") { side, _ in
+            let sum = try side.groupReads(groups)
+            if let groupSum, sum != groupSum { throw BenchError("\(side.column.title)'s group reads disagree with the other sides'") }
+            groupSum = sum
         }
-        for row in [bulk, fetch, reads, commits] {
-            table.add(row, (samples[row] ?? [:]).mapValues { Cell.time(Timing.median($0)) })
+        // Each repetition writes new values, so no side can skip a write as a no-op; made before any timing.
+        let single = (0..<settings.repetitions).map { round in
+            dataset.lookupOrder.prefix(settings.singleCommits).map { dataset.changed($0, round: round) }
+        }
+        try run("\(Self.count(settings.singleCommits)) single-record commits") { side, repetition in
+            try side.commitEach(single[repetition])
+        }
+        let many = (0..<settings.repetitions).map { round in
+            dataset.lookupOrder.suffix(settings.updateRecords).map { dataset.changed($0, round: 100 + round) }
+        }
+        try run("update \(Self.count(settings.updateRecords)) records, one transaction") { side, repetition in
+            try side.updateAll(many[repetition])
+        }
+        for row in order {
+            let cells = (samples[row] ?? [:]).mapValues { Cell.time(Timing.median($0)) }
+            table.add(row, cells)
+            table.add("… the same, `Codable` records", (codableSamples[row] ?? [:]).mapValues { Cell.time(Timing.median($0)) }, engines: cells)
         }
     }
 
     /// The records the subscription rows commit: `count` ids among the first `records`
-    /// whose group is below `groups`, each changed so it moves in the sorted results.
+    /// in groups below `groups`, each changed so it moves in the sorted results.
     func commitRecords(_ count: Int, records: Int, groups: Int, round: Int) -> [BenchRecord] {
         (0..<count).map { index in
             let group = (index * 37) % groups
-            let block = (index * 7919 + round) % max(1, records / BenchRecord.groups)
-            // Ids start at 1, so group 0's records are the multiples of the group count.
-            let id = group == 0 ? (block + 1) * BenchRecord.groups : block * BenchRecord.groups + group
+            let id = group * BenchRecord.groupSize + 1 + (index * 7919 + round) % BenchRecord.groupSize
             return dataset.changed(max(1, min(id, records)), round: 1_000 + round * 100 + index)
         }
     }
 
     /// Another process's commit -> live subscription updated, SQLite and LMDB.
     func crossProcessRow() throws {
-        var cells: [TableColumn: Cell] = [.memory: .text("n/a (one process)"), .grdb: .text("n/a (does not observe other processes)")]
+        var cells: [TableColumn: Cell] = [.memory: .text("n/a (one process)"), .grdb: .text("n/a (does not observe other processes)"),
+                                          .postgres: .text("not measured")]
         for (column, scheme) in [(TableColumn.sqlite, "sqlite"), (.lmdb, "lmdb")] {
             cells[column] = try CrossProcess.measure(scheme: scheme, commits: settings.crossProcessCommits,
                                                      gapMilliseconds: settings.crossProcessGapMilliseconds)

@@ -1,23 +1,67 @@
 import Foundation
 import Reservoir
+import ReservoirMacros
 
-/// The record every side stores: the same fields, the same generated values.
-/// `group` (id % 10,000, indexed) gives the distinct-subscriptions row 10,000 requests of
-/// 100 records each over 1,000,000 records; names are unique, so the two-field sort
+/// The record every side stores: the same fields, the same generated values. The Reservoir
+/// columns store it as the README leads, with `@Storable` (generated row mapping); the
+/// `Codable` lines store ``CodableBenchRecord``, the same shape through `Codable`.
+/// `group` ((id - 1) / 100, indexed) puts 100 consecutive ids in each group, so the
+/// distinct-subscriptions row has 10,000 requests of 100 records each over 1,000,000 records
+/// and the indexed-read row reads 100 records a group; names are unique, so the two-field sort
 /// (rank, name) has one answer that every side must agree on.
-struct BenchRecord: Storable, Equatable {
+@Storable("items")
+struct BenchRecord {
+    var id: Int
+    var name: String
+    var score: Double
+    var rank: Int
+    @Indexed var group: Int
+
+    /// The distinct groups at 1,000,000 records, so the distinct-subscriptions row has one
+    /// request per group.
+    static let groups = 10_000
+    /// The records of each group.
+    static let groupSize = 100
+
+    static func group(of id: Int) -> Int { (id - 1) / groupSize }
+}
+
+/// ``BenchRecord`` stored through `Codable` (a hand-written schema, no generated mapping):
+/// the `Codable` lines of the table.
+struct CodableBenchRecord: Storable {
     var id: Int
     var name: String
     var score: Double
     var rank: Int
     var group: Int
 
-    static let schema = Schema<BenchRecord>("items", fields: [
+    static let schema = Schema<CodableBenchRecord>("items", fields: [
         .field(\.name), .field(\.score), .field(\.rank), .field(\.group, indexed: true),
     ])
+}
 
-    /// The distinct groups, so the distinct-subscriptions row has one request per group.
-    static let groups = 10_000
+/// What the Reservoir side needs of a record type, so one side runs either.
+protocol BenchStorable: Storable where ID == Int {
+    init(_ record: BenchRecord)
+    var rank: Int { get }
+    /// Every record sorted by (rank, name).
+    static var sorted: FetchRequest<Self> { get }
+    /// One group's records, in id order.
+    static func inGroup(_ group: Int) -> FetchRequest<Self>
+}
+
+extension BenchRecord: BenchStorable {
+    init(_ record: BenchRecord) { self = record }
+    static let sorted = FetchRequest<BenchRecord>(sortBy: [.ascending(\.rank), .ascending(\.name)])
+    static func inGroup(_ group: Int) -> FetchRequest<BenchRecord> { FetchRequest(where: \.group == group) }
+}
+
+extension CodableBenchRecord: BenchStorable {
+    init(_ record: BenchRecord) {
+        (id, name, score, rank, group) = (record.id, record.name, record.score, record.rank, record.group)
+    }
+    static let sorted = FetchRequest<CodableBenchRecord>(sortBy: [.ascending(\.rank), .ascending(\.name)])
+    static func inGroup(_ group: Int) -> FetchRequest<CodableBenchRecord> { FetchRequest(where: \.group == group) }
 }
 
 /// What a benchmark run failed on, said in words (a benchmark on scratch files).
@@ -32,6 +76,8 @@ final class Dataset: Sendable {
     let records: [BenchRecord]
     /// A shuffle of the first `lookupCount` ids: point reads and commits visit them in this order.
     let lookupOrder: [Int]
+    /// A shuffle of the groups of the first `lookupCount` ids: the indexed reads visit them in this order.
+    let groupOrder: [Int]
 
     init(count: Int, lookupCount: Int) {
         var state: UInt64 = 0x1234_5678
@@ -41,13 +87,18 @@ final class Dataset: Sendable {
         }
         records = (1...count).map { id in
             BenchRecord(id: id, name: "item-\(String(next() % 1_000_000, radix: 16))-\(id)", score: Double(next() % 10_000) / 7,
-                        rank: Int(next() % 1000), group: id % BenchRecord.groups)
+                        rank: Int(next() % 1000), group: BenchRecord.group(of: id))
         }
         var order = Array(1...lookupCount)
         for index in stride(from: order.count - 1, to: 0, by: -1) {
             order.swapAt(index, Int(next() % UInt64(index + 1)))
         }
         lookupOrder = order
+        var groups = Array(0..<max(1, lookupCount / BenchRecord.groupSize))
+        for index in stride(from: groups.count - 1, to: 0, by: -1) {
+            groups.swapAt(index, Int(next() % UInt64(index + 1)))
+        }
+        groupOrder = groups
     }
 
     /// The record a commit writes: the same id with a new rank and name, so it moves in the

@@ -3,8 +3,10 @@
 //
 //     cd Benchmarks && swift run -c release reservoir-bench-table
 //
-// Each figure is the median of repeated runs; each Reservoir figure shows its ratio to the
-// fastest peer in its row. A peer that cannot finish a row within the cap (BENCH_CAP, 30 s)
+// Each figure is the median of repeated runs; each Reservoir figure shows its ratio to its own
+// engine's raw C side in its row (SQLite to raw SQLite, LMDB to raw LMDB, PostgreSQL to raw
+// libpq). The PostgreSQL columns need a server: RESERVOIR_BENCH_POSTGRES, or the throwaway one
+// `Benchmarks/run` starts. A peer that cannot finish a row within the cap (BENCH_CAP, 30 s)
 // shows "did not finish". `--writer ...` makes this executable the cross-process row's
 // committing child (see CrossProcess.swift).
 import Foundation
@@ -23,6 +25,15 @@ if arguments.first == CrossProcess.writerFlag {
 _ = ProgressLog.start
 let settings = Settings(environment: ProcessInfo.processInfo.environment)
 let run = TableRun(settings: settings)
+if let profile = ProcessInfo.processInfo.environment["BENCH_PROFILE"] {
+    do {
+        try Profile.run(profile, settings: settings, dataset: run.dataset)
+        exit(0)
+    } catch {
+        FileHandle.standardError.write(Data("reservoir-bench-table: \(error)\n".utf8))
+        exit(1)
+    }
+}
 do {
     ProgressLog.note("generated \(TableRun.count(run.dataset.records.count)) records")
     try run.basicRows()

@@ -54,6 +54,13 @@ public protocol StorageBackend: AnyObject, Sendable {
     /// Runs `body` in the write transaction; commits when it returns, rolls back when it throws.
     func write<R>(_ body: (any WriteTransaction) throws -> R) throws -> R
 
+    /// The row stored under `id` in the entity named `entity`, or nil: exactly what
+    /// `read { try $0.row(entity, id: id) }` returns, which is the default. ``Store/get(_:id:)``
+    /// asks this once per point read, so a backend may answer it without setting up a whole
+    /// read transaction, as long as the answer is one committed state's (one lookup, one
+    /// statement) and ``read(_:)``'s other checks (closed, files gone or damaged) still apply.
+    func row(_ entity: String, id: Value) throws -> Row?
+
     /// A number that changes whenever any process commits a write (SQLite's
     /// `data_version`, LMDB's last transaction id). Probed to find external commits.
     ///
@@ -86,6 +93,11 @@ public protocol StorageBackend: AnyObject, Sendable {
 
 extension StorageBackend {
     public func verifyFiles() throws -> FileCheck { FileCheck() }
+
+    /// Reads the row in a read transaction of its own.
+    public func row(_ entity: String, id: Value) throws -> Row? {
+        try read { try $0.row(entity, id: id) }
+    }
 }
 
 extension StorageBackend {

@@ -26,11 +26,12 @@ public final class MemoryBackend: StorageBackend {
         /// The history: the newest ``MemoryBackend/retention`` change sets by sequence, in a
         /// persistent trie so a snapshot's copy costs nothing and a commit changes O(log n) nodes.
         var log: TreeDictionary<UInt64, ChangeSet> = [:]
+        /// Set by `close()`; kept in the state so each call takes one lock, not two.
+        var isClosed = false
     }
 
     private let state = Locked(State())
     private let writer = NSLock()
-    private let isClosed = Locked(false)
 
     /// An empty in-memory store.
     public init() {}
@@ -54,42 +55,47 @@ public final class MemoryBackend: StorageBackend {
 
     /// Runs `body` against the current state, an O(1) snapshot that later writes never disturb.
     public func read<R>(_ body: (any ReadTransaction) throws -> R) throws -> R {
-        try checkOpen()
-        let snapshot = MemoryTransaction(state: state.withLock { $0 })
+        let current = state.withLock { $0 }
+        if current.isClosed { throw Self.closedError }
+        let snapshot = MemoryTransaction(state: current)
         defer { snapshot.end() }
         return try body(snapshot)
+    }
+
+    /// One lookup in the current state, without a snapshot.
+    public func row(_ entity: String, id: Value) throws -> Row? {
+        let (closed, row) = state.withLock { ($0.isClosed, $0.tables[entity]?.rows[id]) }
+        if closed { throw Self.closedError }
+        return row
     }
 
     /// Runs `body` on a copy of the state and swaps it in when `body` returns.
     public func write<R>(_ body: (any WriteTransaction) throws -> R) throws -> R {
         writer.lock()
         defer { writer.unlock() }
-        try checkOpen()
-        let transaction = MemoryTransaction(state: state.withLock { $0 })
+        let current = state.withLock { $0 }
+        if current.isClosed { throw Self.closedError }
+        let transaction = MemoryTransaction(state: current)
         defer { transaction.end() }
         let result = try body(transaction)
         let committed = transaction.state
-        state.withLock { $0 = committed }
+        state.withLock { if !$0.isClosed { $0 = committed } }  // a close() meanwhile stays closed
         return result
     }
 
     /// The last committed sequence.
     public func commitToken() throws -> UInt64 {
-        try checkOpen()
-        return state.withLock { $0.sequence }
+        let (closed, sequence) = state.withLock { ($0.isClosed, $0.sequence) }
+        if closed { throw Self.closedError }
+        return sequence
     }
 
     /// Drops the data; later calls throw `.closed`.
     public func close() {
-        isClosed.withLock { $0 = true }
-        state.withLock { $0 = State() }
+        state.withLock { $0 = State(isClosed: true) }
     }
 
-    private func checkOpen() throws {
-        if isClosed.withLock({ $0 }) {
-            throw ReservoirError.closed(store: "memory:")
-        }
-    }
+    private static var closedError: ReservoirError { ReservoirError.closed(store: "memory:") }
 }
 
 /// A snapshot of the memory state; writes go to its private copy. Every call after the

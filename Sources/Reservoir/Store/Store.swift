@@ -86,6 +86,7 @@ public final class Store: Sendable {
     }
 
     /// Throws `.closed`, naming the store, once `close()` has been called.
+    @usableFromInline
     func checkOpen() throws {
         if isClosed.withLock({ $0 }) {
             throw ReservoirError.closed(store: configuration?.redacted ?? "\(backend.location)")
@@ -109,6 +110,7 @@ public final class Store: Sendable {
     }
 
     /// `error`, naming this store if it does not yet.
+    @usableFromInline
     func named(_ error: ReservoirError) -> ReservoirError {
         error.naming(store: configuration?.redacted ?? "\(backend.location)", location: backend.location)
     }
@@ -131,8 +133,19 @@ public final class Store: Sendable {
     }
 
     /// The record with this id, or nil.
+    // Inlinable, so it is specialized for the caller's record type, and without a snapshot:
+    // one backend call (``StorageBackend/row(_:id:)``, whose default is a read transaction).
+    @inlinable
     public func get<T: Storable>(_ type: T.Type, id: T.ID) throws -> T? {
-        try read { try $0.get(type, id: id) }
+        try checkOpen()
+        do {
+            let schema = T.schema
+            try schema.validate()
+            guard let row = try backend.row(schema.name, id: id.toValue()) else { return nil }
+            return try RecordCoding.decode(T.self, from: row)
+        } catch let error as ReservoirError {
+            throw named(error)
+        }
     }
 
     /// The records with these ids, in the order of `ids`, leaving out ids with no record.

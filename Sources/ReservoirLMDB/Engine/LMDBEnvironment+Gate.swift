@@ -49,6 +49,12 @@ extension LMDBEnvironment {
     /// Counts a transaction as live; waits while the map is being resized.
     /// Throws `.closed` once the environment is shutting down.
     func enter() throws {
+        _ = try enter(takingIdleReader: false)
+    }
+
+    /// ``enter()``, also taking an idle read transaction to renew when `takingIdleReader`
+    /// and one is kept (see ``idleReaders``).
+    private func enter(takingIdleReader: Bool) throws -> OpaquePointer? {
         gate.lock()
         defer { gate.unlock() }
         let me = pthread_self()
@@ -58,6 +64,29 @@ extension LMDBEnvironment {
         }
         gated.activeByThread[me, default: 0] += 1
         gated.activeCount += 1
+        return takingIdleReader ? idleReaders.popLast() : nil
+    }
+
+    /// Ends a read transaction and leaves the gate: the transaction is reset
+    /// (`mdb_txn_reset`, which releases its snapshot) and kept for the next read to renew,
+    /// or aborted when enough are kept or the map is about to change.
+    func exit(endingRead txn: MDBTxn) {
+        gate.lock()
+        if idleReaders.count < Self.idleReaderLimit && !gated.resizing && !gated.isShutDown {
+            mdb_txn_reset(txn.raw)
+            idleReaders.append(txn.raw)
+        } else {
+            txn.abort()
+        }
+        gate.unlock()
+        exit()
+    }
+
+    /// Aborts the idle read transactions; the caller holds ``gate``. Before the map changes
+    /// or the environment closes, so no reset transaction outlives the map it was made on.
+    func dropIdleReaders() {
+        for txn in idleReaders { mdb_txn_abort(txn) }
+        idleReaders = []
     }
 
     func exit() {
@@ -83,6 +112,7 @@ extension LMDBEnvironment {
             gated.resizing = false
             gate.broadcast()
         }
+        dropIdleReaders()
         let deadline = Date().addingTimeInterval(30)
         while gated.activeCount > 0 {
             if !gate.wait(until: deadline) {
@@ -157,12 +187,19 @@ extension LMDBEnvironment {
     /// is then as of before the transaction's snapshot. On failure the gate is left and an
     /// ``LMDBFailure`` (or the gate's `.closed`) thrown; on success the caller ends the
     /// transaction and then calls ``exit()``.
+    /// A read transaction is an idle one renewed when one is kept (``idleReaders``).
     func beginTransaction<Prepared>(readOnly: Bool, _ prepare: () -> Prepared) throws -> (MDBTxn, Prepared) {
         while true {
-            try enter()
+            let idle = try enter(takingIdleReader: readOnly)
             let prepared = prepare()
             var txn: OpaquePointer?
-            let rc = mdb_txn_begin(env, nil, readOnly ? CLMDB_RDONLY : 0, &txn)
+            let rc: Int32
+            if let idle {
+                rc = mdb_txn_renew(idle)
+                if rc == 0 { txn = idle } else { mdb_txn_abort(idle) }
+            } else {
+                rc = mdb_txn_begin(env, nil, readOnly ? CLMDB_RDONLY : 0, &txn)
+            }
             if rc == CLMDB_MAP_RESIZED {
                 exit()
                 try adoptMapSize()

@@ -75,6 +75,14 @@ final class LMDBEnvironment: @unchecked Sendable {
 
     let gate = NSCondition()
     @exclusivity(unchecked) var gated: GateState
+    /// Read transactions ended with `mdb_txn_reset`, kept for the next read to renew
+    /// (`mdb_txn_renew`), which keeps the reader slot where `mdb_txn_begin` looks for a free
+    /// one in lock.mdb's table under its mutex. Not live (they hold no snapshot), so the gate
+    /// does not count them; dropped before the map is resized and before the environment
+    /// closes. Guarded by ``gate``.
+    @exclusivity(unchecked) var idleReaders: [OpaquePointer] = []
+    /// At most this many idle read transactions, each holding a reader slot (`maxreaders`).
+    static let idleReaderLimit = 4
 
     let handlesLock = NSLock()
     @exclusivity(unchecked) var committed = CommittedHandles()
@@ -204,7 +212,11 @@ final class LMDBEnvironment: @unchecked Sendable {
             if !gate.wait(until: deadline) { break }
         }
         let idle = gated.activeCount == 0
-        if !idle { gated.isShutDown = false }
+        if idle {
+            dropIdleReaders()
+        } else {
+            gated.isShutDown = false
+        }
         gate.unlock()
         // A transaction that never ends keeps the environment: keeping it is better than crashing.
         guard idle else { return false }
@@ -235,10 +247,7 @@ final class LMDBEnvironment: @unchecked Sendable {
         // (in lock.mdb), and a probe in between would move the token while a read still saw
         // the old data, losing the wake-up.
         let (transaction, _) = try LMDBErrors.convert(path: path) { try beginTransaction(readOnly: true) {} }
-        defer {
-            transaction.abort()
-            exit()
-        }
+        defer { exit(endingRead: transaction) }
         return UInt64(transaction.id)
     }
 

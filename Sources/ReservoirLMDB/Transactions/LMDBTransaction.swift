@@ -169,6 +169,12 @@ final class LMDBTransaction: WriteTransaction {
     func end() {
         // Already ended (a commit ends before deinit does): the caches were cleared then.
         guard txn != nil || inGate else { return }
+        if !isWrite, let txn, inGate {
+            // A read: kept for the next read to renew, when the environment keeps it.
+            self.txn = nil
+            inGate = false
+            environment.exit(endingRead: txn)
+        }
         if let txn {
             txn.abort()
             self.txn = nil

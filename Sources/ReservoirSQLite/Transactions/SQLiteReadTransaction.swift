@@ -57,6 +57,22 @@ class SQLiteReadTransaction: ReadTransaction {
         return try Self.row(statement, id: id)
     }
 
+    /// The row through `session`'s prepared row statement for `entity`, run on its own
+    /// outside any transaction (one statement is its own snapshot in SQLite); nil when there
+    /// is no such statement yet, or it failed as a dropped table makes it fail (the caller
+    /// then reads in a transaction, which checks the catalog).
+    static func cachedRow(_ entity: String, id: Value, in session: Session) throws -> Row?? {
+        guard let cached = session.rowStatements[entity] else { return nil }
+        if id.isNull || (cached.integerKey && id.isText) { return .some(nil) }
+        cached.statement.reset()
+        do {
+            return .some(try row(cached.statement, id: id))
+        } catch let error as ReservoirError where error.nativeCode == SQLiteCode.error {
+            session.rowStatements[entity] = nil
+            return nil
+        }
+    }
+
     private static func row(_ statement: Statement, id: Value) throws -> Row? {
         defer { statement.reset() }
         try statement.bind(id, at: 1)

@@ -1,0 +1,114 @@
+/*
+ * What a point read must cost on LMDB under the backend's contract, in C alone: the raw
+ * table side's read (a read transaction renewed per read, mdb_get, the value's fields read)
+ * against the same read with the checks the backend makes at every transaction's start
+ * (Docs/Design/LMDB.md): data.mdb still holds the pages the newest meta page counts
+ * (mdb_env_info, mdb_env_stat, fstat: a file truncated under an open store would fault the
+ * process on its next page read), the list of named databases unchanged (mdb_stat of the
+ * main database), and the map-resize gate (a mutex taken on entry and on exit).
+ *
+ *   cc -O2 -o /tmp/read_protocol Benchmarks/LMDB/read_protocol.c -llmdb
+ *   /tmp/read_protocol 100000
+ */
+#include <lmdb.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHECK(call) do { int rc_ = (call); if (rc_) { fprintf(stderr, "%s: %s\n", #call, mdb_strerror(rc_)); exit(1); } } while (0)
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static uint64_t big_endian(uint64_t value) { return __builtin_bswap64(value); }
+
+static pthread_mutex_t gate = PTHREAD_MUTEX_INITIALIZER;
+static long active;
+
+/* The backend's checks at a read transaction's start: truncation, named databases, gate. */
+static int checks(MDB_env *env, MDB_txn *txn) {
+    pthread_mutex_lock(&gate);
+    active++;
+    pthread_mutex_unlock(&gate);
+    MDB_envinfo info;
+    MDB_stat pages, named;
+    struct stat status;
+    int fd;
+    if (mdb_env_get_fd(env, &fd) || mdb_env_info(env, &info) || mdb_env_stat(env, &pages) || fstat(fd, &status)) return 1;
+    if ((long long)status.st_size < (long long)(info.me_last_pgno + 1) * pages.ms_psize) return 1;
+    if (mdb_stat(txn, 1 /* MAIN_DBI */, &named)) return 1;
+    return named.ms_entries > 1000;
+}
+
+static void leave(void) {
+    pthread_mutex_lock(&gate);
+    active--;
+    pthread_mutex_unlock(&gate);
+}
+
+int main(int argc, char **argv) {
+    int records = argc > 1 ? atoi(argv[1]) : 100000;
+    char path[] = "/tmp/read_protocol.XXXXXX";
+    if (!mkdtemp(path)) { perror("mkdtemp"); return 1; }
+    MDB_env *env;
+    MDB_dbi dbi;
+    CHECK(mdb_env_create(&env));
+    CHECK(mdb_env_set_mapsize(env, 1UL << 30));
+    CHECK(mdb_env_set_maxdbs(env, 4));
+    CHECK(mdb_env_open(env, path, MDB_NOSYNC | MDB_NOTLS, 0644));
+    MDB_txn *txn;
+    CHECK(mdb_txn_begin(env, NULL, 0, &txn));
+    CHECK(mdb_dbi_open(txn, "items", MDB_CREATE, &dbi));
+    for (int id = 1; id <= records; id++) {
+        uint64_t key = big_endian(id);
+        char value[64];
+        int length = snprintf(value + 24, sizeof value - 24, "item-%x-%d", id * 7919 % 1000000, id) + 24;
+        memset(value, 0, 24);
+        MDB_val k = {sizeof key, &key}, v = {(size_t)length, value};
+        CHECK(mdb_put(txn, dbi, &k, &v, MDB_APPEND));
+    }
+    CHECK(mdb_txn_commit(txn));
+    int *order = malloc(sizeof(int) * records);
+    for (int i = 0; i < records; i++) order[i] = i + 1;
+    srand(7);
+    for (int i = records - 1; i > 0; i--) { int j = rand() % (i + 1); int t = order[i]; order[i] = order[j]; order[j] = t; }
+
+    for (int round = 0; round < 3; round++) {
+        for (int checked = 0; checked < 2; checked++) {
+            CHECK(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn));
+            mdb_txn_reset(txn);
+            long sum = 0;
+            double start = now();
+            for (int i = 0; i < records; i++) {
+                CHECK(mdb_txn_renew(txn));
+                if (checked && checks(env, txn)) { fprintf(stderr, "check failed\n"); return 1; }
+                uint64_t key = big_endian(order[i]);
+                MDB_val k = {sizeof key, &key}, v;
+                if (mdb_get(txn, dbi, &k, &v) == 0) {
+                    int64_t rank;
+                    memcpy(&rank, (char *)v.mv_data + 8, 8);
+                    sum += rank + (long)v.mv_size;
+                }
+                if (checked) leave();
+                mdb_txn_reset(txn);
+            }
+            double elapsed = now() - start;
+            mdb_txn_abort(txn);
+            printf("%-44s %8.1f ms  %6.3f us/read  (checksum %ld)\n",
+                   checked ? "renew, checks (truncation, named dbs, gate), get" : "renew, get (the raw side)",
+                   elapsed * 1e3, elapsed * 1e6 / records, sum);
+        }
+    }
+    mdb_env_close(env);
+    char command[128];
+    snprintf(command, sizeof command, "rm -rf %s", path);
+    return system(command) == 0 ? 0 : 1;
+}

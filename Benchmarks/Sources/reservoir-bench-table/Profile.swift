@@ -1,0 +1,59 @@
+import Foundation
+
+/// `BENCH_PROFILE=WORKLOAD:SIDE` runs one workload on one side alone, for a profiler or
+/// callgrind, after an untimed bulk insert (itself the workload `insert`). WORKLOAD: insert,
+/// fetch, point, group, commits, update; SIDE: memory, sqlite, lmdb, postgres (add `-codable`
+/// for `Codable` records), raw-sqlite, raw-lmdb, raw-libpq, grdb. The workload runs
+/// BENCH_REPETITIONS times (default 3) and prints its median. With callgrind, count the
+/// workload's own instructions with the inclusive count of the side's `pointReads` (`callgrind_annotate --inclusive=yes`).
+enum Profile {
+    static func side(_ name: String) throws -> any BenchSide {
+        switch name {
+        case "memory": return try ReservoirSide(.memory)
+        case "sqlite": return try ReservoirSide(.sqlite)
+        case "lmdb": return try ReservoirSide(.lmdb)
+        case "postgres": return try ReservoirSide(.postgres)
+        case "memory-codable": return try ReservoirSide(.memory, .codable)
+        case "sqlite-codable": return try ReservoirSide(.sqlite, .codable)
+        case "lmdb-codable": return try ReservoirSide(.lmdb, .codable)
+        case "postgres-codable": return try ReservoirSide(.postgres, .codable)
+        case "raw-sqlite": return RawSQLiteSide()
+        case "raw-lmdb": return RawLMDBSide()
+        case "raw-libpq": return RawLibpqSide()
+        case "grdb": return GRDBSide()
+        default: throw BenchError("BENCH_PROFILE: unknown side \(name)")
+        }
+    }
+
+    static func run(_ spec: String, settings: Settings, dataset: Dataset) throws {
+        let parts = spec.split(separator: ":").map(String.init)
+        guard parts.count == 2 else { throw BenchError("BENCH_PROFILE=WORKLOAD:SIDE, not \(spec)") }
+        let side = try side(parts[1])
+        defer { side.close() }
+        let records = dataset.records.prefix(settings.records)
+        (side as? ReservoirSide)?.prepare(records)
+        let single = dataset.lookupOrder.prefix(settings.singleCommits).map { dataset.changed($0, round: 7) }
+        let many = (0..<settings.repetitions).map { round in
+            dataset.lookupOrder.suffix(settings.updateRecords).map { dataset.changed($0, round: 200 + round) }
+        }
+        var samples: [Duration] = []
+        if parts[0] != "insert" {
+            try side.reset()
+            try side.insert(records)
+        }
+        for repetition in 0..<settings.repetitions {
+            switch parts[0] {
+            case "insert":
+                try side.reset()
+                samples.append(try Timing.measure { try side.insert(records) })
+            case "fetch": samples.append(try Timing.measure { _ = try side.fetchSorted() })
+            case "point": samples.append(try Timing.measure { _ = try side.pointReads(dataset.lookupOrder) })
+            case "group": samples.append(try Timing.measure { _ = try side.groupReads(dataset.groupOrder) })
+            case "commits": samples.append(try Timing.measure { try side.commitEach(single) })
+            case "update": samples.append(try Timing.measure { try side.updateAll(many[repetition]) })
+            default: throw BenchError("BENCH_PROFILE: unknown workload \(parts[0])")
+            }
+        }
+        print("\(spec): median \(Cell.format(Timing.median(samples))) of \(samples.count)")
+    }
+}
