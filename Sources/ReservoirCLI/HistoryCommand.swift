@@ -14,9 +14,7 @@ struct HistoryCommand: ParsableCommand {
             another store's) is an error saying so. --follow goes on with every later commit,
             live, until Ctrl-C (or --count change sets).
 
-            Examples: reservoir history --token
-                      reservoir history --after rsv1.… --json
-                      reservoir history --follow
+            Example: reservoir history --after "$(reservoir history --token)" --follow
             """
     )
     @OptionGroup var options: StoreOptions
