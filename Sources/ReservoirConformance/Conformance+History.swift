@@ -201,21 +201,22 @@ extension ConformanceSuite {
             for round in 1...6 {
                 try writeItems(store, (written + 1)...(written + round))
                 written += round
-                // Take a few (1 to 3 of those waiting) and stop, as an app quitting would.
-                var iterator = store.history(after: token).makeAsyncIterator()
-                for _ in 0..<min(round % 3 + 1, written - seen.count) {
-                    guard let next = try await iterator.next() else { break }
-                    seen.append(next.token)
-                    token = next.token
-                }
+                // Take a few (1 to 3 of those waiting) and cancel, as an app quitting would.
+                let wanted = min(round % 3 + 1, written - seen.count)
+                let recorder = LiveRecorder<HistoryChangeSet>(initialDemand: .max(wanted))
+                store.historyPublisher(after: token).subscribe(recorder)
+                try expect(await eventually { recorder.values.count >= wanted }, "round \(round): \(wanted) change sets arrived")
+                recorder.cancel()
+                seen += recorder.values.map(\.token)
+                token = seen.last ?? token
             }
             // Resume once more and take everything still missing.
             let expected = try store.history(after: start, limit: 1000).map(\.token)
-            var iterator = store.history(after: token).makeAsyncIterator()
-            while seen.count < expected.count, let next = try await iterator.next() {
-                seen.append(next.token)
-            }
-            try expectEqual(seen, expected, "every change set exactly once, across the resumptions")
+            let rest = LiveRecorder<HistoryChangeSet>()
+            store.historyPublisher(after: token).subscribe(rest)
+            try expect(await eventually { seen.count + rest.values.count >= expected.count }, "the rest arrived")
+            rest.cancel()
+            try expectEqual(seen + rest.values.map(\.token), expected, "every change set exactly once, across the resumptions")
         }),
 
         ConformanceCase("history", "another store's commits reach historyPublisher live", requires: .multiProcess, waiting: { context in
