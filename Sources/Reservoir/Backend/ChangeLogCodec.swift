@@ -139,7 +139,7 @@ public enum ChangeLogCodec {
         var commit: UInt64 = 0
         if version >= 4 {
             guard bytes.count >= 9 else { return nil }
-            for index in 0..<8 { commit |= UInt64(bytes[1 + index]) << UInt64(8 * index) }
+            commit = commitIdentity(ofRecord: bytes)
             position = 9
         }
         guard let groups = varint(), groups <= UInt64(bytes.count) else { return nil }

@@ -126,22 +126,20 @@ extension Store {
     private func announceLostPosition(at target: CommitPosition) throws -> Bool {
         let announced = hub.lastPosition
         guard announced.sequence > 0 else { return false }
-        let rewound: Bool
+        // nil: trimmed by retention. The catch-up would say the stretch is incomplete, unless
+        // the log keeps exactly the change sets after it; then nothing can confirm that the
+        // announced commit is the one the log followed on from, so it re-reads too.
+        let rewound: Bool?
         if announced.sequence > target.sequence {
             rewound = true
         } else if announced.sequence == target.sequence {
             rewound = !announced.isSameCommit(as: target)
-        } else if let held = try backend.read({ try $0.commit(at: announced.sequence) }) {
-            rewound = !announced.isSameCommit(as: held)
         } else {
-            // Trimmed by retention: the catch-up below says the stretch is incomplete, unless
-            // the log keeps exactly the change sets after it. Then nothing can confirm that
-            // the announced commit is the one the log followed on from: re-read.
-            hub.enqueue(ChangeSet(sequence: target.sequence, entities: [], isExternal: true, isComplete: false, commit: target.commit))
-            return true
+            rewound = try backend.read { try $0.commit(at: announced.sequence) }.map { !announced.isSameCommit(as: $0) }
         }
-        guard rewound else { return false }
-        hub.enqueue(ChangeSet(sequence: target.sequence, entities: [], isExternal: true, commit: target.commit, isRewound: true))
+        guard rewound != false else { return false }
+        hub.enqueue(ChangeSet(sequence: target.sequence, entities: [], isExternal: true, isComplete: false,
+                              commit: target.commit, isRewound: rewound ?? false))
         return true
     }
 }

@@ -199,15 +199,13 @@ private final class HistorySubscription: Subscription, @unchecked Sendable {
     private func takeLiveLocked() {
         while !live.isEmpty {
             let changeSet = live.removeFirst()
-            if changeSet.isRewound || !changeSet.isComplete || changeSet.sequence > last.sequence + 1 {
-                if changeSet.isRewound || changeSet.sequence > last.sequence {
-                    readsLog = true
-                    live.removeAll()
-                    return
-                }
-                continue
+            if changeSet.sequence <= last.sequence && !changeSet.isRewound { continue }  // sent already
+            // A rewound change set is never complete.
+            guard changeSet.sequence == last.sequence + 1, changeSet.isComplete else {
+                readsLog = true
+                live.removeAll()
+                return
             }
-            guard changeSet.sequence > last.sequence else { continue }
             let converted = HistoryChangeSet(
                 token: changeSet.historyToken,
                 changes: changeSet.logEntries.map { HistoryChangeSet.Change(entity: $0.entity, id: $0.id, kind: $0.kind) })

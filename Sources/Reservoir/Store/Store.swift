@@ -194,7 +194,7 @@ public final class Store: Sendable {
                         hub.enqueue(ChangeSet(sequence: base.sequence, entities: [], isExternal: true, isComplete: false, commit: base.commit))
                     }
                 }
-                if hub.identity == nil, changeSet.sequence == 1 || base.sequence == 0 {
+                if hub.identity == nil, base.sequence == 0 {
                     // A store its first write created (PostgreSQL's) has its identity now.
                     hub.identity = try? backend.read { try $0.storeIdentity() }
                 }
