@@ -27,6 +27,8 @@ public final class Store: Sendable {
     let isClosed = Locked(false)
     /// Which record types' folded shadow columns this store has checked or refolded.
     let shadowCheck = ShadowCheck()
+    /// The history clock as this store last saw it (``HistoryRetention``).
+    let historyClock = Locked(HistoryClock.Local())
 
     /// Opens the store a configuration string names: `memory:`, `sqlite:PATH`, `lmdb:PATH`,
     /// or any scheme registered in `registry`. Throws `.invalidConfiguration` naming the
@@ -177,6 +179,7 @@ public final class Store: Sendable {
                     base = try writer.lastCommit()
                     if let changeSet = transaction.makeChangeSet(sequence: base.sequence + 1) {
                         try writer.record(changeSet)
+                        if let retention = backend.historyRetention { try keepHistory(after: changeSet.sequence, retention, writer) }
                         committed = changeSet
                     }
                     return result
