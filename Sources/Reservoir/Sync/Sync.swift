@@ -48,7 +48,15 @@ public final class Sync: @unchecked Sendable {
     }
 
     private init(local: Store, remote: Store, shapes: [SyncShape], owning: Bool) throws {
-        try Self.checkShapes(shapes)
+        do {
+            try Self.checkShapes(shapes)
+            if local === remote || (local.backend.location == remote.backend.location && local.backend.location != "memory") {
+                throw ReservoirError(.misuse, "the sync's local and remote stores are the same (\(local.backend.location)); expected a remote store elsewhere to mirror")
+            }
+        } catch {
+            if owning { remote.close() }
+            throw error
+        }
         self.local = local
         self.remote = remote
         self.shapes = shapes
