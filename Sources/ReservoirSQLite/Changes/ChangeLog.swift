@@ -47,11 +47,11 @@ enum ChangeLog {
                     lastChange: statement.int64(at: 0))
     }
 
-    /// The position of change set `sequence` while the log holds its closing row: a backward
-    /// scan over the rows newer than it.
+    /// The position of change set `sequence` while the log holds its closing row: one lookup in
+    /// the index of closing rows by sequence (`_reservoir_changes_sequence`).
     static func commit(at sequence: UInt64, _ connection: Connection) throws -> CommitPosition? {
         let statement = try connection.cached(
-            "SELECT sequence, commit_id FROM _reservoir_changes WHERE sequence <= ?1 ORDER BY change DESC LIMIT 1")
+            "SELECT sequence, commit_id FROM _reservoir_changes WHERE sequence <= ?1 AND sequence IS NOT NULL ORDER BY sequence DESC LIMIT 1")
         defer { statement.reset() }
         try statement.bind(Int64(clamping: sequence), at: 1)
         guard try statement.step(), UInt64(clamping: statement.int64(at: 0)) == sequence else { return nil }
@@ -159,10 +159,12 @@ enum ChangeLog {
     /// per record, in sequence order.
     static func entries(after sequence: UInt64, limit: Int, _ connection: Connection) throws -> [ChangeLogEntry] {
         guard limit > 0 else { return [] }
-        // The row closing change set `sequence` (or the newest older one): a backward scan
-        // over the rows newer than it, which are the rows wanted.
+        // The row closing change set `sequence` (or the newest older one): one lookup in the
+        // index of closing rows by sequence. (A backward scan over the rows newer than it made
+        // a catch-up from far behind quadratic: each batch passed every row after it again.)
+        // Sequences rise with row ids, so the newest closing row at or below `sequence` is it.
         let boundary = try connection.scalar(
-            "SELECT change FROM _reservoir_changes WHERE sequence <= ?1 ORDER BY change DESC LIMIT 1",
+            "SELECT change FROM _reservoir_changes WHERE sequence <= ?1 AND sequence IS NOT NULL ORDER BY sequence DESC LIMIT 1",
             [.integer(Int64(clamping: sequence))]
         ).integerValue
         let rows = try connection.cached(

@@ -36,6 +36,7 @@ enum Metadata {
                 change INTEGER PRIMARY KEY, entity TEXT NOT NULL, id, kind TEXT NOT NULL, sequence INTEGER, ids BLOB,
                 commit_id INTEGER
             );
+            CREATE INDEX IF NOT EXISTS _reservoir_changes_sequence ON _reservoir_changes(sequence) WHERE sequence IS NOT NULL;
             INSERT OR IGNORE INTO _reservoir_meta(key, value) VALUES('format_version', \(formatVersion));
             """, action: "create the backend's tables")
         try connection.run("INSERT OR IGNORE INTO _reservoir_meta(key, value) VALUES('store_id', ?1)",
