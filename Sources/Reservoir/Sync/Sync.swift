@@ -27,6 +27,7 @@ public final class Sync: @unchecked Sendable {
     public let shapes: [SyncShape]
     private let ownsRemote: Bool
     private let state = Locked(SyncStatus())
+    private let statusSubject = CurrentValueSubject<SyncStatus, Never>(SyncStatus())
     private let subject = PassthroughSubject<SyncEvent, Never>()
     private let queue = DispatchQueue(label: "reservoir.sync")
     private let pulling = NSLock()
@@ -76,6 +77,19 @@ public final class Sync: @unchecked Sendable {
     /// Where the replica stands.
     public var status: SyncStatus { state.withLock { $0 } }
 
+    /// ``status`` now and after every change of it (on the thread that changed it); for the main
+    /// actor and SwiftUI, ``LiveSyncStatus``.
+    public var statusPublisher: AnyPublisher<SyncStatus, Never> { statusSubject.eraseToAnyPublisher() }
+
+    /// Changes the status and sends the new one (outside the lock: a subscriber may read ``status``).
+    private func update(_ change: (inout SyncStatus) -> Void) {
+        let new = state.withLock { status -> SyncStatus in
+            change(&status)
+            return status
+        }
+        statusSubject.send(new)
+    }
+
     /// Every pull's outcome, as it happens (on the thread that pulled).
     public var events: AnyPublisher<SyncEvent, Never> { subject.eraseToAnyPublisher() }
 
@@ -89,14 +103,14 @@ public final class Sync: @unchecked Sendable {
         defer { pulling.unlock() }
         do {
             let event = try catchUp()
-            state.withLock {
+            update {
                 $0.isConnected = true
                 $0.lastError = nil
             }
             subject.send(event)
             return event
         } catch let error as ReservoirError {
-            state.withLock {
+            update {
                 $0.isConnected = false
                 $0.lastError = error
             }
@@ -135,12 +149,12 @@ public final class Sync: @unchecked Sendable {
             token = page.token
             changeSets += page.changeSets
             records += page.changes.count
-            state.withLock {
+            update {
                 $0.token = page.token
                 $0.changeSetsPulled += page.changeSets
             }
         }
-        state.withLock { $0.token = token }
+        update { $0.token = token }
         return .pulled(changeSets: changeSets, records: records, token: token)
     }
 
@@ -194,7 +208,7 @@ public final class Sync: @unchecked Sendable {
             }
             try SyncState(token: token.description, shapes: self.shapeText).write(key, tx.writer)
         }
-        state.withLock { $0.token = token }
+        update { $0.token = token }
         return .resynced(reason: reason, records: records, token: token)
     }
 
@@ -207,7 +221,7 @@ public final class Sync: @unchecked Sendable {
         queue.async { [self] in
             guard following == nil else { return }
             following = remote.changeSets.sink { [weak self] _ in self?.schedule() }
-            state.withLock { $0.isFollowing = true }
+            update { $0.isFollowing = true }
             runScheduled()
         }
     }
@@ -227,7 +241,7 @@ public final class Sync: @unchecked Sendable {
             pulling.lock()
             pulling.unlock()
         }
-        state.withLock { $0.isFollowing = false }
+        update { $0.isFollowing = false }
         if ownsRemote { remote.close() }
     }
 
