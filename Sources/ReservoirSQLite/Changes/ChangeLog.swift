@@ -140,12 +140,12 @@ enum ChangeLog {
 
     /// Deletes change sets `lastDropped` and older (``HistoryRetention`` decides which, every
     /// ``HistoryRetention/trimInterval`` commits): every row up to the one closing change set
-    /// `lastDropped`, found by a forward scan over the rows about to be deleted. When that
+    /// `lastDropped`, found by one lookup in the index of closing rows by sequence. When that
     /// change set is gone already, so is everything before it.
     static func trim(through lastDropped: Int64, _ connection: Connection) throws {
         guard lastDropped >= 1 else { return }
         let statement = try connection.cached(
-            "SELECT change, sequence FROM _reservoir_changes WHERE sequence >= ?1 ORDER BY change LIMIT 1")
+            "SELECT change, sequence FROM _reservoir_changes WHERE sequence >= ?1 AND sequence IS NOT NULL ORDER BY sequence LIMIT 1")
         try statement.bind(lastDropped, at: 1)
         guard try statement.step(), statement.int64(at: 1) == lastDropped else { return statement.reset() }
         let boundary = statement.int64(at: 0)
