@@ -22,12 +22,15 @@ import Reservoir
 ///     try await HistoryConsumerKill(child: try ChildProcess.builtExecutable("my-child"), registry: myRegistry)
 ///         .run(configuration: config, consumerFile: path, trials: 100, seed: 1)
 public struct HistoryConsumerKill: Sendable {
+    /// The consumer's executable.
     public let child: URL
+    /// The registry the test opens the store with (the child uses its own).
     public let registry: BackendRegistry
 
     /// The first argument that makes a helper executable run ``childMain(registry:)``.
     public static let childArgument = "--history-consumer"
 
+    /// A harness starting `child` as the consumer, opening the store through `registry`.
     public init(child: URL, registry: BackendRegistry) {
         self.child = child
         self.registry = registry
