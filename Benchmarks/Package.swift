@@ -5,6 +5,7 @@
 //     cd Benchmarks && swift run -c release lmdb-bench               LMDB backend vs raw LMDB C, in detail
 //     cd Benchmarks && swift run -c release observation-benchmark    live-subscription cost per commit
 //     cd Benchmarks && swift run -c release lmdb-open-cost           LMDB open (page check) cost by store size
+//     cd Benchmarks && ../scripts/with-postgres swift run -c release history-catchup   history catch-up vs raw C, log bytes
 // Each keeps its profiling modes (BENCH_PROFILE=..., `observation-benchmark profile ...`).
 import PackageDescription
 
@@ -59,6 +60,18 @@ let package = Package(
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
             ],
             path: "Sources/ObservationBenchmark"
+        ),
+        // History catch-up from a token (issue #32) beside each engine's raw C API, and the log's
+        // bytes per retained change set. Raw LMDB and libpq come through CLMDB and CLibPQ.
+        .executableTarget(
+            name: "history-catchup",
+            dependencies: [
+                "CSQLiteRaw",
+                .product(name: "Reservoir", package: "Reservoir"),
+                .product(name: "ReservoirSQLite", package: "Reservoir"),
+                .product(name: "ReservoirLMDB", package: "Reservoir"),
+                .product(name: "ReservoirPostgres", package: "Reservoir"),
+            ]
         ),
         // Every workload on every side, same data, one run, one Markdown table: `Benchmarks/run`.
         // Raw libpq comes through ReservoirPostgres's CLibPQ module, as raw LMDB through CLMDB.

@@ -6,7 +6,8 @@
 //   ReservoirPostgresTestHelper URL CLIENT WRITES TOTAL_RECORDS
 //
 // Prints "ok …" and exits 0, or prints "FAIL …" and exits 1. With `--fault-loop` first, it is
-// a client of the fault loop instead (FaultLoopClient.swift).
+// a client of the fault loop instead (FaultLoopClient.swift); with `--history-consumer`, the
+// consumer process of the history SIGKILL trials (HistoryConsumerKill).
 import Foundation
 import OpenCombineShim
 import Reservoir
@@ -82,5 +83,8 @@ nonisolated func runClient() -> Never {
 
 if CommandLine.arguments.dropFirst().first == FaultLoopClient.argument {
     FaultLoopClient.main(Array(CommandLine.arguments.dropFirst(2)))
+}
+if CommandLine.arguments.dropFirst().first == HistoryConsumerKill.childArgument {
+    HistoryConsumerKill.childMain(registry: BackendRegistry([.postgres]))
 }
 runClient()

@@ -142,7 +142,8 @@ private final class HistorySubscription: Subscription, @unchecked Sendable {
                     // The live change sets take over once they follow on from `last`: the log
                     // need not be read again, nor can it be once the store has closed.
                     live.removeAll { $0.sequence <= last.sequence && !$0.isRewound }
-                    guard tokenChecked, let first = live.first, first.sequence == last.sequence + 1, first.isComplete, !first.isRewound else {
+                    guard tokenChecked, let first = live.first, first.sequence == last.sequence + 1, first.isComplete, !first.isRewound,
+                          !first.isExternal else {
                         return .readLog(last)
                     }
                     readsLog = false
@@ -200,8 +201,10 @@ private final class HistorySubscription: Subscription, @unchecked Sendable {
         while !live.isEmpty {
             let changeSet = live.removeFirst()
             if changeSet.sequence <= last.sequence && !changeSet.isRewound { continue }  // sent already
-            // A rewound change set is never complete.
-            guard changeSet.sequence == last.sequence + 1, changeSet.isComplete else {
+            // A rewound change set is never complete. Another process's change set is only a
+            // wake-up: it was read from the log in a later snapshot and lacks the inserts and
+            // updates of records a later commit deleted (it carries rows, and those are gone).
+            guard changeSet.sequence == last.sequence + 1, changeSet.isComplete, !changeSet.isExternal else {
                 readsLog = true
                 live.removeAll()
                 return

@@ -162,14 +162,17 @@ class PGReadTransaction: ReadTransaction {
     func changeLog(after sequence: UInt64, limit: Int) throws -> [ChangeLogEntry] {
         try checkOpen()
         guard limit > 0, !absent else { return [] }
-        // `sequence - limit` rather than `min + limit`: sequences are never negative, so the
-        // subtraction cannot leave bigint's range even for a limit of Int.max.
+        // The upper bound is computed once, in numeric so that `min + limit` cannot leave bigint's
+        // range even for a limit of Int.max, and compared with the bare column so that the sequence
+        // index bounds the scan on both sides: `sequence - limit < min` was a filter over every
+        // row after the token, which made a catch-up in batches quadratic in the log's length.
         let after = Int64(clamping: sequence)
         let result = try connection.run(
             """
             SELECT sequence, entity, kind, ids, key, commit_id FROM \(layout.changes)
             WHERE sequence > $1::bigint
-              AND sequence - $2::bigint < (SELECT min(sequence) FROM \(layout.changes) WHERE sequence > $1::bigint)
+              AND sequence <= (SELECT LEAST(min(sequence)::numeric + $2::bigint - 1, 9223372036854775807)::bigint
+                              FROM \(layout.changes) WHERE sequence > $1::bigint)
             ORDER BY sequence, change
             """,
             [.integer(after), .integer(Int64(clamping: limit))])
