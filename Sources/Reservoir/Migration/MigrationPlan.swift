@@ -37,3 +37,30 @@ public struct MigrationPlan: Sendable, CustomStringConvertible {
         return (["schema version \(currentVersion) → \(targetVersion):"] + steps.map { "  " + $0.description }).joined(separator: "\n")
     }
 }
+
+/// How far a running migration got, reported by ``Store/migrate(_:progress:)``: at the start and
+/// end of each step that has records to rewrite, and every 1,000 records in between.
+public struct MigrationProgress: Sendable, Hashable, CustomStringConvertible {
+    /// The version being applied.
+    public let version: Int
+    /// The step running, from 1.
+    public let step: Int
+    /// How many steps the version has.
+    public let stepCount: Int
+    /// The entity the step rewrites.
+    public let entity: String
+    /// Records rewritten so far in this step.
+    public let recordsDone: Int
+    /// Records the step rewrites.
+    public let recordsTotal: Int
+
+    /// The fraction of this step done, 0 to 1 (1 for a step with no records).
+    public var fractionDone: Double {
+        recordsTotal == 0 ? 1 : Double(recordsDone) / Double(recordsTotal)
+    }
+
+    /// `version 2 step 1/3 (todos): 1000/5000 records`.
+    public var description: String {
+        "version \(version) step \(step)/\(stepCount) (\(entity)): \(recordsDone)/\(recordsTotal) records"
+    }
+}

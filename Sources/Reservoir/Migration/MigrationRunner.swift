@@ -7,6 +7,10 @@
 struct MigrationRunner {
     let writer: any WriteTransaction
     let version: SchemaVersion
+    var progress: (@Sendable (MigrationProgress) -> Void)?
+
+    /// Records between two progress reports within a step.
+    static let progressInterval = 1000
 
     /// Runs every step; returns how many records each touched.
     func run() throws -> [Int] {
@@ -30,7 +34,11 @@ struct MigrationRunner {
         try writer.fetch(Query(entity: stored)) { rows.append($0) }
         let target = try describe(stored, after: step, index: index, rows: rows)
         let idColumn = stored.idColumn
-        for row in rows {
+        report(index, entity: stored.name, done: 0, of: rows.count)
+        for (position, row) in rows.enumerated() {
+            if position > 0, position % Self.progressInterval == 0 {
+                report(index, entity: stored.name, done: position, of: rows.count)
+            }
             let id = row.value(idColumn)
             var changed = row
             do {
@@ -49,6 +57,7 @@ struct MigrationRunner {
                 try writer.put(target, id: id, row: changed)
             }
         }
+        report(index, entity: stored.name, done: rows.count, of: rows.count)
         switch step.action {
         case let .renameField(field, _), let .dropField(field):
             try writer.dropColumns(Self.columns(of: field, in: stored), from: target)
@@ -58,6 +67,11 @@ struct MigrationRunner {
             break
         }
         return rows.count
+    }
+
+    private func report(_ index: Int, entity: String, done: Int, of total: Int) {
+        progress?(MigrationProgress(version: version.number, step: index + 1, stepCount: version.steps.count,
+                                    entity: entity, recordsDone: done, recordsTotal: total))
     }
 
     /// The field's column and its folded shadow columns present in `entity` (a searchable

@@ -4,10 +4,12 @@ extension Store {
     /// `migrations`' newest version (``migrate(_:)``). Throws, leaving the store closed and at
     /// the version it was, when a version fails (`.migrationFailed`) or when the store is at a
     /// version `migrations` does not know that is not additive (`.unknownSchemaVersion`).
-    public static func open(_ configuration: String, registry: BackendRegistry = .shared, migrations: Migrations) throws -> Store {
+    /// `progress` is called as in ``migrate(_:progress:)``.
+    public static func open(_ configuration: String, registry: BackendRegistry = .shared, migrations: Migrations,
+                            progress: (@Sendable (MigrationProgress) -> Void)? = nil) throws -> Store {
         let store = try open(configuration, registry: registry)
         do {
-            try store.migrate(migrations)
+            try store.migrate(migrations, progress: progress)
         } catch {
             store.close()
             throw error
@@ -40,10 +42,19 @@ extension Store {
     /// - Returns: the numbers of the versions applied (stamped versions included).
     @discardableResult
     public func migrate(_ migrations: Migrations) throws -> [Int] {
+        try migrate(migrations, progress: nil)
+    }
+
+    /// ``migrate(_:)``, calling `progress` as each step rewrites records: at its start and end
+    /// and every 1,000 records (``MigrationProgress``). `progress` runs inside the migration's
+    /// write transaction, on the migrating thread: it must return quickly and must not use the
+    /// store (a write from it is a nested write, refused with `.misuse`).
+    @discardableResult
+    public func migrate(_ migrations: Migrations, progress: (@Sendable (MigrationProgress) -> Void)?) throws -> [Int] {
         try checkOpen()
         try migrations.validate()
         var applied: [Int] = []
-        while let versions = try applyNextVersion(migrations) {
+        while let versions = try applyNextVersion(migrations, progress: progress) {
             applied += versions
         }
         return applied
@@ -101,7 +112,7 @@ extension Store {
 
     /// Applies the next version in one write transaction (or stamps a new store); returns the
     /// versions it recorded, or nil when there is nothing left to do.
-    private func applyNextVersion(_ migrations: Migrations) throws -> [Int]? {
+    private func applyNextVersion(_ migrations: Migrations, progress: (@Sendable (MigrationProgress) -> Void)?) throws -> [Int]? {
         var recorded: [Int]?
         var committed: ChangeSet?
         var base = CommitPosition.start
@@ -118,7 +129,7 @@ extension Store {
                     if entries.isEmpty, try writer.entities().isEmpty {
                         applying = pending  // a new store: its records will be written in the newest shape
                     } else {
-                        _ = try MigrationRunner(writer: writer, version: next).run()
+                        _ = try MigrationRunner(writer: writer, version: next, progress: progress).run()
                         applying = [next]
                     }
                     var changes = EntityChanges(entity: SchemaLedger.entityName)
