@@ -268,7 +268,58 @@ extension ConformanceSuite {
             try expectEqual(try other.schemaVersion(), 1, "the other store reads the version")
             live.cancel()
         },
+
+        ConformanceCase("migrations", "a store open while another migrates it past its app's versions refuses writes and ends subscriptions (found by its catch-up)", requires: .multiProcess) { context in
+            try concurrentMigration(context, pollsFirst: true)
+        },
+
+        ConformanceCase("migrations", "a store open while another migrates it past its app's versions refuses writes and ends subscriptions (found by its write)", requires: .multiProcess) { context in
+            try concurrentMigration(context, pollsFirst: false)
+        },
     ]
+}
+
+/// An older app's store (migrated to version 1) stays open while a newer app's
+/// store on the same location migrates it: past an additive version 2 it goes on; past version 3,
+/// a rename, its next write is refused and rolled back and its subscriptions end, both with
+/// `.unknownSchemaVersion`. `pollsFirst`: the older store's catch-up meets the schema change
+/// before its write does (else the write finds it inside its transaction).
+private func concurrentMigration(_ context: ConformanceContext, pollsFirst: Bool) throws {
+    // Probes only when told to (no timer, no commit signal), so which path finds the migration is this case's choice.
+    let configuration = try StoreConfiguration(context.configuration)
+    let older = try Store(backend: context.harness.registry.makeBackend(configuration), configuration: configuration,
+                          pollInterval: .seconds(3600), usesCommitSignal: false)
+    defer { older.close() }
+    try older.putRows(startingNotes, in: notes)
+    try older.migrate(Migrations { SchemaVersion(1, .addIndex(on: "title", in: "conformance_notes")) })
+    let live = LiveRecorder<CollectionDifference<Item>>()
+    older.differencesPublisher(for: FetchRequest<Item>()).subscribe(live)
+    let newer = try context.openAnother()
+    let versionTwo = SchemaVersion(2, .addField("done", to: "conformance_notes", default: false))
+    try newer.migrate(Migrations { SchemaVersion(1, .addIndex(on: "title", in: "conformance_notes")); versionTwo })
+    older.pollExternalChanges()
+    try older.write { tx in _ = try tx.putRow(note(9, "Additive is fine", "1"), in: notes) }
+    try expect(live.completion == nil, "an additive version leaves subscriptions running: \(String(describing: live.completion))")
+    try newer.migrate(Migrations {
+        SchemaVersion(1, .addIndex(on: "title", in: "conformance_notes"))
+        versionTwo
+        SchemaVersion(3, .renameField("title", to: "name", in: "conformance_notes"))
+    })
+    if pollsFirst { older.pollExternalChanges() }
+    let refused = try expectError(.unknownSchemaVersion, "a write by the older app") {
+        try older.write { tx in _ = try tx.putRow(note(10, "Old shape", "1"), in: notes) }
+    }
+    try expect(refused.message.contains("version 3") && refused.message.contains("up to 1"), "the message names both versions: \(refused.message)")
+    try expectError(.unknownSchemaVersion, "the older app's next write") {
+        try older.write { tx in _ = try tx.putRow(note(11, "Old shape", "1"), in: notes) }
+    }
+    older.pollExternalChanges()
+    guard case let .failure(error)? = live.completion, (error as? ReservoirError)?.code == .unknownSchemaVersion else {
+        throw ConformanceFailure(message: "the older store's subscription ended with \(String(describing: live.completion)), expected .unknownSchemaVersion", file: #fileID, line: #line)
+    }
+    let after = try rows(newer)
+    try expect(after[10] == nil && after[11] == nil, "nothing of the refused writes reached the store: \(after.keys.sorted())")
+    try expectEqual(after[9]?.value("name"), .text("Additive is fine"), "the older app's write before the rename was migrated")
 }
 
 private extension Row {

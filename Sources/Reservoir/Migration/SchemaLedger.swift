@@ -50,6 +50,14 @@ enum SchemaLedger {
         return entries.sorted { $0.version < $1.version }
     }
 
+    /// Throws `.unknownSchemaVersion` when `entries` (the store's applied versions) hold a
+    /// version `migrations` does not list that is not additive.
+    static func checkKnown(_ entries: [Entry], by migrations: Migrations) throws {
+        let unknown = entries.filter { $0.version > migrations.latest }
+        guard let newest = unknown.last, let blocking = unknown.first(where: { !$0.isAdditive }) else { return }
+        throw ReservoirError(.unknownSchemaVersion, "the store is at schema version \(newest.version), but this app knows versions up to \(migrations.latest); version \(blocking.version) is not additive (\(blocking.steps)), so this app cannot use the store safely: update the app")
+    }
+
     /// The store's schema version: the newest applied, 0 when none was.
     static func version(_ reader: any ReadTransaction) throws -> Int {
         try entries(reader).last?.version ?? 0

@@ -57,6 +57,7 @@ extension Store {
         while let versions = try applyNextVersion(migrations, progress: progress) {
             applied += versions
         }
+        schemaGuard.adopt(migrations)
         return applied
     }
 
@@ -70,7 +71,7 @@ extension Store {
             return try backend.read { reader in
                 let entries = try SchemaLedger.entries(reader)
                 let current = entries.last?.version ?? 0
-                try checkKnown(entries, by: migrations)
+                try SchemaLedger.checkKnown(entries, by: migrations)
                 if entries.isEmpty, try reader.entities().isEmpty, let latest = migrations.versions.last {
                     return MigrationPlan(currentVersion: 0, targetVersion: latest.number, stampsOnly: true, steps: [])
                 }
@@ -102,14 +103,6 @@ extension Store {
 
     // MARK: - Running
 
-    /// Throws `.unknownSchemaVersion` when the store has applied a version `migrations` does
-    /// not list that is not additive.
-    private func checkKnown(_ entries: [SchemaLedger.Entry], by migrations: Migrations) throws {
-        let unknown = entries.filter { $0.version > migrations.latest }
-        guard let newest = unknown.last, let blocking = unknown.first(where: { !$0.isAdditive }) else { return }
-        throw ReservoirError(.unknownSchemaVersion, "the store is at schema version \(newest.version), but this app knows versions up to \(migrations.latest); version \(blocking.version) is not additive (\(blocking.steps)), so this app cannot use the store safely: update the app")
-    }
-
     /// Applies the next version in one write transaction (or stamps a new store); returns the
     /// versions it recorded, or nil when there is nothing left to do.
     private func applyNextVersion(_ migrations: Migrations, progress: (@Sendable (MigrationProgress) -> Void)?) throws -> [Int]? {
@@ -121,7 +114,7 @@ extension Store {
                 try backend.write { writer in
                     // Read inside the write: another process may have migrated meanwhile.
                     let entries = try SchemaLedger.entries(writer)
-                    try checkKnown(entries, by: migrations)
+                    try SchemaLedger.checkKnown(entries, by: migrations)
                     let current = entries.last?.version ?? 0
                     let pending = migrations.versions.filter { $0.number > current }
                     guard let next = pending.first else { return }
