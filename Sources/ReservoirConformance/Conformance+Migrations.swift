@@ -269,6 +269,18 @@ extension ConformanceSuite {
             live.cancel()
         },
 
+        ConformanceCase("migrations", "a read-only opener of a store at the app's version opens with its migrations",
+                        requires: [.persistent, .multiProcess, .readOnlyOpening]) { context in
+            let migrations = upToVersion2(.renameField("title", to: "name", in: "conformance_notes"))
+            try context.store.putRows(startingNotes, in: notes)
+            try context.store.migrate(migrations)
+            let configuration = context.configuration + (context.configuration.contains("?") ? "&" : "?") + "mode=readonly"
+            let reader = try Store.open(configuration, registry: context.harness.registry, migrations: migrations)
+            defer { reader.close() }
+            try expectEqual(try reader.schemaVersion(), 2, "the reader's schema version")
+            try expectEqual(try rows(reader)[1]?.value("name"), .text("Buy milk"), "the reader sees the migrated records")
+        },
+
         ConformanceCase("migrations", "a store open while another migrates it past its app's versions refuses writes and ends subscriptions (found by its catch-up)", requires: .multiProcess) { context in
             try concurrentMigration(context, pollsFirst: true)
         },

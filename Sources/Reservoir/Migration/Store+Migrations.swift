@@ -53,9 +53,23 @@ extension Store {
     public func migrate(_ migrations: Migrations, progress: (@Sendable (MigrationProgress) -> Void)?) throws -> [Int] {
         try checkOpen()
         try migrations.validate()
+        // A read first: a store already at the app's version (every launch but the first after
+        // an update) needs no write, and a read-only opener can check it too.
+        let upToDate: Bool
+        do {
+            upToDate = try backend.read { reader in
+                let entries = try SchemaLedger.entries(reader)
+                try SchemaLedger.checkKnown(entries, by: migrations)
+                return !entries.isEmpty && migrations.latest <= (entries.last?.version ?? 0)
+            }
+        } catch let error as ReservoirError {
+            throw named(error)
+        }
         var applied: [Int] = []
-        while let versions = try applyNextVersion(migrations, progress: progress) {
-            applied += versions
+        if !upToDate {
+            while let versions = try applyNextVersion(migrations, progress: progress) {
+                applied += versions
+            }
         }
         schemaGuard.adopt(migrations)
         return applied
