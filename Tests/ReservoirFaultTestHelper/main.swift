@@ -4,10 +4,13 @@ import ReservoirLMDB
 import ReservoirSQLite
 
 // The child process of ReservoirFaultTests: commits numbered transactions on the store its
-// argument names until it is killed (crash trials), or runs damaged copies of a store
-// (`--damaged-files …`).
+// argument names until it is killed (crash trials), runs damaged copies of a store
+// (`--damaged-files …`), or migrates a store until it is killed (`--migrate …`).
 let registry = BackendRegistry([.sqlite, .lmdb])
 if CommandLine.arguments.dropFirst().first == DamagedFiles.childArgument {
     DamagedFiles.childMain(registry: registry)
+}
+if CommandLine.arguments.dropFirst().first == MigrationCrash.childArgument {
+    MigrationCrash.childMain(registry: registry)
 }
 CrashConsistency.childMain(registry: registry)
