@@ -251,6 +251,21 @@ extension ConformanceSuite {
             live.cancel()
         },
 
+        ConformanceCase("migrations", "a live history consumer receives the schema change once, in order, marked", waiting: { context in
+            let store = context.store
+            let start = try store.currentHistoryToken
+            try store.insertItems([Item(id: 1, name: "one")])
+            let recorder = LiveRecorder<HistoryChangeSet>()
+            store.historyPublisher(after: start).subscribe(recorder)
+            try expect(await eventually { recorder.values.count >= 1 }, "the missed change set arrived: \(recorder.values.count)")
+            try store.migrate(Migrations { SchemaVersion(1, .transform("conformance_items") { row in row["rank"] = .integer(1) }) })
+            try store.insertItems([Item(id: 2, name: "two")])
+            try expect(await eventually { recorder.values.count >= 3 }, "the migration and the write after it arrived: \(recorder.values.count)")
+            try expectEqual(recorder.values.map(\.isSchemaChange), [false, true, false], "the schema change, marked, between the writes")
+            try expectEqual(recorder.values.map(\.token), try store.history(after: start, limit: 10).map(\.token), "the tokens against history(after:)")
+            recorder.cancel()
+        }),
+
         ConformanceCase("migrations", "another store on the location hears the schema change and re-reads", requires: .multiProcess) { context in
             try context.store.insertItems(standardItems)
             let other = try context.openAnother()
