@@ -14,6 +14,11 @@ struct HistoryCommand: ParsableCommand {
             another store's) is an error saying so. --follow goes on with every later commit,
             live, until Ctrl-C (or --count change sets).
 
+            --retain NAME holds the history after --after's token (or the current one) for the
+            consumer NAME, so retention keeps it until NAME moves on, --release NAME lets go, or
+            the hold outlives the store's holdage (7 days unless given); reservoir info lists
+            the holds.
+
             Example: reservoir history --after "$(reservoir history --token)" --follow
             """
     )
@@ -24,10 +29,19 @@ struct HistoryCommand: ParsableCommand {
     @Flag(help: "Go on with every later commit, live, until Ctrl-C.") var follow = false
     @Flag(help: "One JSON object a line.") var json = false
     @Option(help: "Stop after this many change sets.") var count: Int?
+    @Option(help: ArgumentHelp("Hold the history after --after's token (or the current one) for this consumer, and exit.", valueName: "NAME"))
+    var retain: String?
+    @Option(help: ArgumentHelp("End this consumer's hold on the history, and exit.", valueName: "NAME"))
+    var release: String?
 
     func validate() throws {
         if let count, count < 1 { throw ValidationError("--count \(count) is not a positive count") }
         if token && (after != nil || follow) { throw ValidationError("--token prints the current token; it takes no --after or --follow") }
+        if (retain != nil || release != nil) && (token || follow || count != nil) {
+            throw ValidationError("--retain and --release change a hold and exit; they take no --token, --follow or --count")
+        }
+        if retain != nil && release != nil { throw ValidationError("give --retain or --release, not both") }
+        if release != nil && after != nil { throw ValidationError("--release ends a hold; it takes no --after") }
     }
 
     func run() throws {
@@ -37,6 +51,17 @@ struct HistoryCommand: ParsableCommand {
             let current = try store.currentHistoryToken
             if token {
                 emit(json ? try jsonLine(["token": current.description, "sequence": current.sequence]) : current.description)
+                return
+            }
+            if let release {
+                let had = try store.releaseHistory(for: release)
+                emit(had ? "released the hold of \(release)" : "\(release) held no history")
+                return
+            }
+            if let retain {
+                let from = try after.map(HistoryToken.init(parsing:)) ?? current
+                try store.retainHistory(for: retain, from: from)
+                emit("holding the history after \(from) for \(retain)")
                 return
             }
             var from = HistoryToken(store: current.store, position: .start)

@@ -14,7 +14,7 @@ struct ReservoirCommand: ParsableCommand {
 
             Example: reservoir todo add "Buy milk" --priority 2 && reservoir watch --open
             """,
-        subcommands: [DemoCommand.self, TodoCommand.self, WatchCommand.self, HistoryCommand.self, CopyCommand.self, VerifyCommand.self, InfoCommand.self, BenchCommand.self, LatencyCommand.self]
+        subcommands: [DemoCommand.self, TodoCommand.self, WatchCommand.self, HistoryCommand.self, SyncCommand.self, CopyCommand.self, VerifyCommand.self, InfoCommand.self, BenchCommand.self, LatencyCommand.self]
     )
 }
 

@@ -19,12 +19,16 @@ public final class LMDBBackend: StorageBackend {
     /// Whether writes are refused (`mode=readonly`, or files this process may not write).
     public var isReadOnly: Bool { readOnly || environment.options.readOnly }
     private let readOnly: Bool
+    /// What the change log keeps (`retention=`, `retentionage=`, `holdage=`): this store's own
+    /// options, even when it shares the environment with another store in the process.
+    public let historyRetention: HistoryRetention?
 
     /// Opens (creating it when its parent directory exists) the environment at `path`.
     public init(path: String, options: LMDBOptions = LMDBOptions()) throws {
         environment = try LMDBEnvironment.acquire(path: path, options: options)
         // The environment may be shared with a writable store in this process; this one stays read-only.
         readOnly = options.readOnly
+        historyRetention = options.history
     }
 
     /// Opens the environment an `lmdb:` configuration names.
@@ -99,10 +103,10 @@ public final class LMDBBackend: StorageBackend {
 }
 
 extension BackendFactory {
-    /// The factory for `lmdb:PATH[?durability=none|normal|full&mapsize=SIZE&maxmapsize=SIZE&maxreaders=N&maxdbs=N&retention=N&mode=readonly]`.
+    /// The factory for `lmdb:PATH[?durability=none|normal|full&mapsize=SIZE&maxmapsize=SIZE&maxreaders=N&maxdbs=N&retention=N&retentionage=DURATION&holdage=DURATION&mode=readonly]`.
     public static let lmdb = BackendFactory(
         scheme: "lmdb",
-        summary: "lmdb:PATH[?durability=none|normal|full&mapsize=SIZE&maxmapsize=SIZE&maxreaders=N&maxdbs=N&retention=N&mode=readonly]"
+        summary: "lmdb:PATH[?durability=none|normal|full&mapsize=SIZE&maxmapsize=SIZE&maxreaders=N&maxdbs=N&retention=N&retentionage=DURATION&holdage=DURATION&mode=readonly]"
     ) { configuration in
         try LMDBBackend(configuration: configuration)
     }

@@ -21,9 +21,14 @@ public struct LMDBOptions: Sendable, Hashable {
     public var maxReaders: Int = 126
     /// Named databases: one per entity, one per index, plus two.
     public var maxDatabases: Int = 256
-    /// How many change sets the change log keeps for other processes to catch up on
-    /// (`retention=`, 0 keeping all, as on every backend; `logretention=` is its old name).
-    public var logRetention: Int = 10_000
+    /// What the change log keeps for other processes and history readers: `retention=`
+    /// (`logretention=` is its old name), `retentionage=`, `holdage=` (``HistoryRetention``).
+    public var history = HistoryRetention(count: 10_000)
+    /// How many change sets the change log keeps at least (0: no count).
+    public var logRetention: Int {
+        get { history.count }
+        set { history.count = max(0, newValue) }
+    }
     /// `mode=readonly`: open for reading and observing only (`MDB_RDONLY`); writes throw
     /// `.readOnly`. An environment whose directory or data.mdb this process may not write
     /// opens read-only by itself.
@@ -36,7 +41,7 @@ public struct LMDBOptions: Sendable, Hashable {
     public static let largestMapSize = 1 << 46
 
     /// The option names `lmdb:` accepts.
-    public static let names = ["durability", "mapsize", "maxmapsize", "maxreaders", "maxdbs", "mode", "retention", "logretention"]
+    public static let names = ["durability", "mapsize", "maxmapsize", "maxreaders", "maxdbs", "mode", "logretention"] + StoreConfiguration.historyOptionNames
 
     /// Reads the options of `configuration`; throws `.invalidConfiguration` naming a bad one.
     public init(_ configuration: StoreConfiguration) throws {
@@ -66,7 +71,7 @@ public struct LMDBOptions: Sendable, Hashable {
             guard let value = Int(text), (4...32_000).contains(value) else { throw bad("maxdbs", "a count from 4 to 32000") }
             maxDatabases = value
         }
-        logRetention = try configuration.retention(default: logRetention)
+        history = try configuration.historyRetention(defaultCount: logRetention)
         readOnly = try configuration.readOnly()
         if let text = options["logretention"] {
             guard options["retention"] == nil else { throw bad("logretention", "no value: it is the old name of retention, which is given too") }

@@ -21,6 +21,8 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
 
     public let location: String
     public let options: PostgresOptions
+    /// What the change log keeps (`retention=`, `retentionage=`, `holdage=`).
+    public var historyRetention: HistoryRetention? { options.history }
     public var capabilities: BackendCapabilities { [.persistent, .multiProcess, .nativeQueries, .commitSignal] }
 
     let server: PostgresServer
@@ -167,8 +169,9 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
         // first read rides in the same round trip as BEGIN and the meta row. Until then the
         // transaction holds the newest catalog this store knows, to build that read from.
         let guess = cachedCatalog.withLock { $0 } ?? Catalog(version: -1, tables: [:])
-        let transaction = PGWriteTransaction(connection: connection, layout: layout, catalog: guess, sequence: 0,
-                                             retention: options.retention) { [unowned self] read in try self.beginWrite(read) }
+        let transaction = PGWriteTransaction(connection: connection, layout: layout, catalog: guess, sequence: 0) { [unowned self] read in
+            try self.beginWrite(read)
+        }
         defer { transaction.end() }
         func rollBack() {
             let connection = transaction.connection
@@ -365,7 +368,7 @@ extension BackendFactory {
     /// `postgres://…`: the PostgreSQL backend.
     public static let postgres = BackendFactory(
         scheme: "postgres",
-        summary: "postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME&retention=N&readers=N&durability=normal|full&timeout=SECONDS&LIBPQ-OPTIONS]"
+        summary: "postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME&retention=N&retentionage=DURATION&holdage=DURATION&readers=N&durability=normal|full&timeout=SECONDS&LIBPQ-OPTIONS]"
     ) { try PostgresBackend($0) }
 
     /// `postgresql://…`, the other spelling libpq accepts.

@@ -23,7 +23,13 @@ public struct PostgresOptions: Sendable, Hashable {
     public typealias Durability = Reservoir.Durability
 
     public var schema: String
-    public var retention: Int
+    /// What the change log keeps: `retention=`, `retentionage=`, `holdage=` (``HistoryRetention``).
+    public var history: HistoryRetention
+    /// How many change sets the change log keeps at least (0: no count).
+    public var retention: Int {
+        get { history.count }
+        set { history.count = max(0, newValue) }
+    }
     public var readers: Int
     public var durability: Durability
     /// Seconds one call waits for the server before the connection is dropped.
@@ -31,14 +37,14 @@ public struct PostgresOptions: Sendable, Hashable {
 
     public init(schema: String = "public", retention: Int = 10_000, readers: Int = 4, durability: Durability = .full, timeout: Int = 60) {
         self.schema = schema
-        self.retention = retention
+        self.history = HistoryRetention(count: retention)
         self.readers = readers
         self.durability = durability
         self.timeout = timeout
     }
 
     /// Reservoir's own option names; every other option goes to libpq.
-    public static let names = ["durability", "readers", "retention", "schema", "timeout"]
+    public static let names = ["durability", "readers", "schema", "timeout"] + StoreConfiguration.historyOptionNames
 
     /// How long a write waits for the write lock (the meta row) before `.busy`: 30 s, or half
     /// the call timeout when that is shorter, so a busy store is reported as busy, not as a
@@ -54,7 +60,7 @@ public struct PostgresOptions: Sendable, Hashable {
             }
             schema = value
         }
-        retention = try configuration.retention(default: retention)
+        history = try configuration.historyRetention(defaultCount: retention)
         readers = try configuration.integer("readers", in: 1...64, default: readers, expected: "a number of idle reader connections from 1 to 64")
         durability = try configuration.durability(default: durability)
         timeout = try configuration.integer("timeout", in: 1...86_400, default: timeout, expected: "a number of seconds from 1 to 86400 that a call waits for the server")

@@ -18,6 +18,8 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
 
     public let location: String
     public let options: SQLiteOptions
+    /// What the change log keeps (the `retention=`, `retentionage=` and `holdage=` options).
+    public var historyRetention: HistoryRetention? { options.history }
     public var capabilities: BackendCapabilities { [.persistent, .multiProcess, .nativeQueries, .commitSignal, .readOnlyOpening] }
     /// Whether the store was opened read-only: `mode=readonly`, or a file this process may
     /// not write. Writes then throw `.readOnly`; reads and subscriptions work.
@@ -224,7 +226,7 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
                 // Plain SQL writers' changes get their own sequence first, so they precede ours.
                 head = try ChangeLog.beginWrite(connection)
             }
-            transaction = SQLiteWriteTransaction(session: session, head: head, retention: options.retention)
+            transaction = SQLiteWriteTransaction(session: session, head: head)
             defer { transaction.end() }
             result = try body(transaction)
             try connection.statement(.commit).run()

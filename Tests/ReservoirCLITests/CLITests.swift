@@ -196,7 +196,7 @@ struct CLITests {
 
     @Test("every command explains itself with an example", arguments: [
         ["--help"], ["demo", "--help"], ["todo", "--help"], ["todo", "add", "--help"], ["todo", "done", "--help"],
-        ["todo", "rm", "--help"], ["todo", "list", "--help"], ["watch", "--help"], ["history", "--help"], ["copy", "--help"], ["info", "--help"], ["bench", "--help"],
+        ["todo", "rm", "--help"], ["todo", "list", "--help"], ["watch", "--help"], ["history", "--help"], ["sync", "--help"], ["copy", "--help"], ["info", "--help"], ["bench", "--help"],
     ])
     func help(_ arguments: [String]) async throws {
         let scratch = try TemporaryDirectory("reservoir-cli")

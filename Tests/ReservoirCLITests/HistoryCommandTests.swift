@@ -38,4 +38,29 @@ struct HistoryCommandTests {
         let foreign = try await CLIProcess.run(["history", "--after", saved, "--store", "sqlite:./other.sqlite"], in: scratch.url)
         #expect(foreign.status != 0 && foreign.errors.contains("not of this store"), "\(foreign.errors)")
     }
+
+    @Test("history --retain holds the history for a consumer past retention, info lists the hold, --release lets it go")
+    func consumerHolds() async throws {
+        let scratch = try TemporaryDirectory("reservoir-cli")
+        defer { scratch.cleanUp() }
+        let store = ["--store", "lmdb:./todos.lmdb?retention=5"]
+        _ = try await CLIProcess.run(["todo", "add", "first"] + store, in: scratch.url)
+        let saved = try await CLIProcess.run(["history", "--token"] + store, in: scratch.url).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let held = try await CLIProcess.run(["history", "--retain", "indexer", "--after", saved] + store, in: scratch.url)
+        #expect(held.status == 0 && held.output.contains("indexer"), "\(held.errors)")
+        // Past a trim (every 64 commits) with retention=5.
+        for number in 0..<70 { _ = try await CLIProcess.run(["todo", "add", "todo \(number)"] + store, in: scratch.url) }
+        let info = try await CLIProcess.run(["info", "--json"] + store, in: scratch.url)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(info.output.utf8)) as? [String: Any])
+        let history = try #require(object["history"] as? [String: Any], "\(info.output)")
+        let holds = history["holds"] as? [[String: Any]]
+        #expect(holds?.map { $0["consumer"] as? String } == ["indexer"] && holds?.first?["token"] as? String == saved, "\(info.output)")
+        let since = try await CLIProcess.run(["history", "--after", saved] + store, in: scratch.url)
+        #expect(since.status == 0, "the held history is answered past retention=5: \(since.errors)")
+        let released = try await CLIProcess.run(["history", "--release", "indexer"] + store, in: scratch.url)
+        #expect(released.status == 0 && released.output.contains("released"), "\(released.output) \(released.errors)")
+        for number in 0..<70 { _ = try await CLIProcess.run(["todo", "add", "more \(number)"] + store, in: scratch.url) }
+        let gone = try await CLIProcess.run(["history", "--after", saved] + store, in: scratch.url)
+        #expect(gone.status != 0 && gone.errors.contains("no longer reaches back"), "after the release, retention let it go: \(gone.errors)")
+    }
 }

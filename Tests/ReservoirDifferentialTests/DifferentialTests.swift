@@ -20,18 +20,20 @@ private let postgresHarness = ConformanceHarness(
             throw ReservoirError(.cannotOpen, "RESERVOIR_TEST_POSTGRES is not set: run the tests with scripts/test, which starts a throwaway PostgreSQL server (apt-get install postgresql), or point it at a server of yours")
         }
         let schema = "d_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(20)
-        return url + (url.contains("?") ? "&" : "?") + "schema=\(schema)"
+        return url + (url.contains("?") ? "&" : "?") + "schema=\(schema)&retention=3"
     },
     cleanup: { try? PostgresBackend.dropStore($0) }
 )
 
-/// Every built-in backend. A new backend joins by adding one line here.
+/// Every built-in backend. A new backend joins by adding one line here. Each keeps a short
+/// history (`retention=3`), so trimming runs within a sequence and the history consumer's holds
+/// (``DifferentialHistory``) are what keep the change sets it has yet to read.
 let backends = [
-    DifferentialBackend("memory:", harness: ConformanceHarness(registry: BackendRegistry()) { "memory:" }),
-    DifferentialBackend("sqlite:", harness: fileHarness("sqlite", factory: .sqlite, file: "db.sqlite"), foreignWriter: PlainSQL.write),
-    DifferentialBackend("lmdb:", harness: fileHarness("lmdb", factory: .lmdb, file: "env")),
+    DifferentialBackend("memory:", harness: ConformanceHarness(registry: BackendRegistry()) { "memory:?retention=3" }),
+    DifferentialBackend("sqlite:", harness: fileHarness("sqlite", factory: .sqlite, file: "db.sqlite", options: "?retention=3"), foreignWriter: PlainSQL.write),
+    DifferentialBackend("lmdb:", harness: fileHarness("lmdb", factory: .lmdb, file: "env", options: "?retention=3")),
     // The smallest map LMDB allows, so runs grow it (and replay the growing write) often.
-    DifferentialBackend("lmdb: small map", harness: fileHarness("lmdb", factory: .lmdb, file: "env", options: "?mapsize=64KiB")),
+    DifferentialBackend("lmdb: small map", harness: fileHarness("lmdb", factory: .lmdb, file: "env", options: "?mapsize=64KiB&retention=3")),
     DifferentialBackend("postgres:", harness: postgresHarness),
 ]
 

@@ -5,7 +5,7 @@ import Testing
 /// The conformance suite against `memory:`, one test case per conformance case.
 @Suite("Conformance: memory:")
 struct MemoryConformanceTests {
-    static let harness = ConformanceHarness(registry: BackendRegistry()) { "memory:" }
+    static let harness = ConformanceHarness(registry: BackendRegistry(), freshConfiguration: { "memory:" }, shortChangeLog: "retention=5")
 
     @Test(arguments: ConformanceSuite.cases)
     func conformance(_ testCase: ConformanceCase) async throws {

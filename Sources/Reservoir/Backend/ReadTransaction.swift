@@ -57,4 +57,9 @@ public protocol ReadTransaction {
     /// Change-log entries with a sequence above `sequence`, in sequence order, at most `limit`
     /// change sets' worth. Backends keep a bounded history; entries older than it are gone.
     func changeLog(after sequence: UInt64, limit: Int) throws -> [ChangeLogEntry]
+
+    /// The bytes the store keeps under metadata `key` (``WriteTransaction/setMetadata(_:to:)``),
+    /// or nil. Keys are chosen by this library (`history.holds`, `history.clock`); a backend
+    /// keeps them beside its other metadata, durably and in its transactions. The default: none.
+    func metadata(_ key: String) throws -> Data?
 }

@@ -89,10 +89,20 @@ public protocol StorageBackend: AnyObject, Sendable {
     /// whether reading through the backend is still safe. The default finds nothing.
     /// It must not crash on damage; it throws only when it cannot run at all (`.closed`).
     func verifyFiles() throws -> FileCheck
+
+    /// How much history the change log keeps, parsed from the store's options with
+    /// ``StoreConfiguration/historyRetention(defaultCount:)``. When given, ``Store`` decides what
+    /// to drop (by count, by age, and consumers' holds) and calls
+    /// ``WriteTransaction/trimChangeLog(through:)``; the backend then never trims on its own.
+    /// Nil, the default: the backend trims by itself, and ``Store/retainHistory(for:from:)``
+    /// is refused as not supported.
+    var historyRetention: HistoryRetention? { get }
 }
 
 extension StorageBackend {
     public func verifyFiles() throws -> FileCheck { FileCheck() }
+
+    public var historyRetention: HistoryRetention? { nil }
 
     /// Reads the row in a read transaction of its own.
     public func row(_ entity: String, id: Value) throws -> Row? {
@@ -106,6 +116,8 @@ extension StorageBackend {
 }
 
 extension ReadTransaction {
+    public func metadata(_ key: String) throws -> Data? { nil }
+
     public func lastCommit() throws -> CommitPosition {
         let sequence = try lastSequence()
         guard sequence > 0 else { return .start }
@@ -137,6 +149,12 @@ extension ReadTransaction {
 }
 
 extension WriteTransaction {
+    public func setMetadata(_ key: String, to value: Data?) throws {
+        throw ReservoirError(.misuse, "this backend keeps no metadata, so it cannot keep \"\(key)\" (history holds and retention by age need WriteTransaction.setMetadata(_:to:))")
+    }
+
+    public func trimChangeLog(through sequence: UInt64) throws {}
+
     /// Stores `row` when no row has `id`, returning false otherwise; the default reads, then puts.
     public func insert(_ entity: EntityDescription, id: Value, row: Row) throws -> Bool {
         if try self.row(entity.name, id: id) != nil { return false }

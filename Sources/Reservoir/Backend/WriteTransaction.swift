@@ -1,3 +1,5 @@
+import Foundation
+
 /// The write transaction: a ``ReadTransaction`` that also sees its own writes.
 public protocol WriteTransaction: ReadTransaction {
     /// Stores `row` under `id`, inserting or replacing. Creates the entity's storage
@@ -17,6 +19,16 @@ public protocol WriteTransaction: ReadTransaction {
     /// Called at most once, last, and only when the transaction changed something. Afterwards
     /// ``ReadTransaction/lastSequence()`` returns `changeSet.sequence`.
     func record(_ changeSet: ChangeSet) throws
+
+    /// Keeps `value` under metadata `key` (nil removes it), in this transaction. Writing
+    /// metadata is not a change: it records no change set. The default refuses.
+    func setMetadata(_ key: String, to value: Data?) throws
+
+    /// Deletes every change set whose sequence is `sequence` or lower from the change log, in
+    /// this transaction (those already gone are no error). Called by ``Store`` after
+    /// ``record(_:)`` when the backend gives a ``StorageBackend/historyRetention``, which decides
+    /// `sequence`; it is always below the newest change set. The default does nothing.
+    func trimChangeLog(through sequence: UInt64) throws
 
     /// Removes `columns` from the entity's storage: a migration (``Store/migrate(_:)``) calls
     /// it, in its transaction, after it rewrote every row of `entity` without them and put

@@ -21,34 +21,41 @@ extension Snapshot {
         guard limit > 0 else {
             throw ReservoirError(.misuse, "history(after:limit:) was given the limit \(limit); expected 1 or more change sets")
         }
+        let store = try Self.check(token, reader)
+        let entries = try reader.changeLog(after: token.sequence, limit: limit)
+        return ChangeLogReader.netted(entries).map { changeSet in
+            HistoryChangeSet(token: HistoryToken(store: store, position: changeSet.position),
+                             changes: changeSet.changes.map { HistoryChangeSet.Change(entity: $0.entity, id: $0.id, kind: $0.kind) })
+        }
+    }
+
+    /// Checks that `reader`'s store can say exactly what came after `token` (see
+    /// ``history(after:limit:)``), returning the store's identity.
+    static func check(_ token: HistoryToken, _ reader: any ReadTransaction) throws -> UUID? {
         let store = try reader.storeIdentity()
         if let store, let other = token.store, store != other {
             throw ReservoirError(.invalidToken, "the history token \(token) is of the store \(other.uuidString.lowercased()), not of this store (\(store.uuidString.lowercased())); take tokens from the store you read")
         }
         let last = try reader.lastCommit()
-        func expired(_ why: String) -> ReservoirError {
-            ReservoirError(.historyExpired, "the history token \(token) can no longer be answered: \(why); re-read what you keep from the store and continue from Store.currentHistoryToken")
-        }
         if token.sequence > last.sequence {
-            throw expired("it is ahead of the store's newest change set #\(last.sequence) (an older copy was restored, or commits were lost)")
+            throw Self.expired(token, "it is ahead of the store's newest change set #\(last.sequence) (an older copy was restored, or commits were lost)")
         }
         if token.sequence > 0 {
             guard let held = try reader.commit(at: token.sequence) else {
                 let oldest = try reader.changeLog(after: 0, limit: 1).first?.sequence
-                throw expired("the store's history no longer reaches back to it" + (oldest.map { ", it starts at change set #\($0)" } ?? ""))
+                throw Self.expired(token, "the store's history no longer reaches back to it" + (oldest.map { ", it starts at change set #\($0)" } ?? ""))
             }
             guard held.isSameCommit(as: token.position) else {
-                throw expired("the commit it names was lost and its number #\(token.sequence) now names another (the store lost commits, or an older copy was restored)")
+                throw Self.expired(token, "the commit it names was lost and its number #\(token.sequence) now names another (the store lost commits, or an older copy was restored)")
             }
+        } else if last.sequence > 0, let first = try reader.changeLog(after: 0, limit: 1).first?.sequence, first > 1 {
+            throw Self.expired(token, "the store's history no longer reaches back to its beginning, it starts at change set #\(first)")
         }
-        let entries = try reader.changeLog(after: token.sequence, limit: limit)
-        if let first = entries.first?.sequence, first > token.sequence + 1, token.sequence == 0 {
-            throw expired("the store's history no longer reaches back to its beginning, it starts at change set #\(first)")
-        }
-        return ChangeLogReader.netted(entries).map { changeSet in
-            HistoryChangeSet(token: HistoryToken(store: store, position: changeSet.position),
-                             changes: changeSet.changes.map { HistoryChangeSet.Change(entity: $0.entity, id: $0.id, kind: $0.kind) })
-        }
+        return store
+    }
+
+    static func expired(_ token: HistoryToken, _ why: String) -> ReservoirError {
+        ReservoirError(.historyExpired, "the history token \(token) can no longer be answered: \(why); re-read what you keep from the store and continue from Store.currentHistoryToken")
     }
 }
 

@@ -23,9 +23,13 @@ public final class MemoryBackend: StorageBackend {
         var commit: UInt64 = 0
         /// The store's identity, made with it (``ReadTransaction/storeIdentity()``).
         var identity = UUID()
-        /// The history: the newest ``MemoryBackend/retention`` change sets by sequence, in a
-        /// persistent trie so a snapshot's copy costs nothing and a commit changes O(log n) nodes.
+        /// The history: the change sets ``MemoryBackend/historyRetention`` keeps, by sequence, in
+        /// a persistent trie so a snapshot's copy costs nothing and a commit changes O(log n) nodes.
         var log: TreeDictionary<UInt64, ChangeSet> = [:]
+        /// The oldest sequence `log` may hold (those below were trimmed).
+        var logStart: UInt64 = 1
+        /// What ``ReadTransaction/metadata(_:)`` returns.
+        var metadata: [String: Data] = [:]
         /// Set by `close()`; kept in the state so each call takes one lock, not two.
         var isClosed = false
     }
@@ -33,19 +37,24 @@ public final class MemoryBackend: StorageBackend {
     private let state = Locked(State())
     private let writer = NSLock()
 
-    /// An empty in-memory store.
-    public init() {}
+    /// An empty in-memory store keeping `retention`'s history for the process's life.
+    public init(retention: HistoryRetention = HistoryRetention(count: MemoryBackend.retention)) {
+        historyRetention = retention
+    }
 
-    /// How many change sets a memory store's history keeps.
-    public static let retention: UInt64 = 10_000
+    /// How many change sets a memory store's history keeps unless `retention=` says otherwise.
+    public static let retention = 10_000
 
-    /// The factory for `memory:`.
-    public static let factory = BackendFactory(scheme: "memory", summary: "memory:") { configuration in
+    /// The history a memory store keeps (``HistoryRetention``).
+    public let historyRetention: HistoryRetention?
+
+    /// The factory for `memory:[?retention=N&retentionage=DURATION&holdage=DURATION]`.
+    public static let factory = BackendFactory(scheme: "memory", summary: "memory:[?retention=N&retentionage=DURATION&holdage=DURATION]") { configuration in
         guard configuration.location.isEmpty else {
-            throw ReservoirError(.invalidConfiguration, "store configuration \"\(configuration.string)\": memory: takes no location; expected exactly \"memory:\"")
+            throw ReservoirError(.invalidConfiguration, "store configuration \"\(configuration.string)\": memory: takes no location; expected exactly \"memory:\", options after a ?")
         }
-        try configuration.checkOptions(allowed: [])
-        return MemoryBackend()
+        try configuration.checkOptions(allowed: StoreConfiguration.historyOptionNames)
+        return MemoryBackend(retention: try configuration.historyRetention(defaultCount: retention))
     }
 
     /// None: nothing persists and one process holds the data.
@@ -171,14 +180,13 @@ final class MemoryTransaction: WriteTransaction {
     }
 
     /// The history the store keeps for the process's life (the newest
-    /// ``MemoryBackend/retention`` change sets): nothing outside this `Store` commits to a
+    /// change sets ``MemoryBackend/historyRetention`` keeps): nothing outside this `Store` commits to a
     /// memory store, so only history readers use it.
     func changeLog(after sequence: UInt64, limit: Int) throws -> [ChangeLogEntry] {
         try checkOpen()
         guard sequence < state.sequence else { return [] }
         var entries: [ChangeLogEntry] = []
-        let oldest = state.sequence > MemoryBackend.retention ? state.sequence - MemoryBackend.retention + 1 : 1
-        var next = max(sequence &+ 1, oldest)
+        var next = max(sequence &+ 1, state.logStart)
         var taken = 0
         while taken < limit, next <= state.sequence {
             if let changeSet = state.log[next] {
@@ -242,9 +250,23 @@ final class MemoryTransaction: WriteTransaction {
         state.sequence = changeSet.sequence
         state.commit = changeSet.commit
         state.log[changeSet.sequence] = changeSet
-        if changeSet.sequence > MemoryBackend.retention {
-            state.log[changeSet.sequence - MemoryBackend.retention] = nil
-        }
+    }
+
+    func trimChangeLog(through sequence: UInt64) throws {
+        try checkOpen()
+        guard sequence >= state.logStart else { return }
+        for dropped in state.logStart...sequence { state.log[dropped] = nil }
+        state.logStart = sequence + 1
+    }
+
+    func metadata(_ key: String) throws -> Data? {
+        try checkOpen()
+        return state.metadata[key]
+    }
+
+    func setMetadata(_ key: String, to value: Data?) throws {
+        try checkOpen()
+        state.metadata[key] = value
     }
 
     private static func removeFromIndex(_ index: inout TreeDictionary<Value, TreeSet<Value>>, key: Value, id: Value) {

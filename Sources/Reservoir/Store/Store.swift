@@ -29,6 +29,8 @@ public final class Store: Sendable {
     let shadowCheck = ShadowCheck()
     /// Refuses writes once another process migrated the store past the app's migrations.
     let schemaGuard = SchemaGuard()
+    /// The history clock as this store last saw it (``HistoryRetention``).
+    let historyClock = Locked(HistoryClock.Local())
 
     /// Opens the store a configuration string names: `memory:`, `sqlite:PATH`, `lmdb:PATH`,
     /// or any scheme registered in `registry`. Throws `.invalidConfiguration` naming the
@@ -182,6 +184,7 @@ public final class Store: Sendable {
                     if !base.isSameCommit(as: hub.lastPosition) { try schemaGuard.check(writer) }
                     if let changeSet = transaction.makeChangeSet(sequence: base.sequence + 1) {
                         try writer.record(changeSet)
+                        if let retention = backend.historyRetention { try keepHistory(after: changeSet.sequence, retention, writer) }
                         committed = changeSet
                     }
                     return result

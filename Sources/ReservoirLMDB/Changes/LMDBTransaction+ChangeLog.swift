@@ -73,7 +73,7 @@ extension LMDBTransaction {
         }
     }
 
-    /// Writes the change set's log record, then deletes the records retention lets go.
+    /// Writes the change set's log record.
     func applyRecord(_ changeSet: ChangeSet) throws {
         guard let log = try logDatabase(create: true) else { return }
         let sequence = changeSet.sequence
@@ -83,10 +83,12 @@ extension LMDBTransaction {
             }
         }
         snapshot.recordedCommit = changeSet.position
-        let retention = UInt64(environment.options.logRetention)
-        guard retention > 0, sequence > retention else { return }  // 0 keeps all
-        // Usually one record falls out per commit: delete from the front with one cursor.
-        let cutoff = sequence - retention
+    }
+
+    /// Deletes the log records up to `cutoff` (``HistoryRetention`` decides which, every
+    /// ``HistoryRetention/trimInterval`` commits): one cursor from the front.
+    func trimLog(through cutoff: UInt64) throws {
+        guard let log = try logDatabase(create: false) else { return }
         try liveTransaction().withCursor(log, "open a cursor on the change log") { cursor in
             var record = try cursor.first()
             while let current = record {

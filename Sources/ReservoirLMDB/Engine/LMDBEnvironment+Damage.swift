@@ -7,12 +7,21 @@ import Reservoir
 /// of them at open.
 extension LMDBEnvironment {
     /// Throws `.corrupt` when data.mdb no longer holds every page its newest meta page
-    /// counts: reading a page past the end of a mapped file raises SIGBUS, which no error
-    /// handling survives. Called when a transaction begins; a file truncated while a
+    /// counts and a missing one is not free: reading a page past the end of a mapped file
+    /// raises SIGBUS, which no error handling survives. Called when a transaction begins; a file truncated while a
     /// transaction is open is not caught (Backends.md § LMDB, "Damaged files").
     func checkNotTruncated() throws {
         if let damage = Self.truncation(env: env, path: path) { throw damage }
     }
+
+    /// A data.mdb found shorter than its pages, but missing only free ones.
+    struct ShortFile: Equatable {
+        var lastPage: UInt64
+        var size: Int64
+    }
+
+    /// Per path, the last short data.mdb found sound, so each is walked once.
+    static let soundShortFiles = Locked<[String: ShortFile]>([:])
 
     static func truncation(env: OpaquePointer, path: String) -> ReservoirError? {
         var fd: Int32 = -1
@@ -26,6 +35,14 @@ extension LMDBEnvironment {
               fstat(fd, &status) == 0 else { return nil }
         let needed = (Int(info.me_last_pgno) + 1).multipliedReportingOverflow(by: Int(pages.ms_psize))
         guard needed.overflow || Int(status.st_size) < needed.partialValue else { return nil }
+        // Shorter than the pages counted: sound when only free pages are missing (LMDB's
+        // loose pages, see PageCheck.missingPagesAreFree), checked once per commit and size.
+        let seen = ShortFile(lastPage: UInt64(info.me_last_pgno), size: Int64(status.st_size))
+        if !needed.overflow, soundShortFiles.withLock({ $0[path] == seen }) { return nil }
+        if !needed.overflow, PageCheck.missingPagesAreFree(path: path) {
+            soundShortFiles.withLock { $0[path] = seen }
+            return nil
+        }
         return ReservoirError(
             .corrupt,
             "\(lmdbStore(path)): data.mdb is damaged: it is \(status.st_size) bytes, but its pages reach \(needed.overflow ? "beyond Int.max" : "\(needed.partialValue)") bytes (the file was truncated); restore it from a copy",

@@ -100,13 +100,55 @@ struct PageCheck {
         }
         guard let chosen = metas.first(where: { $0.txnid == transactionID }) else { return [] }
         let needed = (chosen.lastPage &+ 1).multipliedReportingOverflow(by: UInt64(pageSize))
-        if chosen.lastPage >= UInt64(Int32.max) || needed.overflow || needed.partialValue > fileSize {
-            return ["data.mdb is \(fileSize) bytes, but its pages reach page \(chosen.lastPage) (the file was truncated, or the meta page is damaged)"]
+        if chosen.lastPage >= UInt64(Int32.max) || needed.overflow {
+            return ["data.mdb's meta page counts \(chosen.lastPage) pages, more than any file holds (the meta page is damaged)"]
         }
         var check = PageCheck(fd: fd, pageSize: pageSize, lastPage: chosen.lastPage, transactionID: transactionID)
         check.walk(chosen.free, name: "the free-page list", isFree: true)
         check.walk(chosen.main, name: "the main database", isMain: true)
+        if check.problems.isEmpty, needed.partialValue > fileSize, let missing = check.firstMissingPageInUse(fileSize: fileSize) {
+            check.report("data.mdb is \(fileSize) bytes, but its pages reach page \(chosen.lastPage) and page \(missing) is not free (the file was truncated, or the meta page is damaged)")
+        }
         return check.problems
+    }
+
+    /// Whether every page the newest meta page counts but data.mdb is too short to hold is on
+    /// the free-page list. LMDB leaves such a file behind legitimately: a page a transaction
+    /// allocated at the end of the file and freed again before committing (a "loose" page) is
+    /// listed as free but never written, so the file can end before the last page counted.
+    /// LMDB never reads a free page (it allocates fresh memory for a page it reuses), so such a
+    /// file is sound; one that lacks a page a tree uses was truncated. Reads only the meta
+    /// pages and the free-page list's pages, with `pread`; false when they cannot be read.
+    /// The caller holds a read transaction, so the newest snapshot's pages are not reused meanwhile.
+    static func missingPagesAreFree(path: String) -> Bool {
+        let fd = open(path + "/data.mdb", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        guard let first = read(fd, at: 0, count: 4096), first.count >= headerSize + 136 else { return false }
+        let pageSize = Int(u32(first, headerSize + 24))
+        guard pageSize >= 512, pageSize <= 65_536, pageSize & (pageSize - 1) == 0 else { return false }
+        var newest: (txnid: UInt64, lastPage: UInt64, free: Record)?
+        for index in 0..<2 {
+            guard let page = read(fd, at: UInt64(index * pageSize), count: pageSize), page.count >= headerSize + 136,
+                  u16(page, 10) & meta != 0, u32(page, headerSize) == magic else { return false }
+            let txnid = u64(page, headerSize + 128)
+            if txnid >= newest?.txnid ?? 0 {
+                newest = (txnid, u64(page, headerSize + 120), Record(page[(headerSize + 24)..<(headerSize + 72)]))
+            }
+        }
+        var status = stat()
+        guard let chosen = newest, chosen.lastPage < UInt64(Int32.max), fstat(fd, &status) == 0 else { return false }
+        var check = PageCheck(fd: fd, pageSize: pageSize, lastPage: chosen.lastPage, transactionID: chosen.txnid)
+        check.walk(chosen.free, name: "the free-page list", isFree: true)
+        return check.problems.isEmpty && check.firstMissingPageInUse(fileSize: UInt64(status.st_size)) == nil
+    }
+
+    /// The first page past the end of a `fileSize`-byte file that the free-page lists walked
+    /// so far do not name; nil when every such page is free.
+    private func firstMissingPageInUse(fileSize: UInt64) -> UInt64? {
+        let firstMissing = fileSize / UInt64(pageSize)
+        guard firstMissing <= lastPage else { return nil }
+        return (firstMissing...lastPage).first { freed[Int($0 / 64)] & (UInt64(1) << ($0 % 64)) == 0 }
     }
 
     /// The page size the meta pages give, checked before `mdb_env_open` reads them: LMDB

@@ -89,4 +89,13 @@ extension LMDBTransaction {
             return UUID(uuid: bytes.withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) })
         }
     }
+
+    /// The bytes under `data/KEY` in the meta database, or nil.
+    func metadata(_ key: String) throws -> Data? {
+        _ = try liveTransaction()
+        return try LMDBErrors.convert(path: path) { () throws -> Data? in
+            guard let meta = try database(StoreFormat.metaDatabase), let bytes = try get(meta, StoreFormat.metadataKey(key)) else { return nil }
+            return Data(bytes)
+        }
+    }
 }

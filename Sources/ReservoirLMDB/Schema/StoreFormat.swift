@@ -8,6 +8,7 @@ import Reservoir
 /// | --- | --- | --- |
 /// | `meta` | `format` | format version, 4 bytes big-endian (4) |
 /// | `meta` | `entity/NAME` | the entity's description |
+/// | `meta` | `data/KEY` | metadata the library keeps (``ReadTransaction/metadata(_:)``): consumers' history holds, the history clock |
 /// | `meta` | `store` | the store's identity: a UUID's 16 bytes, made when the store is created (or first opened by a library that makes them) |
 /// | `meta` | `layout/` then 4 bytes big-endian | a column layout that rows name (``RowLayout``) |
 /// | `log` | sequence, 8 bytes big-endian | the change set's record (``ChangeLogCodec``; the last key is the newest sequence) |
@@ -28,6 +29,7 @@ enum StoreFormat {
     static let formatKey = Array("format".utf8)
     static let storeKey = Array("store".utf8)
     static let entityKeyPrefix = Array("entity/".utf8)
+    static func metadataKey(_ key: String) -> [UInt8] { Array("data/".utf8) + Array(key.utf8) }
 
     static func rowsDatabase(_ entity: String) -> String { "rows/" + entity }
     static func indexDatabase(_ entity: String, _ column: String) -> String { "index/\(entity)/\(column)" }

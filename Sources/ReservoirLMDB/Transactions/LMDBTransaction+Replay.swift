@@ -22,6 +22,8 @@ struct ReplayLog {
         case insert(entity: Int, id: Value, row: Row)
         case delete(entity: Int, id: Value)
         case record(ChangeSet)
+        case trimLog(through: UInt64)
+        case setMetadata(key: String, value: Data?)
         case prepareStore
     }
 
@@ -124,6 +126,8 @@ extension LMDBTransaction {
         case let .insert(entity, id, row): return try applyPut(entity, id: id, row: row, onlyNew: true)
         case let .delete(entity, id): try applyDelete(replay.entities[entity], id: id)
         case let .record(changeSet): try applyRecord(changeSet)
+        case let .trimLog(cutoff): try trimLog(through: cutoff)
+        case let .setMetadata(key, value): try applySetMetadata(key, value)
         case .prepareStore: try applyPrepareStore()
         }
         return true

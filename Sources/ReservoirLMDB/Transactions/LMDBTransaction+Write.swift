@@ -28,6 +28,25 @@ extension LMDBTransaction {
         try perform(.record(changeSet))
     }
 
+    func trimChangeLog(through sequence: UInt64) throws {
+        try perform(.trimLog(through: sequence))
+    }
+
+    func setMetadata(_ key: String, to value: Data?) throws {
+        try perform(.setMetadata(key: key, value: value))
+    }
+
+    /// Keeps `value` under `data/KEY` in the meta database, or deletes that key.
+    func applySetMetadata(_ key: String, _ value: Data?) throws {
+        guard let meta = try database(StoreFormat.metaDatabase, create: true) else { return }
+        let name = StoreFormat.metadataKey(key)
+        if let value {
+            try put(meta, name, [UInt8](value))
+        } else {
+            try name.withUnsafeBytes { try liveTransaction().delete(meta, $0) }
+        }
+    }
+
     /// Creates (or checks) the metadata of the store; run by the first write on open.
     func prepareStore() throws {
         try perform(.prepareStore)

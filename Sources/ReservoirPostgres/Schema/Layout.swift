@@ -8,6 +8,7 @@ import Reservoir
 /// | `_reservoir_entities` | each record type as last written: id column, fields, indexes |
 /// | `_reservoir_columns` | each entity's columns, in order, with their ``ColumnKind`` |
 /// | `_reservoir_changes` | the change log: one row per entity and kind for this library's commits (ids packed, ``PackedIDs``), one per record for other clients' (from triggers); each row holds its change set's sequence and commit identity (``CommitPosition``) |
+/// | `_reservoir_metadata` | what the library keeps beside the data (``ReadTransaction/metadata(_:)``): consumers' history holds (`history.holds`) and the history clock (`history.clock`), JSON; made by the first one written |
 /// | one per record type | the records: the id as primary key, one column per field |
 ///
 /// The meta row is the write lock: every writer, this library's and (through the
@@ -30,6 +31,9 @@ struct Layout: Sendable {
     let entities: String
     let columns: String
     let changes: String
+    /// `_reservoir_metadata`, made by the first metadata written, and the statement making it.
+    let metadata: String
+    let createMetadata: String
     /// The NOTIFY channel commits to this store are announced on.
     let channel: String
     /// The statements every commit sends, spelled once for the same reason: the writer's
@@ -45,6 +49,8 @@ struct Layout: Sendable {
         entities = quotedSchema + "." + Self.quote("_reservoir_entities")
         columns = quotedSchema + "." + Self.quote("_reservoir_columns")
         changes = quotedSchema + "." + Self.quote("_reservoir_changes")
+        metadata = quotedSchema + "." + Self.quote("_reservoir_metadata")
+        createMetadata = "CREATE TABLE IF NOT EXISTS \(metadata) (key text PRIMARY KEY, value bytea NOT NULL)"
         rewriteKeys = "hashtext('reservoir.rewrite'), hashtext(\(Self.literal(schema)))"
         channel = "reservoir." + schema
         lockMeta = "SELECT sequence, catalog, commit_id, txid_current() FROM \(meta) FOR UPDATE"

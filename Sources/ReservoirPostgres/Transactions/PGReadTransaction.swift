@@ -132,6 +132,19 @@ class PGReadTransaction: ReadTransaction {
         return try connection.run("SELECT store_id::text FROM \(layout.meta)", []).text(0, 0).flatMap(UUID.init(uuidString:))
     }
 
+    /// The bytes under `key` in `_reservoir_metadata` (nil before any metadata was written).
+    func metadata(_ key: String) throws -> Data? {
+        try checkOpen()
+        guard !absent, try metadataTableExists() else { return nil }
+        let result = try connection.run("SELECT value FROM \(layout.metadata) WHERE key = $1::text", [.text(key)])
+        guard result.rowCount > 0, !result.isNull(0, 0) else { return nil }
+        return Data(result.bytes(0, 0))
+    }
+
+    func metadataTableExists() throws -> Bool {
+        try connection.run("SELECT to_regclass($1::text) IS NOT NULL", [.text(layout.metadata)], binaryResults: false).text(0, 0) == "t"
+    }
+
     func lastCommit() throws -> CommitPosition {
         try checkOpen()
         return CommitPosition(sequence: sequence, commit: commit)

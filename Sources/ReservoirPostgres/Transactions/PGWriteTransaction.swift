@@ -8,7 +8,6 @@ import Reservoir
 /// Schema changes (a new table, a new column, a column becoming mixed) happen in the same
 /// transaction, bump the catalog version, and so roll back with everything else.
 final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
-    let retention: Int
     var catalogChanged = false
     /// The identity of the change set this transaction logged (``record(_:)``), so a lost
     /// `COMMIT` can be recognised in the log (PostgresBackend+CommitOutcome.swift).
@@ -37,9 +36,8 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
 
     /// `catalog` is the newest the store knows; the server transaction begins with the first
     /// statement (`opener`), and a first read goes in the same round trip.
-    init(connection: PGConnection, layout: Layout, catalog: Catalog, sequence: UInt64, retention: Int,
+    init(connection: PGConnection, layout: Layout, catalog: Catalog, sequence: UInt64,
          opener: @escaping (FirstRead?) throws -> Start) {
-        self.retention = retention
         self.opener = opener
         super.init(connection: connection, layout: layout, catalog: catalog, sequence: sequence)
     }
@@ -218,11 +216,34 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
         try connection.enqueue(layout.metaUpdate, [.integer(sequence), .integer(Int64(bitPattern: changeSet.commit))])
         loggedCommit = changeSet.commit
         try connection.enqueue(Self.notify, [.text(layout.channel), .text(String(sequence))])
-        if retention > 0 && sequence % Self.trimInterval == 0 {
-            try connection.enqueue("DELETE FROM \(layout.changes) WHERE sequence <= $1::bigint", [.integer(sequence - Int64(retention))])
-        }
         self.sequence = changeSet.sequence
         self.commit = changeSet.commit
+    }
+
+    func trimChangeLog(through sequence: UInt64) throws {
+        try begin()
+        try connection.enqueue("DELETE FROM \(layout.changes) WHERE sequence <= $1::bigint", [.integer(Int64(clamping: sequence))])
+    }
+
+    override func metadata(_ key: String) throws -> Data? {
+        try begin()
+        return try super.metadata(key)
+    }
+
+    /// Keeps `value` in `_reservoir_metadata`, which the first metadata written creates (in this
+    /// transaction, under the write lock every writer holds).
+    func setMetadata(_ key: String, to value: Data?) throws {
+        try begin()
+        if try !metadataTableExists() {
+            guard value != nil else { return }
+            try connection.execute(layout.createMetadata)
+        }
+        if let value {
+            try connection.enqueue("INSERT INTO \(layout.metadata) (key, value) VALUES ($1::text, $2::bytea) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                                   [.text(key), .bytes([UInt8](value))])
+        } else {
+            try connection.enqueue("DELETE FROM \(layout.metadata) WHERE key = $1::text", [.text(key)])
+        }
     }
 
     /// The commit's announcement to other clients (``PostgresBackend`` drops its own).
@@ -236,9 +257,6 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
         case .deleted: "d"
         }
     }
-
-    /// Trimming the change log runs every this many change sets.
-    static let trimInterval: Int64 = 64
 
     // MARK: - Rows
 

@@ -112,7 +112,7 @@ enum ChangeLog {
     /// Logs `changeSet`, one row per entity and kind, the last row closing it, and returns
     /// the log's head afterwards (nil when the change set is empty: nothing is logged).
     /// Call inside the write transaction that made it, on the writer connection (triggers off).
-    static func record(_ changeSet: ChangeSet, retention: Int, _ connection: Connection) throws -> Head? {
+    static func record(_ changeSet: ChangeSet, _ connection: Connection) throws -> Head? {
         guard let sequence = Int64(exactly: changeSet.sequence) else {
             throw ReservoirError(.valueOutOfRange, "\(sqliteStore(connection.path)): sequence \(changeSet.sequence) does not fit SQLite's integers")
         }
@@ -135,21 +135,14 @@ enum ChangeLog {
             try insert.bind(remaining == 0 ? .integer(Int64(bitPattern: changeSet.commit)) : .null, at: 6)
             try insert.run()
         }
-        let head = Head(sequence: changeSet.sequence, commit: changeSet.commit, lastChange: connection.lastInsertRowID)
-        if retention > 0 && sequence % trimInterval == 0 {
-            try trim(keeping: retention, newest: sequence, connection)
-        }
-        return head
+        return Head(sequence: changeSet.sequence, commit: changeSet.commit, lastChange: connection.lastInsertRowID)
     }
 
-    /// Trimming runs every this many change sets, so its cost is spread thin.
-    static let trimInterval: Int64 = 64
-
-    /// Deletes the change sets older than the newest `keeping`: every row up to the one
-    /// closing change set `newest - keeping`, found by a forward scan over the rows about
-    /// to be deleted.
-    static func trim(keeping: Int, newest: Int64, _ connection: Connection) throws {
-        let lastDropped = newest - Int64(keeping)
+    /// Deletes change sets `lastDropped` and older (``HistoryRetention`` decides which, every
+    /// ``HistoryRetention/trimInterval`` commits): every row up to the one closing change set
+    /// `lastDropped`, found by a forward scan over the rows about to be deleted. When that
+    /// change set is gone already, so is everything before it.
+    static func trim(through lastDropped: Int64, _ connection: Connection) throws {
         guard lastDropped >= 1 else { return }
         let statement = try connection.cached(
             "SELECT change, sequence FROM _reservoir_changes WHERE sequence >= ?1 ORDER BY change LIMIT 1")

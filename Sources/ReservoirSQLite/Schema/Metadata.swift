@@ -86,6 +86,22 @@ enum Metadata {
         return UUID(uuidString: text)
     }
 
+    /// The bytes kept under metadata `key` (``ReadTransaction/metadata(_:)``), in
+    /// `_reservoir_meta` beside the format version and the store's identity.
+    static func value(_ key: String, _ connection: Connection) throws -> Data? {
+        guard case let .blob(bytes) = try connection.scalar("SELECT value FROM _reservoir_meta WHERE key = ?1", [.text(key)]) else { return nil }
+        return bytes
+    }
+
+    /// Keeps `value` under metadata `key`, or removes the key when it is nil.
+    static func set(_ key: String, to value: Data?, _ connection: Connection) throws {
+        if let value {
+            try connection.run("INSERT OR REPLACE INTO _reservoir_meta(key, value) VALUES(?1, ?2)", [.text(key), .blob(value)])
+        } else {
+            try connection.run("DELETE FROM _reservoir_meta WHERE key = ?1", [.text(key)])
+        }
+    }
+
     /// Throws `.corrupt` when the file was written in a newer format than this code reads.
     static func checkFormat(_ connection: Connection) throws {
         let stored = try connection.scalar("SELECT value FROM _reservoir_meta WHERE key = 'format_version'")

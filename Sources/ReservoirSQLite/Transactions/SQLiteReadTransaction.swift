@@ -34,6 +34,11 @@ class SQLiteReadTransaction: ReadTransaction {
         return nil
     }
 
+    func metadata(_ key: String) throws -> Data? {
+        try checkOpen()
+        return try Metadata.value(key, connection)
+    }
+
     func row(_ entity: String, id: Value) throws -> Row? {
         try checkOpen()
         guard !id.isNull else { return nil }

@@ -1,3 +1,4 @@
+import Foundation
 import CSQLite
 import Reservoir
 
@@ -8,12 +9,10 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
     let head: ChangeLog.Head
     /// The log's head as this transaction leaves it: `head`, or the change set it recorded.
     private(set) var logHead: ChangeLog.Head
-    let retention: Int
 
-    init(session: Session, head: ChangeLog.Head, retention: Int) {
+    init(session: Session, head: ChangeLog.Head) {
         self.head = head
         self.logHead = head
-        self.retention = retention
         super.init(session: session)
     }
 
@@ -87,7 +86,7 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
 
     func record(_ changeSet: ChangeSet) throws {
         try checkOpen()
-        if let recorded = try ChangeLog.record(changeSet, retention: retention, connection) {
+        if let recorded = try ChangeLog.record(changeSet, connection) {
             logHead = recorded
         }
         recordedSequence = changeSet.sequence
@@ -126,6 +125,14 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
         session.rowStatements = [:]
         session.writes = [:]
         session.lastWrite = nil
+    func trimChangeLog(through sequence: UInt64) throws {
+        try checkOpen()
+        try ChangeLog.trim(through: Int64(clamping: sequence), connection)
+    }
+
+    func setMetadata(_ key: String, to value: Data?) throws {
+        try checkOpen()
+        try Metadata.set(key, to: value, connection)
     }
 
     // MARK: - Schema on demand

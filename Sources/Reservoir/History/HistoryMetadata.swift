@@ -1,0 +1,70 @@
+import Foundation
+
+/// One consumer's hold as a store keeps it (``Store/retainHistory(for:from:)``).
+struct HistoryHoldRecord: Codable, Hashable, Sendable {
+    var consumer: String
+    var sequence: UInt64
+    var commit: UInt64
+    /// When it was made or last renewed, in seconds since 1970.
+    var renewed: Double
+
+    func isLive(at now: Date, holdAge: Duration) -> Bool {
+        now.timeIntervalSince1970 - renewed < HistoryRetention.seconds(holdAge)
+    }
+
+    /// The store's holds, read from its metadata (none when it has none).
+    static func read(_ reader: any ReadTransaction) throws -> [HistoryHoldRecord] {
+        guard let data = try reader.metadata(HistoryMetadataKey.holds) else { return [] }
+        do {
+            return try JSONDecoder().decode([HistoryHoldRecord].self, from: data)
+        } catch {
+            throw ReservoirError(.corrupt, "the store's history holds (metadata \"\(HistoryMetadataKey.holds)\") cannot be read: \(error)")
+        }
+    }
+
+    static func write(_ holds: [HistoryHoldRecord], _ writer: any WriteTransaction) throws {
+        try writer.setMetadata(HistoryMetadataKey.holds, to: holds.isEmpty ? nil : try JSONEncoder().encode(holds))
+    }
+}
+
+/// The coarse clock of ``HistoryRetention``: which sequence was newest at which moments.
+struct HistoryClock: Codable, Hashable, Sendable {
+    struct Mark: Codable, Hashable, Sendable {
+        var sequence: UInt64
+        var time: Double
+    }
+
+    var marks: [Mark] = []
+
+    /// What one ``Store`` remembers between its commits: the time of the newest mark it saw,
+    /// and its previous commit.
+    struct Local: Sendable {
+        var newest: Double?
+        var previous: Mark?
+    }
+
+    /// The newest marked sequence committed at or before `moment` (0: none known to be).
+    func newestSequence(committedBefore moment: Date) -> UInt64 {
+        let limit = moment.timeIntervalSince1970
+        return marks.last { $0.time <= limit }?.sequence ?? 0
+    }
+
+    static func read(_ reader: any ReadTransaction) throws -> HistoryClock {
+        guard let data = try reader.metadata(HistoryMetadataKey.clock) else { return HistoryClock() }
+        do {
+            return try JSONDecoder().decode(HistoryClock.self, from: data)
+        } catch {
+            throw ReservoirError(.corrupt, "the store's history clock (metadata \"\(HistoryMetadataKey.clock)\") cannot be read: \(error)")
+        }
+    }
+
+    func write(_ writer: any WriteTransaction) throws {
+        try writer.setMetadata(HistoryMetadataKey.clock, to: marks.isEmpty ? nil : try JSONEncoder().encode(self))
+    }
+}
+
+/// The metadata keys (``ReadTransaction/metadata(_:)``) this library uses.
+enum HistoryMetadataKey {
+    static let holds = "history.holds"
+    static let clock = "history.clock"
+}
