@@ -150,6 +150,7 @@ extension Store {
                     let changeSet = ChangeSet(sequence: base.sequence + 1, entities: [changes],
                                               commit: CommitPosition.newIdentity(), isSchemaChange: true)
                     try writer.record(changeSet)
+                    if let retention = backend.historyRetention { try keepHistory(after: changeSet.sequence, retention, writer) }
                     committed = changeSet
                     recorded = applying.map(\.number)
                 }

@@ -8,9 +8,9 @@ import Reservoir
 /// migrated, never in between, and a migration run again must finish it.
 ///
 /// Each trial starts from a copy of one seeded store (so trials are independent). The first
-/// trial is not killed: it times the child's opening and its whole migration, and later kills
-/// land anywhere from shortly before the child opened the store to a little after the migration
-/// would have finished. The child
+/// trial is not killed: it times the child's opening and its migration; later kills land at a
+/// random moment of the child's start (one in five) or, timed from the child's `opened` line,
+/// anywhere in the migration or a little after it would have finished. The child
 /// is the backend's fault-test executable, started with ``childArgument``:
 ///
 ///     try await MigrationCrash(child: try ChildProcess.builtExecutable("my-fault-child"), registry: myRegistry)
@@ -90,15 +90,23 @@ public struct MigrationCrash: Sendable {
             if trial == 0 {
                 while process.isRunning && !process.output.contains("opened") { usleep(200) }
                 openSeconds = Date().timeIntervalSince(started)
+                while process.isRunning && !process.output.contains("migrated") { usleep(200) }
+                report.migrationSeconds = Date().timeIntervalSince(started) - openSeconds
                 guard process.waitUntilExit(within: 600) == 0 else {
                     throw ConformanceFailure(message: "the uncut migration failed: \(process.outputText) \(process.errorText)", file: #fileID, line: #line)
                 }
-                report.migrationSeconds = Date().timeIntervalSince(started) - openSeconds
             } else {
-                // Most kills inside the migration's window, some before it opens or after it ends.
-                let window = (start: openSeconds * 0.7, length: openSeconds * 0.3 + report.migrationSeconds * 1.2)
-                let delay = window.start + Double(g.next() % 1000) / 1000 * window.length
-                while process.isRunning && Date().timeIntervalSince(started) < delay { usleep(200) }
+                // One kill in five at a random moment of the child's start; the rest timed from its
+                // "opened" line, so they land inside the migration (or just after) however slow the machine.
+                if g.next() % 5 == 0 {
+                    let delay = Double(g.next() % 1000) / 1000 * openSeconds
+                    while process.isRunning && Date().timeIntervalSince(started) < delay { usleep(200) }
+                } else {
+                    while process.isRunning && !process.output.contains("opened") { usleep(200) }
+                    let opened = Date()
+                    let delay = Double(g.next() % 1000) / 1000 * report.migrationSeconds * 1.1
+                    while process.isRunning && Date().timeIntervalSince(opened) < delay { usleep(200) }
+                }
                 let output = process.output
                 process.kill9()
                 if !output.contains("migrated") {

@@ -125,6 +125,8 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
         session.rowStatements = [:]
         session.writes = [:]
         session.lastWrite = nil
+    }
+
     func trimChangeLog(through sequence: UInt64) throws {
         try checkOpen()
         try ChangeLog.trim(through: Int64(clamping: sequence), connection)
