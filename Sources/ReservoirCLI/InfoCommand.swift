@@ -5,7 +5,7 @@ import Reservoir
 struct InfoCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "info",
-        abstract: "Show a store's backend, location, capabilities, record types, change-log sequence and the history it holds.",
+        abstract: "Show a store's backend, location, capabilities, schema version, record types, change-log sequence and the history it holds.",
         discussion: "Example: reservoir info --store lmdb:./todos.lmdb"
     )
     @OptionGroup var options: StoreOptions
@@ -22,11 +22,12 @@ struct InfoCommand: ParsableCommand {
             let (entities, sequence) = try store.read { snapshot in
                 (try snapshot.entities().map { ($0, try snapshot.count(Query(entity: $0))) }, try snapshot.lastSequence())
             }
+            let schemaVersion = try store.schemaVersion()
             let history = try store.retainedHistory()
             if json {
                 print(try jsonLine([
                     "store": options.shownConfiguration, "location": StoreConfiguration.redact(store.backend.location),
-                    "capabilities": store.capabilities.description, "sequence": sequence,
+                    "capabilities": store.capabilities.description, "sequence": sequence, "schemaVersion": schemaVersion,
                     "types": Dictionary(uniqueKeysWithValues: entities.map { ($0.0.name, $0.1) }),
                     "history": [
                         "oldest": history.oldest.description, "newest": history.newest.description, "changeSets": history.count,
@@ -43,6 +44,7 @@ struct InfoCommand: ParsableCommand {
             print("location:     \(StoreConfiguration.redact(store.backend.location))")
             print("capabilities: \(store.capabilities)")
             print("sequence:     \(sequence)")
+            print("schema:       version \(schemaVersion)" + (schemaVersion == 0 ? " (never migrated)" : ""))
             print("record types:" + (entities.isEmpty ? " none" : ""))
             for (entity, count) in entities {
                 print("  \(entity.name): \(count) record\(count == 1 ? "" : "s")")

@@ -26,7 +26,7 @@ public enum ConformanceSuite {
         updateCases + countCases + sectionCases + observableCases +
         valueCases + crudCases + predicateCases + sortCases + transactionCases
         + changeSetCases + liveFetchCases + routingCases + persistenceCases + [fallingBehindCase, commitSignalCase] + configurationCases + cacheCases + verifyCases + readOnlyCases + foldingCases
-        + reopeningCases + spiCases + closingCases + historyCases + historyRetentionCases + syncCases
+        + reopeningCases + spiCases + closingCases + historyCases + historyRetentionCases + syncCases + migrationCases
 
     /// The case called `group/name`, if any.
     public static func named(_ id: String) -> ConformanceCase? {

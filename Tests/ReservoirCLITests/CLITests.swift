@@ -61,6 +61,7 @@ struct CLITests {
         let info = try await CLIProcess.run(["info", "--json", "--store", "sqlite:./env.sqlite"], in: scratch.url)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(info.output.utf8)) as? [String: Any])
         #expect((object["types"] as? [String: Int])?["todos"] == 1)
+        #expect(object["schemaVersion"] as? Int == 0, "a store never migrated: \(object)")
         #expect(object["capabilities"] as? String == "persistent, multi-process, native queries, commit signal, read-only opening")
     }
 

@@ -29,4 +29,26 @@ public protocol WriteTransaction: ReadTransaction {
     /// ``record(_:)`` when the backend gives a ``StorageBackend/historyRetention``, which decides
     /// `sequence`; it is always below the newest change set. The default does nothing.
     func trimChangeLog(through sequence: UInt64) throws
+
+    /// Removes `columns` from the entity's storage: a migration (``Store/migrate(_:)``) calls
+    /// it, in its transaction, after it rewrote every row of `entity` without them and put
+    /// `entity` (the description, which no longer lists them). Rows no longer hold the
+    /// columns, so the default does nothing; a backend whose tables keep declared columns
+    /// (SQLite, PostgreSQL) drops them here, so plain-SQL clients see them gone. A column the
+    /// storage does not have is skipped.
+    func dropColumns(_ columns: [String], from entity: EntityDescription) throws
+
+    /// Removes the entity's storage: a migration calls it, in its transaction, after it
+    /// deleted every row of `entity` (an entity renamed). An entity without rows is already
+    /// left out of ``ReadTransaction/entities()``, so the default does nothing; a backend
+    /// with a table per entity drops the table (and what belongs to it) here.
+    func dropEntity(_ entity: EntityDescription) throws
+}
+
+extension WriteTransaction {
+    /// Nothing to do: no row holds the columns any more.
+    public func dropColumns(_ columns: [String], from entity: EntityDescription) throws {}
+
+    /// Nothing to do: the entity has no rows, so it is not listed.
+    public func dropEntity(_ entity: EntityDescription) throws {}
 }

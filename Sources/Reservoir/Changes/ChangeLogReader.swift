@@ -47,8 +47,10 @@ enum ChangeLogReader {
                     }
                 }
             }
+            // A migration's change set carries its mark as the record of the version it applied.
+            let isSchemaChange = byEntity[SchemaLedger.entityName] != nil
             return ChangeSet(sequence: netted.position.sequence, entities: byEntity.values.filter { !$0.isEmpty },
-                             isExternal: true, commit: netted.position.commit)
+                             isExternal: true, commit: netted.position.commit, isSchemaChange: isSchemaChange)
         }
     }
 }

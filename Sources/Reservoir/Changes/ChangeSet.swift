@@ -33,22 +33,31 @@ public struct ChangeSet: Sendable, Equatable, CustomStringConvertible {
     /// sets announced after ``sequence`` were lost, `entities` is empty, ``isComplete`` is
     /// false, and observers must re-read. Live fetches re-fetch on it.
     public let isRewound: Bool
+    /// True when the commit was a migration (``Store/migrate(_:)``): the store's schema changed,
+    /// records of any entity may have been rewritten, renamed or dropped, ``isComplete`` is
+    /// false, and observers must re-read rather than decode rows of the old shape. Live fetches
+    /// re-fetch on it. `entities` holds only the store's record of the applied version (the
+    /// `reservoir_schema_versions` entity), which is how the change log carries the mark to
+    /// other processes and history readers (``HistoryChangeSet/isSchemaChange``).
+    public let isSchemaChange: Bool
     /// The identity of the store that published it (``ReadTransaction/storeIdentity()``), set
     /// by the store when it publishes the change set.
     public internal(set) var store: UUID?
 
     /// A change set numbered `sequence`, made by the commit `commit`; `isExternal` marks
     /// another process's commit, `isComplete == false` a stretch lost to retention, and
-    /// `isRewound` a history found rewound (which implies `isComplete == false`).
+    /// `isRewound` a history found rewound, and `isSchemaChange` a migration (each of which
+    /// implies `isComplete == false`).
     public init(sequence: UInt64, entities: [EntityChanges], isExternal: Bool = false, isComplete: Bool = true,
-                commit: UInt64 = 0, isRewound: Bool = false) {
+                commit: UInt64 = 0, isRewound: Bool = false, isSchemaChange: Bool = false) {
         self.sequence = sequence
         self.commit = commit
         self.isRewound = isRewound
+        self.isSchemaChange = isSchemaChange
         // Most change sets touch one entity: nothing to sort, and no copy.
         self.entities = entities.count > 1 ? entities.sorted { $0.entity < $1.entity } : entities
         self.isExternal = isExternal
-        self.isComplete = isComplete && !isRewound
+        self.isComplete = isComplete && !isRewound && !isSchemaChange
     }
 
     /// The change set's place in the store's history.
@@ -84,7 +93,7 @@ public struct ChangeSet: Sendable, Equatable, CustomStringConvertible {
 
     /// The sequence and each entity's counts, for logs.
     public var description: String {
-        "#\(sequence)" + (isExternal ? " (external)" : "") + (isRewound ? " (history rewound: re-read)" : isComplete ? " " + entities.map(\.description).joined(separator: " ") : " (incomplete: re-read)")
+        "#\(sequence)" + (isExternal ? " (external)" : "") + (isRewound ? " (history rewound: re-read)" : isSchemaChange ? " (schema change: re-read)" : isComplete ? " " + entities.map(\.description).joined(separator: " ") : " (incomplete: re-read)")
     }
 }
 

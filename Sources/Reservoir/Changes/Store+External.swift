@@ -66,6 +66,12 @@ extension Store {
             try enqueueExternalChanges(through: latest)
             return true
         }
+        if let refusal = schemaGuard.refusal {
+            // Another process migrated the store past this app: what came before is delivered, then every subscription ends.
+            hub.deliver(through: hub.lastTicket)
+            stop(named(refusal))
+            return .failed
+        }
         // Deliver what this call enqueued (also after an error part-way, which may have
         // enqueued some); a local commit's change set is its writer's to deliver.
         if found == false {
@@ -107,6 +113,10 @@ extension Store {
             }
             var progressed = false
             for changeSet in changeSets where changeSet.sequence <= sequence {
+                if changeSet.isSchemaChange {
+                    // Another process migrated the store: announced only if this app knows the version.
+                    try backend.read { try schemaGuard.check($0) }
+                }
                 if changeSet.entities.isEmpty && changeSet.isComplete {
                     progressed = changeSet.sequence > hub.lastEnqueued || progressed
                     hub.skip(through: changeSet.position)

@@ -30,6 +30,13 @@ public struct HistoryChangeSet: Sendable, Hashable, CustomStringConvertible {
     /// The records it changed, in the order the log holds them.
     public let changes: [Change]
 
+    /// Whether the commit was a migration (``Store/migrate(_:)``): the store's schema changed
+    /// and records of any entity may have been rewritten, so a consumer re-reads what it keeps.
+    /// Its only change is the record of the applied version (entity `reservoir_schema_versions`).
+    public var isSchemaChange: Bool {
+        changes.contains { $0.entity == SchemaLedger.entityName }
+    }
+
     /// A change set of the history.
     public init(token: HistoryToken, changes: [Change]) {
         self.token = token

@@ -145,11 +145,16 @@ public struct Schema<Root: Storable>: @unchecked Sendable {
     }
 
     static func isValidName(_ name: String) -> Bool {
-        guard let first = name.utf8.first, !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) else { return false }
-        return name.utf8.allSatisfy { byte in
-            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
-                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "_")
-        }
+        isValidStoredName(name)
+    }
+}
+
+/// Whether `name` can name an entity or a column: letters, digits and `_`, not starting with a digit.
+func isValidStoredName(_ name: String) -> Bool {
+    guard let first = name.utf8.first, !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) else { return false }
+    return name.utf8.allSatisfy { byte in
+        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+            || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "_")
     }
 }
 

@@ -68,6 +68,13 @@ public struct ReservoirError: Error, Sendable, Equatable, CustomStringConvertibl
         public static let historyExpired = Code(rawValue: "historyExpired")
         /// Text that is not a history token, or a token of another store.
         public static let invalidToken = Code(rawValue: "invalidToken")
+        /// A migration step failed (a transform threw, a value did not convert, a field it
+        /// names does not exist): the message names the version, the step, the entity and the
+        /// record, and the whole version was rolled back (``Store/migrate(_:)``).
+        public static let migrationFailed = Code(rawValue: "migrationFailed")
+        /// The store is at a schema version this app's ``Migrations`` do not know, and that
+        /// version is not additive: the message names both versions and the steps.
+        public static let unknownSchemaVersion = Code(rawValue: "unknownSchemaVersion")
         /// Any other failure reported by the storage engine.
         public static let backend = Code(rawValue: "backend")
     }

@@ -27,6 +27,8 @@ public final class Store: Sendable {
     let isClosed = Locked(false)
     /// Which record types' folded shadow columns this store has checked or refolded.
     let shadowCheck = ShadowCheck()
+    /// Refuses writes once another process migrated the store past the app's migrations.
+    let schemaGuard = SchemaGuard()
     /// The history clock as this store last saw it (``HistoryRetention``).
     let historyClock = Locked(HistoryClock.Local())
 
@@ -171,12 +173,15 @@ public final class Store: Sendable {
         let result: R
         try checkOpen()
         do {
+            if let refusal = schemaGuard.refusal { throw refusal }
             result = try writeLock.withWriter { () -> R in
                 let result = try backend.write { writer -> R in
                     let transaction = Transaction(writer: writer, shadowCheck: shadowCheck)
                     defer { transaction.invalidate() }
                     let result = try body(transaction)
                     base = try writer.lastCommit()
+                    // Others committed since this store last looked: one may have migrated it.
+                    if !base.isSameCommit(as: hub.lastPosition) { try schemaGuard.check(writer) }
                     if let changeSet = transaction.makeChangeSet(sequence: base.sequence + 1) {
                         try writer.record(changeSet)
                         if let retention = backend.historyRetention { try keepHistory(after: changeSet.sequence, retention, writer) }
@@ -207,7 +212,7 @@ public final class Store: Sendable {
                 return result
             }
         } catch let error as ReservoirError {
-            if error.code == .gone { stop(error) }
+            if error.code == .gone || error.code == .unknownSchemaVersion { stop(error) }
             throw named(error)
         }
         if let published { hub.deliver(through: published) }

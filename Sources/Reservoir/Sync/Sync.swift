@@ -272,8 +272,11 @@ public final class Sync: @unchecked Sendable {
 
     // MARK: - State
 
+    /// The shape `entity` is mirrored by, if any. Without shapes, every entity but the store's
+    /// record of its schema versions (each store has its own, ``Migrations``).
     private func shape(for entity: String) -> SyncShape? {
-        shapes.isEmpty ? SyncShape(entity: entity) : shapes.first { $0.entity == entity }
+        if shapes.isEmpty { return entity == SchemaLedger.entityName ? nil : SyncShape(entity: entity) }
+        return shapes.first { $0.entity == entity }
     }
 
     private func isNamed(_ entity: String) -> Bool {

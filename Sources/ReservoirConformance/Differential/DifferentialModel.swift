@@ -49,6 +49,20 @@ struct DifferentialModel {
         return (kept, delete)
     }
 
+    /// A schema version: every row rewritten as `migration` says, announced as one schema
+    /// change (an incomplete change set); or nothing at all when it fails on a row.
+    mutating func migrate(_ migration: DifferentialMigration) -> WriteOutcome {
+        var working = rows
+        do {
+            for (id, row) in rows { working[id] = try migration.apply(to: row) }
+        } catch {
+            return WriteOutcome(lines: ["error migrationFailed"])
+        }
+        rows = working
+        sequence += 1
+        return WriteOutcome(lines: ["migrated"], changeSet: "#\(sequence) incomplete")
+    }
+
     private mutating func commit(_ working: [Int: Row]) -> String? {
         var changes = EntityChanges(entity: DifferentialNote.schema.name)
         for (id, row) in working.sorted(by: { $0.key < $1.key }) {

@@ -13,6 +13,8 @@ final class DifferentialReplica {
     private(set) var watchers: DifferentialWatchers?
     /// A history consumer that resumes from its token after every step (see ``DifferentialHistory``).
     private var history = DifferentialHistory()
+    /// The schema versions applied so far, one per successful ``DifferentialStep/migrate(_:)``.
+    private var versions: [SchemaVersion] = []
 
     init(_ backend: DifferentialBackend) throws {
         self.backend = backend
@@ -104,6 +106,15 @@ final class DifferentialReplica {
         case .resubscribe:
             observers.resubscribe()
             return []
+        case let .migrate(migration):
+            let version = SchemaVersion(versions.count + 1, steps: migration.steps)
+            do {
+                try store.migrate(Migrations(versions + [version]))
+                versions.append(version)
+                return ["migrated"]
+            } catch {
+                return ["error \(Self.describe(error))"]
+            }
         }
     }
 

@@ -22,6 +22,9 @@ public enum DifferentialStep: Sendable, Equatable, CustomStringConvertible {
     case request(Int)
     /// One subscription is cancelled and a new one made for the same request.
     case resubscribe
+    /// The main store migrated by the next schema version, made of `migration`'s steps
+    /// (``Store/migrate(_:)``), with every subscription open across it.
+    case migrate(DifferentialMigration)
 
     public var description: String {
         switch self {
@@ -34,6 +37,7 @@ public enum DifferentialStep: Sendable, Equatable, CustomStringConvertible {
         case .reopen: ".reopen"
         case let .request(n): ".request(\(n))"
         case .resubscribe: ".resubscribe"
+        case let .migrate(migration): ".migrate(\(migration))"
         }
     }
 
@@ -48,7 +52,7 @@ public enum DifferentialStep: Sendable, Equatable, CustomStringConvertible {
         case let .foreign(put, delete):
             return put.indices.map { .foreign(put: put.removing(at: $0), delete: delete) }
                 + delete.indices.map { .foreign(put: put, delete: delete.removing(at: $0)) }
-        case .reopen, .request, .resubscribe:
+        case .reopen, .request, .resubscribe, .migrate:
             return []
         }
     }
@@ -74,7 +78,8 @@ enum DifferentialGenerator {
 
     static func step(_ g: inout SeededGenerator) -> DifferentialStep {
         switch g.next() % 100 {
-        case 0..<45: return .write(operations(&g, upTo: 4))
+        case 0..<42: return .write(operations(&g, upTo: 4))
+        case 42..<45: return .migrate(DifferentialMigration.allCases.pick(&g))
         case 45..<55: return .write(operations(&g, upTo: 3), failing: true)
         case 55..<62: return .write([])
         case 62..<67: return .write((0..<(1 + g.next() % 3)).map { _ in read(&g) })

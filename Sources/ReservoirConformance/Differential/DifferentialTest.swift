@@ -101,6 +101,10 @@ public struct DifferentialTest: Sendable {
         case let .foreign(put, delete):
             foreign = model.foreignChanges(put: put, delete: delete)
             expectedChangeSets = model.foreign(put: foreign.put, delete: foreign.delete).map { [$0] } ?? []
+        case let .migrate(migration):
+            let outcome = model.migrate(migration)
+            expectedLines = outcome.lines
+            expectedChangeSets = outcome.changeSet.map { [$0] } ?? []
         case .reopen, .request, .resubscribe:
             break
         }

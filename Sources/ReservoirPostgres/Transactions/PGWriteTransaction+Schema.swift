@@ -131,3 +131,45 @@ extension PGWriteTransaction {
         try connection.execute("CREATE INDEX IF NOT EXISTS \(indexName) ON \(layout.table(entity)) (\(Layout.quote(column)))")
     }
 }
+
+// MARK: - Migrations
+
+extension PGWriteTransaction {
+    /// `ALTER TABLE … DROP COLUMN` (its index goes with it) for each column the table has, the
+    /// column list renumbered; transactional DDL, so it rolls back with the migration.
+    func dropColumns(_ columns: [String], from entity: EntityDescription) throws {
+        try begin()
+        guard var table = catalog.tables[entity.name] else { return }
+        let present = columns.filter { table.kinds[$0] != nil && $0 != table.entity.idColumn }
+        guard !present.isEmpty else { return }
+        try schemaChanged()
+        let name = layout.table(entity.name)
+        for column in present {
+            try connection.execute("ALTER TABLE \(name) DROP COLUMN \(Layout.quote(column))")
+            try connection.run("DELETE FROM \(layout.columns) WHERE entity = $1::text AND name = $2::text", [.text(entity.name), .text(column)])
+            table.columns.removeAll { $0 == column }
+            table.kinds[column] = nil
+        }
+        try connection.run("""
+            UPDATE \(layout.columns) AS c SET position = r.n - 1
+            FROM (SELECT name, row_number() OVER (ORDER BY position) AS n FROM \(layout.columns) WHERE entity = $1::text) AS r
+            WHERE c.entity = $1::text AND c.name = r.name
+            """, [.text(entity.name)])
+        catalog.tables[entity.name] = table
+        try connection.dropPrepared()
+    }
+
+    /// `DROP TABLE` (its indexes and trigger go with it), the trigger's function, and the
+    /// entity's rows in the backend's own tables.
+    func dropEntity(_ entity: EntityDescription) throws {
+        try begin()
+        guard catalog.tables[entity.name] != nil else { return }
+        try schemaChanged()
+        try connection.execute("DROP TABLE IF EXISTS \(layout.table(entity.name))")
+        try connection.execute("DROP FUNCTION IF EXISTS \(layout.table("_reservoir_log_" + entity.name))()")
+        try connection.run("DELETE FROM \(layout.columns) WHERE entity = $1::text", [.text(entity.name)])
+        try connection.run("DELETE FROM \(layout.entities) WHERE name = $1::text", [.text(entity.name)])
+        catalog.tables[entity.name] = nil
+        try connection.dropPrepared()
+    }
+}

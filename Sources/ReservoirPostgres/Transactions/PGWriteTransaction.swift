@@ -46,7 +46,7 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
     /// along. Returns `read`'s result when it holds; nil when the transaction had begun or
     /// the catalog changed meanwhile, and the caller must build and run its statement anew.
     @discardableResult
-    private func begin(reading read: (sql: String, parameters: [PGParameter])? = nil) throws -> PGResult? {
+    func begin(reading read: (sql: String, parameters: [PGParameter])? = nil) throws -> PGResult? {
         try checkOpen()
         guard !begun else { return nil }
         let start = try opener(read.map { ($0.sql, $0.parameters, catalog.version) })

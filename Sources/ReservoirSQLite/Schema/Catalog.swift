@@ -32,6 +32,12 @@ final class Catalog {
             columnSet.insert(column)
             foldedColumns.insert(SQL.fold(column))
         }
+
+        mutating func removeColumn(_ column: String) {
+            columns.removeAll { $0 == column }
+            columnSet.remove(column)
+            foldedColumns.remove(SQL.fold(column))
+        }
     }
 
     private(set) var tables: [String: Table] = [:]
@@ -93,6 +99,13 @@ final class Catalog {
     /// The version is reset so the next transaction reloads from disk.
     func update(_ table: Table) {
         tables[table.entity.name] = table
+        version = -1
+        revision += 1
+    }
+
+    /// Forgets a table this connection just dropped, inside its transaction.
+    func remove(_ entity: String) {
+        tables[entity] = nil
         version = -1
         revision += 1
     }

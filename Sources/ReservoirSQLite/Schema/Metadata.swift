@@ -235,6 +235,20 @@ enum Metadata {
         )
     }
 
+    /// Drops a column (SQLite 3.35 and later); its index must be dropped first.
+    static func dropColumn(_ column: String, from entity: String, _ connection: Connection) throws {
+        try connection.execute(
+            "ALTER TABLE \(SQL.identifier(entity)) DROP COLUMN \(SQL.identifier(column))",
+            action: "drop column \"\(column)\" from the table of entity \"\(entity)\""
+        )
+    }
+
+    /// Drops an entity's table (with its indexes and change-log triggers) and its description.
+    static func dropTable(_ entity: String, _ connection: Connection) throws {
+        try connection.execute("DROP TABLE IF EXISTS \(SQL.identifier(entity))", action: "drop the table of entity \"\(entity)\"")
+        try connection.run("DELETE FROM _reservoir_entities WHERE name = ?1", [.text(entity)])
+    }
+
     static func indexName(_ entity: String, _ column: String) -> String {
         SQL.reservedPrefix + "index_" + entity + "_" + column
     }

@@ -92,6 +92,41 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
         recordedSequence = changeSet.sequence
     }
 
+    // MARK: - Migrations
+
+    /// `ALTER TABLE … DROP COLUMN` for each column the table has (after dropping its index), so
+    /// plain-SQL clients see the columns gone; rolled back with the transaction.
+    func dropColumns(_ columns: [String], from entity: EntityDescription) throws {
+        try checkOpen()
+        guard var table = try table(entity.name) else { return }
+        var changed = false
+        for column in columns where table.columnSet.contains(column) && column != table.entity.idColumn {
+            try Metadata.dropIndex(column, on: entity.name, connection)
+            try Metadata.dropColumn(column, from: entity.name, connection)
+            table.removeColumn(column)
+            changed = true
+        }
+        guard changed else { return }
+        session.catalog.update(table)
+        forgetStatements()
+    }
+
+    /// `DROP TABLE` (its indexes and triggers go with it) and the stored description.
+    func dropEntity(_ entity: EntityDescription) throws {
+        try checkOpen()
+        guard try table(entity.name) != nil else { return }
+        try Metadata.dropTable(entity.name, connection)
+        session.catalog.remove(entity.name)
+        forgetStatements()
+    }
+
+    /// Drops cached statements, which may name columns or tables no longer there.
+    private func forgetStatements() {
+        session.rowStatements = [:]
+        session.writes = [:]
+        session.lastWrite = nil
+    }
+
     func trimChangeLog(through sequence: UInt64) throws {
         try checkOpen()
         try ChangeLog.trim(through: Int64(clamping: sequence), connection)

@@ -1,0 +1,368 @@
+import Foundation
+import Reservoir
+
+/// The entity the migration cases start from, written as raw rows (the app's Swift type may
+/// no longer match it): `title` indexed, `priority` stored as text.
+private let notes = EntityDescription(name: "conformance_notes", fields: ["id", "title", "priority"], indexes: ["title"], integerIDs: true)
+
+private func note(_ id: Int64, _ title: String, _ priority: String) -> Row {
+    Row(columns: ["id", "title", "priority"], values: [.integer(id), .text(title), .text(priority)])
+}
+
+private let startingNotes = [note(1, "Buy milk", "2"), note(2, "Call Bob", "10"), note(3, "Write report", "1")]
+
+/// The notes' rows by id, read fresh.
+private func rows(_ store: Store, _ entity: String = "conformance_notes") throws -> [Int64: Row] {
+    try store.read { snapshot in
+        guard let stored = try snapshot.entities().first(where: { $0.name == entity }) else { return [:] }
+        var byID: [Int64: Row] = [:]
+        for row in try snapshot.rows(Query(entity: stored)) { byID[row.value("id").integerValue] = row }
+        return byID
+    }
+}
+
+private func description(_ store: Store, _ entity: String = "conformance_notes") throws -> EntityDescription? {
+    try store.read { try $0.entities().first { $0.name == entity } }
+}
+
+private extension Value {
+    var integerValue: Int64 {
+        if case let .integer(value) = self { return value }
+        return -1
+    }
+}
+
+/// A store holding the starting notes, at schema version 1 (the notes' first shape).
+private func startingStore(_ context: ConformanceContext) throws -> Store {
+    try context.store.putRows(startingNotes, in: notes)
+    try context.store.migrate(Migrations { SchemaVersion(1, .addIndex(on: "title", in: "conformance_notes")) })
+    return context.store
+}
+
+/// Version 1, then `steps` as version 2.
+private func upToVersion2(_ steps: MigrationStep...) -> Migrations {
+    Migrations {
+        SchemaVersion(1, .addIndex(on: "title", in: "conformance_notes"))
+        SchemaVersion(2, steps: steps)
+    }
+}
+
+extension ConformanceSuite {
+    static let migrationCases: [ConformanceCase] = [
+        ConformanceCase("migrations", "a new store is stamped with the newest version in one schema change, running nothing") { context in
+            let store = context.store
+            let migrations = upToVersion2(.renameField("title", to: "name", in: "conformance_notes"))
+            let plan = try store.migrationPlan(migrations)
+            try expect(plan.stampsOnly && plan.steps.isEmpty && plan.targetVersion == 2, "plan for a new store: \(plan)")
+            let recorder = ChangeRecorder(store)
+            try expectEqual(try store.migrate(migrations), [1, 2], "versions recorded")
+            try expectEqual(try store.schemaVersion(), 2, "schema version")
+            try expectEqual(recorder.changeSets.map(\.isSchemaChange), [true], "one change set, a schema change")
+            try expectEqual(try store.migrate(migrations), [], "migrating again")
+            try expectEqual(recorder.changeSets.count, 1, "nothing announced by a migration with nothing to do")
+            try expect(try store.migrationPlan(migrations).isEmpty, "plan once migrated")
+        },
+
+        ConformanceCase("migrations", "add field: a default, or computed from the record; a value already there stays") { context in
+            let store = try startingStore(context)
+            try store.write { tx in _ = try tx.putRow(note(4, "Kept", "3").adding("slug", .text("mine")), in: notes) }
+            try store.migrate(upToVersion2(
+                .addField("done", to: "conformance_notes", default: false),
+                .addField("slug", to: "conformance_notes", indexed: true) { row in
+                    try row.decode("title", as: String.self).lowercased().replacingOccurrences(of: " ", with: "-")
+                }
+            ))
+            let after = try rows(store)
+            try expectEqual(after.keys.sorted(), [1, 2, 3, 4], "ids")
+            try expectEqual(after[1]?.value("done"), .integer(0), "default")
+            try expectEqual(after[2]?.value("slug"), .text("call-bob"), "computed")
+            try expectEqual(after[4]?.value("slug"), .text("mine"), "a value already there")
+            try expectEqual(after[3]?.value("title"), .text("Write report"), "other fields")
+            let stored = try description(store)
+            try expect(stored?.indexes.contains("slug") == true, "slug indexed: \(String(describing: stored))")
+            let query = try Query(entity: notes.with(fields: ["id", "title", "priority", "done", "slug"]), predicate: .compare(column: "slug", .equal, .text("call-bob")))
+            try expectEqual(try store.read { try $0.rows(query) }.map { $0.value("id") }, [.integer(2)], "query on the new field")
+        },
+
+        ConformanceCase("migrations", "rename field: values and index move, the old name is gone") { context in
+            let store = try startingStore(context)
+            try store.migrate(upToVersion2(.renameField("title", to: "name", in: "conformance_notes")))
+            let after = try rows(store)
+            try expectEqual(after[1]?.value("name"), .text("Buy milk"), "renamed value")
+            try expect(after.values.allSatisfy { $0.index(of: "title") == nil }, "no row holds the old column: \(after.values.map(\.description))")
+            let stored = try description(store)
+            try expect(stored?.fields.contains("name") == true && stored?.fields.contains("title") == false, "fields: \(String(describing: stored))")
+            try expectEqual(stored?.indexes, ["name"], "indexes")
+            let query = try Query(entity: stored ?? notes, predicate: .compare(column: "name", .greater, .text("C")), sort: [SortTerm(column: "name")])
+            try expectEqual(try store.read { try $0.rows(query) }.map { $0.value("id") }, [.integer(2), .integer(3)], "query on the new name")
+        },
+
+        ConformanceCase("migrations", "drop field: gone from every record and from the index list") { context in
+            let store = try startingStore(context)
+            try store.migrate(upToVersion2(.dropField("title", from: "conformance_notes")))
+            let after = try rows(store)
+            try expectEqual(after.count, 3, "records")
+            try expect(after.values.allSatisfy { $0.index(of: "title") == nil }, "no row holds the column: \(after.values.map(\.description))")
+            try expectEqual(after[2]?.value("priority"), .text("10"), "other fields stay")
+            try expectEqual(try description(store)?.indexes, [], "indexes")
+        },
+
+        ConformanceCase("migrations", "change type: every value converted, queries order by the new type") { context in
+            let store = try startingStore(context)
+            try store.migrate(upToVersion2(.changeType(of: "priority", in: "conformance_notes", from: String.self, to: Int.self) { Int($0) ?? 0 }))
+            let after = try rows(store)
+            try expectEqual(after[2]?.value("priority"), .integer(10), "converted")
+            let query = try Query(entity: try description(store) ?? notes, sort: [SortTerm(column: "priority")])
+            try expectEqual(try store.read { try $0.rows(query) }.map { $0.value("id") }, [.integer(3), .integer(1), .integer(2)], "sorted numerically")
+        },
+
+        ConformanceCase("migrations", "add and drop index: the stored description follows, queries stay right") { context in
+            let store = try startingStore(context)
+            try store.migrate(upToVersion2(
+                .addIndex(on: "priority", in: "conformance_notes"),
+                .dropIndex(on: "title", in: "conformance_notes")
+            ))
+            let stored = try description(store)
+            try expectEqual(stored?.indexes, ["priority"], "indexes")
+            let query = try Query(entity: stored ?? notes, predicate: .compare(column: "priority", .equal, .text("10")))
+            try expectEqual(try store.read { try $0.rows(query) }.map { $0.value("id") }, [.integer(2)], "query on the new index")
+            let byTitle = try Query(entity: stored ?? notes, predicate: .compare(column: "title", .equal, .text("Buy milk")))
+            try expectEqual(try store.read { try $0.rows(byTitle) }.map { $0.value("id") }, [.integer(1)], "query on the unindexed field")
+        },
+
+        ConformanceCase("migrations", "transform rewrites every record; rename entity moves them all") { context in
+            let store = try startingStore(context)
+            try store.migrate(upToVersion2(
+                .transform("conformance_notes") { row in
+                    row["title"] = .text(try row.decode("title", as: String.self).uppercased())
+                },
+                .renameEntity("conformance_notes", to: "conformance_tasks")
+            ))
+            try expectEqual(try rows(store), [:], "no records under the old name")
+            try expect(try description(store) == nil, "old entity not listed")
+            let moved = try rows(store, "conformance_tasks")
+            try expectEqual(moved.keys.sorted(), [1, 2, 3], "records under the new name")
+            try expectEqual(moved[3]?.value("title"), .text("WRITE REPORT"), "transformed before the rename")
+            try expectEqual(try description(store, "conformance_tasks")?.indexes, ["title"], "indexes move with the entity")
+        },
+
+        ConformanceCase("migrations", "a throwing step rolls the whole version back, naming version, step, entity and record") { context in
+            let store = try startingStore(context)
+            let before = try rows(store)
+            let sequence = try store.read { try $0.lastSequence() }
+            let recorder = ChangeRecorder(store)
+            let error = try expectError(.migrationFailed, "a transform that throws") {
+                try store.migrate(upToVersion2(
+                    .renameField("title", to: "name", in: "conformance_notes"),
+                    .transform("conformance_notes") { row in
+                        if row.value("id") == .integer(3) { throw ReservoirError(.misuse, "deliberate failure") }
+                        row["priority"] = .text("0")
+                    }
+                ))
+            }
+            for part in ["version 2", "step 2", "conformance_notes", "record 3", "deliberate failure"] {
+                try expect(error.message.contains(part), "the message names \(part): \(error.message)")
+            }
+            try expectEqual(try rows(store), before, "records unchanged")
+            try expectEqual(try description(store)?.fields, notes.fields, "fields unchanged")
+            try expectEqual(try store.schemaVersion(), 1, "schema version")
+            try expectEqual(try store.read { try $0.lastSequence() }, sequence, "nothing committed")
+            try expectEqual(recorder.changeSets.count, 0, "nothing announced")
+
+            let unconvertible = try expectError(.migrationFailed, "a value that does not convert") {
+                try store.write { tx in _ = try tx.putRow(note(4, "Odd", "x").replacing("priority", .real(2.5)), in: notes) }
+                return try store.migrate(upToVersion2(.changeType(of: "priority", in: "conformance_notes", from: String.self, to: Int.self) { Int($0) ?? 0 }))
+            }
+            for part in ["version 2", "step 1", "conformance_notes", "record 4", "priority"] {
+                try expect(unconvertible.message.contains(part), "the message names \(part): \(unconvertible.message)")
+            }
+            try expectEqual(try rows(store)[1]?.value("priority"), .text("2"), "records unchanged")
+            try expectError(.migrationFailed, "a field that does not exist") {
+                try store.migrate(upToVersion2(.renameField("titel", to: "name", in: "conformance_notes")))
+            }
+            try expectEqual(try store.schemaVersion(), 1, "schema version after the failures")
+        },
+
+        ConformanceCase("migrations", "a store at an unknown version is refused by name unless every unknown version is additive") { context in
+            let store = try startingStore(context)
+            let versionOne = Migrations { SchemaVersion(1, .addIndex(on: "title", in: "conformance_notes")) }
+            try store.migrate(upToVersion2(.addField("done", to: "conformance_notes", default: false)))
+            try expectEqual(try store.migrate(versionOne), [], "an older app on an additive version")
+            try expectEqual(try store.schemaVersion(), 2, "the version stays")
+            try store.migrate(Migrations {
+                SchemaVersion(1, .addIndex(on: "title", in: "conformance_notes"))
+                SchemaVersion(2, .addField("done", to: "conformance_notes", default: false))
+                SchemaVersion(3, .renameField("title", to: "name", in: "conformance_notes"))
+            })
+            let refused = try expectError(.unknownSchemaVersion, "an older app on a version that renamed") { try store.migrate(versionOne) }
+            for part in ["version 3", "up to 1", "renameField"] {
+                try expect(refused.message.contains(part), "the message names \(part): \(refused.message)")
+            }
+            if store.capabilities.isSuperset(of: [.persistent, .multiProcess]) {
+                // Another opener of the location: refused at open, and the store it opened is closed.
+                try expectError(.unknownSchemaVersion, "opening with the older app's migrations") {
+                    try Store.open(context.configuration, registry: context.harness.registry, migrations: versionOne)
+                }
+            }
+            try expectError(.unknownSchemaVersion, "the older app's plan") { try store.migrationPlan(versionOne) }
+            try expectEqual(try store.schemaVersion(), 3, "the version stays")
+        },
+
+        ConformanceCase("migrations", "a dry run lists each step with the records it touches and changes nothing") { context in
+            let store = try startingStore(context)
+            let sequence = try store.read { try $0.lastSequence() }
+            let plan = try store.migrationPlan(Migrations {
+                SchemaVersion(1, .addIndex(on: "title", in: "conformance_notes"))
+                SchemaVersion(2,
+                    .renameEntity("conformance_notes", to: "conformance_tasks"),
+                    .addField("done", to: "conformance_tasks", default: false)
+                )
+                SchemaVersion(3, .dropField("done", from: "conformance_nothing"))
+            })
+            try expectEqual(plan.currentVersion, 1, "current version")
+            try expectEqual(plan.targetVersion, 3, "target version")
+            try expectEqual(plan.steps.map { "\($0.version).\($0.index) \($0.step.kind) \($0.records)" },
+                            ["2.1 renameEntity 3", "2.2 addField 3", "3.1 dropField 0"], "steps")
+            try expectEqual(try store.schemaVersion(), 1, "schema version")
+            try expectEqual(try store.read { try $0.lastSequence() }, sequence, "nothing committed")
+            try expectEqual(try rows(store), Dictionary(uniqueKeysWithValues: startingNotes.map { ($0.value("id").integerValue, $0) }), "records")
+        },
+
+        ConformanceCase("migrations", "the schema change makes live fetches re-read and marks history") { context in
+            let store = context.store
+            try store.insertItems(standardItems)
+            try store.migrate(Migrations { SchemaVersion(1) })
+            let token = try store.currentHistoryToken
+            let request = FetchRequest<Item>(sortBy: [.ascending(\.id)])
+            let live = LiveRecorder<CollectionDifference<Item>>()
+            store.differencesPublisher(for: request).subscribe(live)
+            let recorder = ChangeRecorder(store)
+            try store.migrate(Migrations {
+                SchemaVersion(1)
+                SchemaVersion(2, .transform("conformance_items") { row in row["name"] = .text(try row.decode("name", as: String.self).uppercased()) })
+            })
+            let expected = try store.fetch(request)
+            try expect(expected.allSatisfy { $0.name == $0.name.uppercased() }, "the migration ran: \(expected.map(\.name))")
+            try expectEqual(live.applied, expected, "the live fetch after the migration")
+            try expectEqual(recorder.changeSets.map(\.isSchemaChange), [true], "one change set, a schema change")
+            try expect(recorder.changeSets.first?.isComplete == false, "a schema change is not complete: \(recorder.changeSets)")
+            let history = try store.history(after: token, limit: 10)
+            try expectEqual(history.map(\.isSchemaChange), [true], "history marks the schema change")
+            live.cancel()
+        },
+
+        ConformanceCase("migrations", "a live history consumer receives the schema change once, in order, marked", waiting: { context in
+            let store = context.store
+            let start = try store.currentHistoryToken
+            try store.insertItems([Item(id: 1, name: "one")])
+            let recorder = LiveRecorder<HistoryChangeSet>()
+            store.historyPublisher(after: start).subscribe(recorder)
+            try expect(await eventually { recorder.values.count >= 1 }, "the missed change set arrived: \(recorder.values.count)")
+            try store.migrate(Migrations { SchemaVersion(1, .transform("conformance_items") { row in row["rank"] = .integer(1) }) })
+            try store.insertItems([Item(id: 2, name: "two")])
+            try expect(await eventually { recorder.values.count >= 3 }, "the migration and the write after it arrived: \(recorder.values.count)")
+            try expectEqual(recorder.values.map(\.isSchemaChange), [false, true, false], "the schema change, marked, between the writes")
+            try expectEqual(recorder.values.map(\.token), try store.history(after: start, limit: 10).map(\.token), "the tokens against history(after:)")
+            recorder.cancel()
+        }),
+
+        ConformanceCase("migrations", "another store on the location hears the schema change and re-reads", requires: .multiProcess) { context in
+            try context.store.insertItems(standardItems)
+            let other = try context.openAnother()
+            let request = FetchRequest<Item>(sortBy: [.ascending(\.id)])
+            let live = LiveRecorder<CollectionDifference<Item>>()
+            other.differencesPublisher(for: request).subscribe(live)
+            let recorder = ChangeRecorder(other)
+            try context.store.migrate(Migrations {
+                SchemaVersion(1, .transform("conformance_items") { row in row["rank"] = .integer(7) })
+            })
+            other.pollExternalChanges()
+            try expect(recorder.changeSets.contains { $0.isSchemaChange && $0.isExternal }, "an external schema change: \(recorder.changeSets)")
+            try expectEqual(live.applied, try other.fetch(request), "the other store's live fetch")
+            try expect(live.applied.allSatisfy { $0.rank == 7 }, "it shows the migrated records: \(live.applied)")
+            try expectEqual(try other.schemaVersion(), 1, "the other store reads the version")
+            live.cancel()
+        },
+
+        ConformanceCase("migrations", "a read-only opener of a store at the app's version opens with its migrations",
+                        requires: [.persistent, .multiProcess, .readOnlyOpening]) { context in
+            let migrations = upToVersion2(.renameField("title", to: "name", in: "conformance_notes"))
+            try context.store.putRows(startingNotes, in: notes)
+            try context.store.migrate(migrations)
+            let configuration = context.configuration + (context.configuration.contains("?") ? "&" : "?") + "mode=readonly"
+            let reader = try Store.open(configuration, registry: context.harness.registry, migrations: migrations)
+            defer { reader.close() }
+            try expectEqual(try reader.schemaVersion(), 2, "the reader's schema version")
+            try expectEqual(try rows(reader)[1]?.value("name"), .text("Buy milk"), "the reader sees the migrated records")
+        },
+
+        ConformanceCase("migrations", "a store open while another migrates it past its app's versions refuses writes and ends subscriptions (found by its catch-up)", requires: .multiProcess) { context in
+            try concurrentMigration(context, pollsFirst: true)
+        },
+
+        ConformanceCase("migrations", "a store open while another migrates it past its app's versions refuses writes and ends subscriptions (found by its write)", requires: .multiProcess) { context in
+            try concurrentMigration(context, pollsFirst: false)
+        },
+    ]
+}
+
+/// An older app's store (migrated to version 1) stays open while a newer app's
+/// store on the same location migrates it: past an additive version 2 it goes on; past version 3,
+/// a rename, its next write is refused and rolled back and its subscriptions end, both with
+/// `.unknownSchemaVersion`. `pollsFirst`: the older store's catch-up meets the schema change
+/// before its write does (else the write finds it inside its transaction).
+private func concurrentMigration(_ context: ConformanceContext, pollsFirst: Bool) throws {
+    // Probes only when told to (no timer, no commit signal), so which path finds the migration is this case's choice.
+    let configuration = try StoreConfiguration(context.configuration)
+    let older = try Store(backend: context.harness.registry.makeBackend(configuration), configuration: configuration,
+                          pollInterval: .seconds(3600), usesCommitSignal: false)
+    defer { older.close() }
+    try older.putRows(startingNotes, in: notes)
+    try older.migrate(Migrations { SchemaVersion(1, .addIndex(on: "title", in: "conformance_notes")) })
+    let live = LiveRecorder<CollectionDifference<Item>>()
+    older.differencesPublisher(for: FetchRequest<Item>()).subscribe(live)
+    let newer = try context.openAnother()
+    let versionTwo = SchemaVersion(2, .addField("done", to: "conformance_notes", default: false))
+    try newer.migrate(Migrations { SchemaVersion(1, .addIndex(on: "title", in: "conformance_notes")); versionTwo })
+    older.pollExternalChanges()
+    try older.write { tx in _ = try tx.putRow(note(9, "Additive is fine", "1"), in: notes) }
+    try expect(live.completion == nil, "an additive version leaves subscriptions running: \(String(describing: live.completion))")
+    try newer.migrate(Migrations {
+        SchemaVersion(1, .addIndex(on: "title", in: "conformance_notes"))
+        versionTwo
+        SchemaVersion(3, .renameField("title", to: "name", in: "conformance_notes"))
+    })
+    if pollsFirst { older.pollExternalChanges() }
+    let refused = try expectError(.unknownSchemaVersion, "a write by the older app") {
+        try older.write { tx in _ = try tx.putRow(note(10, "Old shape", "1"), in: notes) }
+    }
+    try expect(refused.message.contains("version 3") && refused.message.contains("up to 1"), "the message names both versions: \(refused.message)")
+    try expectError(.unknownSchemaVersion, "the older app's next write") {
+        try older.write { tx in _ = try tx.putRow(note(11, "Old shape", "1"), in: notes) }
+    }
+    older.pollExternalChanges()
+    guard case let .failure(error)? = live.completion, (error as? ReservoirError)?.code == .unknownSchemaVersion else {
+        throw ConformanceFailure(message: "the older store's subscription ended with \(String(describing: live.completion)), expected .unknownSchemaVersion", file: #fileID, line: #line)
+    }
+    let after = try rows(newer)
+    try expect(after[10] == nil && after[11] == nil, "nothing of the refused writes reached the store: \(after.keys.sorted())")
+    try expectEqual(after[9]?.value("name"), .text("Additive is fine"), "the older app's write before the rename was migrated")
+}
+
+private extension Row {
+    func adding(_ column: String, _ value: Value) -> Row {
+        var row = self
+        row[column] = value
+        return row
+    }
+
+    func replacing(_ column: String, _ value: Value) -> Row { adding(column, value) }
+}
+
+private extension EntityDescription {
+    func with(fields: [String]) -> EntityDescription {
+        var copy = self
+        copy.fields = fields
+        return copy
+    }
+}
