@@ -72,21 +72,31 @@ public final class ChildProcess: @unchecked Sendable {
             errorsEnded = false
             let pipe = Pipe()
             process.standardError = pipe
-            pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-                let data = handle.availableData
-                if data.isEmpty { handle.readabilityHandler = nil }
-                self?.receiveErrors(data)
-            }
         }
         let pipe = Pipe()
         process.standardOutput = pipe
-        pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let data = handle.availableData
-            // An empty read is the end of the stream: stop being called for it.
-            if data.isEmpty { handle.readabilityHandler = nil }
-            self?.receiveOutput(data)
-        }
         try process.run()
+        Self.drain(pipe) { [weak self] in self?.receiveOutput($0) }
+        if case .captured = standardError, let errors = process.standardError as? Pipe {
+            Self.drain(errors) { [weak self] in self?.receiveErrors($0) }
+        }
+    }
+
+    /// Reads `pipe` on a thread of its own until the end of the stream (an empty read, also
+    /// handed to `receive`). Not `readabilityHandler`: on Linux its dispatch read source, torn
+    /// down as the handle closes, can leave a dangling epoll registration that crashes
+    /// libdispatch's manager thread (`_dispatch_event_loop_drain`, signal 11), which a test run
+    /// starting hundreds of processes met. A blocking read has nothing to tear down.
+    private static func drain(_ pipe: Pipe, _ receive: @escaping @Sendable (Data) -> Void) {
+        let handle = pipe.fileHandleForReading
+        let thread = Thread {
+            while true {
+                let data = handle.availableData
+                receive(data)
+                if data.isEmpty { return }
+            }
+        }
+        thread.start()
     }
 
     /// Starts the executable `name` built beside the tests (see `builtExecutable`).
