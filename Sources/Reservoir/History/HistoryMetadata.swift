@@ -14,12 +14,7 @@ struct HistoryHoldRecord: Codable, Hashable, Sendable {
 
     /// The store's holds, read from its metadata (none when it has none).
     static func read(_ reader: any ReadTransaction) throws -> [HistoryHoldRecord] {
-        guard let data = try reader.metadata(HistoryMetadataKey.holds) else { return [] }
-        do {
-            return try JSONDecoder().decode([HistoryHoldRecord].self, from: data)
-        } catch {
-            throw ReservoirError(.corrupt, "the store's history holds (metadata \"\(HistoryMetadataKey.holds)\") cannot be read: \(error)")
-        }
+        try reader.decodedMetadata([HistoryHoldRecord].self, HistoryMetadataKey.holds, "the store's history holds") ?? []
     }
 
     static func write(_ holds: [HistoryHoldRecord], _ writer: any WriteTransaction) throws {
@@ -50,12 +45,7 @@ struct HistoryClock: Codable, Hashable, Sendable {
     }
 
     static func read(_ reader: any ReadTransaction) throws -> HistoryClock {
-        guard let data = try reader.metadata(HistoryMetadataKey.clock) else { return HistoryClock() }
-        do {
-            return try JSONDecoder().decode(HistoryClock.self, from: data)
-        } catch {
-            throw ReservoirError(.corrupt, "the store's history clock (metadata \"\(HistoryMetadataKey.clock)\") cannot be read: \(error)")
-        }
+        try reader.decodedMetadata(HistoryClock.self, HistoryMetadataKey.clock, "the store's history clock") ?? HistoryClock()
     }
 
     func write(_ writer: any WriteTransaction) throws {
@@ -67,4 +57,17 @@ struct HistoryClock: Codable, Hashable, Sendable {
 enum HistoryMetadataKey {
     static let holds = "history.holds"
     static let clock = "history.clock"
+}
+
+extension ReadTransaction {
+    /// The JSON value the library keeps under metadata `key`, or nil; `.corrupt` naming `what`
+    /// and the key when the bytes are not one.
+    func decodedMetadata<T: Decodable>(_ type: T.Type, _ key: String, _ what: String) throws -> T? {
+        guard let data = try metadata(key) else { return nil }
+        do {
+            return try JSONDecoder().decode(type, from: data)
+        } catch {
+            throw ReservoirError(.corrupt, "\(what) (metadata \"\(key)\") cannot be read: \(error)")
+        }
+    }
 }

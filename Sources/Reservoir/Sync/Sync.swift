@@ -319,12 +319,7 @@ struct SyncState: Codable, Equatable {
     var shapes: String
 
     static func read(_ key: String, _ reader: any ReadTransaction) throws -> SyncState? {
-        guard let data = try reader.metadata(key) else { return nil }
-        do {
-            return try JSONDecoder().decode(SyncState.self, from: data)
-        } catch {
-            throw ReservoirError(.corrupt, "the replica state (metadata \"\(key)\") cannot be read: \(error)")
-        }
+        try reader.decodedMetadata(SyncState.self, key, "the replica state")
     }
 
     func write(_ key: String, _ writer: any WriteTransaction) throws {
