@@ -6,15 +6,16 @@ import Reservoir
 struct SyncCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sync",
-        abstract: "Mirror a remote store's records into a local store: once, or following live.",
+        abstract: "Keep a local store and a remote store in step, both ways: once, or following live.",
         discussion: """
-            The local store (any backend) receives the remote's commits (this library's, and
-            plain SQL's on SQLite and PostgreSQL) as ordinary local commits, so `reservoir watch`
-            on it shows them live. Each pull reads what changed after the replica's saved token;
-            the first one, one after --shape changed, and one the remote's history no longer
-            reaches back for read the shapes whole, and say so. One line per pull.
-
-            Only the pull half is built: local writes are not sent to the remote yet.
+            Local writes (made online or offline, by any process, plain SQL included) are sent
+            to the remote, each applied there once; the remote's commits arrive in the local
+            store as ordinary local commits, so `reservoir watch` on it shows them live.
+            Conflicts: last writer wins field by field in the server's order, and a delete wins
+            over a concurrent update; a change the server does not take is named, and the local
+            record returns to the server's state. The first sync uploads the local records and
+            reads the remote's shapes whole, as does one after --shape changed or once the
+            remote's history no longer reaches back. One line per push and per pull.
 
             Example: reservoir sync --local sqlite:./replica.sqlite --remote postgres://app@db/app --shape todos --follow
             """
@@ -23,8 +24,8 @@ struct SyncCommand: ParsableCommand {
     @Option(help: ArgumentHelp("The remote store to mirror.", valueName: "URL")) var remote: String
     @Option(help: ArgumentHelp("An entity to mirror (repeat for more; default: every entity the remote holds).", valueName: "ENTITY"))
     var shape: [String] = []
-    @Flag(help: "Pull once and exit (the default).") var once = false
-    @Flag(help: "Go on pulling after every remote commit, until Ctrl-C.") var follow = false
+    @Flag(help: "Push and pull once and exit (the default).") var once = false
+    @Flag(help: "Go on after every commit of either store, until Ctrl-C.") var follow = false
 
     func validate() throws {
         if once && follow { throw ValidationError("give --once or --follow, not both") }
@@ -38,11 +39,18 @@ struct SyncCommand: ParsableCommand {
             let sync = try Sync(local: localStore, remote: remote, shapes: shape.map { SyncShape(entity: $0) }, registry: Backends.registry)
             defer { sync.stop() }
             guard follow else {
-                emit(try sync.pull().description)
+                for event in try sync.sync() { emit(event.description) }
                 return
             }
             let stopped = DispatchSemaphore(value: 0)
-            let printing = sync.events.sink { emit($0.description) }
+            // Rounds that found nothing to do (each commit of either store starts one) print nothing.
+            let printing = sync.events.sink { event in
+                switch event {
+                case let .pushed(changes, rejected, _) where changes == 0 && rejected.isEmpty: return
+                case let .pulled(changeSets, _, _) where changeSets == 0: return
+                default: emit(event.description)
+                }
+            }
             let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: DispatchQueue(label: "reservoir.sync.sigint"))
             signal(SIGINT, SIG_IGN)
             interrupt.setEventHandler { stopped.signal() }

@@ -4,7 +4,7 @@ import Testing
 
 @Suite("reservoir sync")
 struct SyncCommandTests {
-    @Test("sync mirrors a remote store into a local one, once and following, and the local store lists it")
+    @Test("sync mirrors a remote store into a local one, once and following, and sends the local store's own to-dos back")
     func mirrorOnceThenFollow() async throws {
         let scratch = try TemporaryDirectory("reservoir-cli")
         defer { scratch.cleanUp() }
@@ -23,6 +23,13 @@ struct SyncCommandTests {
         #expect(follow.lines.first?.contains("shapesChanged") == true && follow.lines.last?.contains("pulled 1 change set") == true, "\(follow.output)")
         let list = try await CLIProcess.run(["todo", "list", "--store", "sqlite:./replica.sqlite"], in: scratch.url)
         #expect(list.output.contains("Buy milk") && list.output.contains("File taxes"), "the replica lists both: \(list.output)")
+
+        // Written to the replica while no sync runs, then sent by the next one.
+        _ = try await CLIProcess.run(["todo", "add", "Call the bank", "--store", "sqlite:./replica.sqlite"], in: scratch.url)
+        let push = try await CLIProcess.run(["sync", "--once"] + stores, in: scratch.url)
+        #expect(push.status == 0 && push.output.contains("pushed 1 change"), "\(push.output) \(push.errors)")
+        let remoteList = try await CLIProcess.run(["todo", "list"] + remote, in: scratch.url)
+        #expect(remoteList.output.contains("Call the bank") && remoteList.output.contains("File taxes"), "the remote lists the replica's to-do: \(remoteList.output)")
 
         let bad = try await CLIProcess.run(["sync", "--local", "sqlite:./replica.sqlite", "--remote", "lmdb:./no/such.lmdb"], in: scratch.url)
         #expect(bad.status != 0 && bad.errors.split(separator: "\n").count == 1 && bad.errors.contains("no/such"), "\(bad.errors)")

@@ -1,54 +1,72 @@
 import Foundation
 import OpenCombineShim
 
-/// A local store that mirrors chosen records of a remote store, built on the remote's history
-/// (Backends.md, "Sync"). This is the pull half of offline-first sync: the app reads and observes
-/// the local store as usual, and the remote's commits arrive there as ordinary local commits.
+/// A local store kept in step with a remote store, both ways, built on both stores' history
+/// (Backends.md, "Sync"). The app reads, writes and observes the local store as usual, online
+/// or offline; ``sync()`` sends the local changes to the remote and brings the remote's commits
+/// back as ordinary local commits.
 ///
 ///     let sync = try Sync(local: store, remote: "postgres://app@db/app", shapes: [SyncShape(Todo.self)])
-///     try sync.pull()          // catch up once, or:
-///     sync.start()             // and follow live, until stop()
+///     try sync.sync()          // push, then pull, once; or:
+///     sync.start()             // and follow both stores live, until stop()
 ///
-/// Each pull reads the remote's change sets after the replica's token and the current rows of
-/// the records they touched in one remote snapshot, applies them in one local write together
-/// with the new token (kept in the local store's metadata, so a replica resumes exactly after a
-/// restart or a crash), page by page. A replica's first pull, a change of shapes, and a remote
-/// history that no longer reaches back to its token make it read its shapes whole instead, and
-/// say so (``SyncEvent/resynced(reason:records:token:)``): it never silently diverges.
+/// **Push.** The outbox is the local store itself: its history after the replica's pushed token
+/// (held for the replica, so retention keeps it) names the records that may have changed, and
+/// each record's base (the server's row as the replica last saw it, kept in the local store's
+/// metadata in the same transactions) says which columns did. A local write, this library's or
+/// another process's, needs nothing of the sync to be pushed later. A push takes the changed
+/// records as one batch (kept in the local store until the server's answer is applied), applies
+/// them on the server in one transaction that also records the batch's name, so a batch sent
+/// again after a crash or a lost connection is applied once, then applies the answer locally.
+/// A store's first push uploads the records it already holds.
 ///
-/// Not yet: writes made to the local store are not sent to the remote (the push half), so the
-/// replica is for records the remote owns; a local change to a mirrored record lasts until the
-/// remote next changes that record, or the replica re-reads.
+/// **Conflicts, one rule:** last writer wins field by field in the server's order: a pushed
+/// change overwrites the columns it changed, and only those (``SyncConflict/fieldwise``); a
+/// delete wins over a concurrent update. An app's ``SyncResolver`` may decide instead, and a
+/// change the server does not take is reported (``SyncEvent/pushed(changes:rejected:token:)``)
+/// with the local record returned to the server's state.
+///
+/// **Pull.** Each pull reads the remote's change sets after the replica's token and the current
+/// rows of the records they touched in one remote snapshot, and applies them in one local
+/// write together with the new token, page by page; local changes not yet pushed stay, laid
+/// over the server's rows. A replica's first pull, a change of shapes, and a remote history
+/// that no longer reaches back to its token make it read its shapes whole instead, and say so
+/// (``SyncEvent/resynced(reason:records:token:)``): it never silently diverges.
 public final class Sync: @unchecked Sendable {
-    // @unchecked: mutable state is in `state` (a lock) and `following` (touched on `queue` only).
+    // @unchecked: mutable state is in `state` and `identity` (locks) and `following` (touched on
+    // `queue` only); pushes and pulls are one at a time (`cycling`).
     public let local: Store
     public let remote: Store
     /// The shapes mirrored; empty: every entity the remote holds.
     public let shapes: [SyncShape]
+    /// Decides conflicts instead of the default rule (nil: ``SyncConflict/fieldwise``).
+    public let resolver: SyncResolver?
     private let ownsRemote: Bool
     private let state = Locked(SyncStatus())
+    private let identity = Locked<SyncReplica?>(nil)
     private let statusSubject = CurrentValueSubject<SyncStatus, Never>(SyncStatus())
     private let subject = PassthroughSubject<SyncEvent, Never>()
     private let queue = DispatchQueue(label: "reservoir.sync")
-    private let pulling = NSLock()
-    private var following: AnyCancellable?
+    let cycling = NSLock()
+    private var following: [AnyCancellable] = []
     private var pending = false
     private var retryDelay: TimeInterval = 0.2
 
-    /// Change sets read from the remote per page.
+    /// Change sets read from either store's history per page.
     public static let pageSize = 500
 
     /// A replica of `remote`'s `shapes` (every entity when empty) in `local`.
-    public convenience init(local: Store, remote: Store, shapes: [SyncShape] = []) throws {
-        try self.init(local: local, remote: remote, shapes: shapes, owning: false)
+    public convenience init(local: Store, remote: Store, shapes: [SyncShape] = [], resolver: SyncResolver? = nil) throws {
+        try self.init(local: local, remote: remote, shapes: shapes, resolver: resolver, owning: false)
     }
 
     /// A replica of the store `remote` names (opened through `registry`, closed by ``stop()``).
-    public convenience init(local: Store, remote configuration: String, shapes: [SyncShape] = [], registry: BackendRegistry = .shared) throws {
-        try self.init(local: local, remote: try Store.open(configuration, registry: registry), shapes: shapes, owning: true)
+    public convenience init(local: Store, remote configuration: String, shapes: [SyncShape] = [], resolver: SyncResolver? = nil,
+                            registry: BackendRegistry = .shared) throws {
+        try self.init(local: local, remote: try Store.open(configuration, registry: registry), shapes: shapes, resolver: resolver, owning: true)
     }
 
-    private init(local: Store, remote: Store, shapes: [SyncShape], owning: Bool) throws {
+    private init(local: Store, remote: Store, shapes: [SyncShape], resolver: SyncResolver?, owning: Bool) throws {
         do {
             try Self.checkShapes(shapes)
             if local === remote || (local.backend.location == remote.backend.location && local.backend.location != "memory") {
@@ -61,8 +79,13 @@ public final class Sync: @unchecked Sendable {
         self.local = local
         self.remote = remote
         self.shapes = shapes
+        self.resolver = resolver
         ownsRemote = owning
         queue.setSpecific(key: Self.queueKey, value: ())
+        if let replica = try? knownReplica() {
+            identity.withLock { $0 = replica }
+            refreshPending(replica)
+        }
     }
 
     private static let queueKey = DispatchSpecificKey<Void>()
@@ -82,7 +105,7 @@ public final class Sync: @unchecked Sendable {
     public var statusPublisher: AnyPublisher<SyncStatus, Never> { statusSubject.eraseToAnyPublisher() }
 
     /// Changes the status and sends the new one (outside the lock: a subscriber may read ``status``).
-    private func update(_ change: (inout SyncStatus) -> Void) {
+    func update(_ change: (inout SyncStatus) -> Void) {
         let new = state.withLock { status -> SyncStatus in
             change(&status)
             return status
@@ -90,23 +113,52 @@ public final class Sync: @unchecked Sendable {
         statusSubject.send(new)
     }
 
-    /// Every pull's outcome, as it happens (on the thread that pulled).
+    /// Every push's and pull's outcome, as it happens (on the thread that ran it).
     public var events: AnyPublisher<SyncEvent, Never> { subject.eraseToAnyPublisher() }
 
-    // MARK: - Pulling
+    // MARK: - Running
+
+    /// Pushes the local changes, then pulls the remote's (``push()``, ``pull()``): after it,
+    /// both stores hold the same records in the shapes, unless either changed meanwhile.
+    /// Returns what each did.
+    @discardableResult
+    public func sync() throws -> [SyncEvent] {
+        cycling.lock()
+        defer { cycling.unlock() }
+        let pushed = try reporting { try sendOutbox() }
+        let pulled = try reporting { try catchUp() }
+        return [pushed, pulled]
+    }
+
+    /// Sends the local changes the remote does not have yet, and returns what it did. Throws
+    /// what the remote or local store threw; the changes stay to be sent again (and are
+    /// applied on the remote once however often they are sent).
+    @discardableResult
+    public func push() throws -> SyncEvent {
+        cycling.lock()
+        defer { cycling.unlock() }
+        return try reporting { try sendOutbox() }
+    }
 
     /// Brings the replica up to the remote's newest change set, and returns what it did.
     /// Throws what the remote or local store threw (the replica then stays at its last token).
+    /// Local changes not pushed yet stay, laid over the remote's rows.
     @discardableResult
     public func pull() throws -> SyncEvent {
-        pulling.lock()
-        defer { pulling.unlock() }
+        cycling.lock()
+        defer { cycling.unlock() }
+        return try reporting { try catchUp() }
+    }
+
+    /// Runs one push or pull, sending its event and keeping the status.
+    private func reporting(_ body: () throws -> SyncEvent) throws -> SyncEvent {
         do {
-            let event = try catchUp()
+            let event = try body()
             update {
                 $0.isConnected = true
                 $0.lastError = nil
             }
+            if let replica = identity.withLock({ $0 }) { refreshPending(replica) }
             subject.send(event)
             return event
         } catch let error as ReservoirError {
@@ -119,136 +171,59 @@ public final class Sync: @unchecked Sendable {
         }
     }
 
-    private func catchUp() throws -> SyncEvent {
-        let key = try stateKey()
-        guard let saved = try local.read({ try SyncState.read(key, $0.reader) }) else { return try resync(.firstSync, key: key) }
-        guard saved.shapes == shapeText else { return try resync(.shapesChanged, key: key) }
-        var token = try HistoryToken(parsing: saved.token)
-        var changeSets = 0
-        var records = 0
-        while true {
-            let page: RemotePage?
-            do {
-                page = try remote.read { try self.readPage(after: token, $0) }
-            } catch let error as ReservoirError where error.code == .historyExpired {
-                return try resync(.historyExpired, key: key)
-            }
-            guard let page else { break }
-            try local.write { tx in
-                let described = Dictionary(try tx.writer.entities().map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
-                for change in page.changes {
-                    guard let shape = self.shape(for: change.entity) else { continue }
-                    if let row = change.row, shape.contains(row), let entity = page.entities[change.entity] ?? described[change.entity] {
-                        try tx.putRow(row, in: entity)
-                    } else if let entity = described[change.entity] {
-                        try tx.deleteRow(id: change.id, in: entity)
-                    }
-                }
-                try SyncState(token: page.token.description, shapes: self.shapeText).write(key, tx.writer)
-            }
-            token = page.token
-            changeSets += page.changeSets
-            records += page.changes.count
-            update {
-                $0.token = page.token
-                $0.changeSetsPulled += page.changeSets
-            }
-        }
-        update { $0.token = token }
-        return .pulled(changeSets: changeSets, records: records, token: token)
+    /// Sends the local changes a pull dropped, if any, as one event.
+    func reportDropped(_ rejected: [SyncRejection]) {
+        if !rejected.isEmpty { subject.send(.rejected(rejected)) }
     }
 
-    /// One remote page: change sets after `token` and, from the same snapshot, the current row
-    /// of every record they touched in the shapes. Nil when there are none.
-    private func readPage(after token: HistoryToken, _ snapshot: Snapshot) throws -> RemotePage? {
-        let changeSets = try snapshot.history(after: token, limit: Self.pageSize)
-        guard let last = changeSets.last else { return nil }
-        var seen = Set<RecordKey>()
-        var changes: [RemoteChange] = []
-        for changeSet in changeSets {
-            for change in changeSet.changes where shape(for: change.entity) != nil {
-                guard seen.insert(RecordKey(entity: change.entity, id: change.id)).inserted else { continue }
-                changes.append(RemoteChange(entity: change.entity, id: change.id, row: try snapshot.reader.row(change.entity, id: change.id)))
-            }
-        }
-        let touched = Set(changes.map(\.entity))
-        let entities = try snapshot.entities().filter { touched.contains($0.name) }
-        return RemotePage(changeSets: changeSets.count, token: last.token, changes: changes,
-                          entities: Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first }))
-    }
-
-    /// Reads the shapes whole from one remote snapshot and makes the local store hold exactly
-    /// them, in one local write with the snapshot's token.
-    private func resync(_ reason: SyncEvent.ResyncReason, key: String) throws -> SyncEvent {
-        let (token, tables) = try remote.read { snapshot -> (HistoryToken, [(EntityDescription, [Row])]) in
-            let token = try snapshot.currentHistoryToken()
-            var tables: [(EntityDescription, [Row])] = []
-            for entity in try snapshot.entities() {
-                guard let shape = self.shape(for: entity.name) else { continue }
-                tables.append((entity, try snapshot.rows(try Query(entity: entity, predicate: shape.predicate))))
-            }
-            return (token, tables)
-        }
-        var records = 0
-        try local.write { tx in
-            let remoteNames = Set(tables.map(\.0.name))
-            for entity in try tx.writer.entities() where !remoteNames.contains(entity.name) && self.isNamed(entity.name) {
-                // A shape's entity the remote no longer holds rows of: none belong here.
-                for row in try tx.writer.fetch(try Query(entity: entity)) {
-                    if let id = row[entity.idColumn] { try tx.deleteRow(id: id, in: entity) }
-                }
-            }
-            for (entity, rows) in tables {
-                let wanted = Set(rows.compactMap { $0[entity.idColumn] })
-                for row in try tx.writer.fetch(try Query(entity: entity)) {
-                    if let id = row[entity.idColumn], !wanted.contains(id) { try tx.deleteRow(id: id, in: entity) }
-                }
-                for row in rows { try tx.putRow(row, in: entity) }
-                records += rows.count
-            }
-            try SyncState(token: token.description, shapes: self.shapeText).write(key, tx.writer)
-        }
-        update { $0.token = token }
-        return .resynced(reason: reason, records: records, token: token)
+    /// Counts the local changes waiting to be pushed into the status (left as it is when the
+    /// local store cannot say).
+    func refreshPending(_ replica: SyncReplica) {
+        guard let count = try? local.read({ try self.pendingCount(replica, $0.reader) }) else { return }
+        update { $0.pendingChanges = count }
     }
 
     // MARK: - Following
 
-    /// Pulls now and after every remote commit (the remote's change sets, other processes' and
-    /// plain SQL's included), until ``stop()``. A failed pull is retried, waiting 0.2 s, then
-    /// twice as long each time up to 30 s; ``status`` and ``events`` say so meanwhile.
+    /// Pushes and pulls now and after every commit of either store (other processes' and plain
+    /// SQL's included), until ``stop()``. A failed round is tried again, waiting 0.2 s, then
+    /// twice as long each time up to 30 s; ``status`` and ``events`` say so meanwhile (offline,
+    /// the local changes wait in the local store, counted in ``SyncStatus/pendingChanges``).
     public func start() {
         queue.async { [self] in
-            guard following == nil else { return }
-            following = remote.changeSets.sink { [weak self] _ in self?.schedule() }
+            guard following.isEmpty else { return }
+            following = [
+                remote.changeSets.sink { [weak self] _ in self?.schedule() },
+                local.changeSets.sink { [weak self] _ in self?.schedule() },
+            ]
             update { $0.isFollowing = true }
             runScheduled()
         }
     }
 
-    /// Stops following, after the pull under way (if any); closes a remote store it opened.
+    /// Stops following, after the round under way (if any); closes a remote store it opened.
     /// Called from an ``events`` subscriber while following, it stops without waiting.
     public func stop() {
         let stopping = { [self] in
-            following?.cancel()
-            following = nil
+            for subscription in following { subscription.cancel() }
+            following = []
             pending = false
         }
         if DispatchQueue.getSpecific(key: Self.queueKey) != nil {
             stopping()
         } else {
             queue.sync(execute: stopping)
-            pulling.lock()
-            pulling.unlock()
+            cycling.lock()
+            cycling.unlock()
         }
         update { $0.isFollowing = false }
         if ownsRemote { remote.close() }
     }
 
-    /// Asks for a pull soon; pulls asked for while one waits are one pull.
+    /// Asks for a round soon; rounds asked for while one waits are one round.
     private func schedule() {
         queue.async { [self] in
-            guard following != nil, !pending else { return }
+            guard !following.isEmpty, !pending else { return }
             pending = true
             queue.async { [self] in
                 pending = false
@@ -257,11 +232,11 @@ public final class Sync: @unchecked Sendable {
         }
     }
 
-    /// A pull on the queue; on failure, another after the retry delay.
+    /// A round on the queue; on failure, another after the retry delay.
     private func runScheduled() {
-        guard following != nil else { return }
+        guard !following.isEmpty else { return }
         do {
-            try pull()
+            try sync()
             retryDelay = 0.2
         } catch {
             let delay = retryDelay
@@ -274,55 +249,46 @@ public final class Sync: @unchecked Sendable {
 
     /// The shape `entity` is mirrored by, if any. Without shapes, every entity but the store's
     /// record of its schema versions (each store has its own, ``Migrations``).
-    private func shape(for entity: String) -> SyncShape? {
+    func shape(for entity: String) -> SyncShape? {
         if shapes.isEmpty { return entity == SchemaLedger.entityName ? nil : SyncShape(entity: entity) }
         return shapes.first { $0.entity == entity }
     }
 
-    private func isNamed(_ entity: String) -> Bool {
+    func isNamed(_ entity: String) -> Bool {
         shapes.contains { $0.entity == entity }
     }
 
     /// The shapes as the saved state records them, to notice a change.
-    private var shapeText: String {
+    var shapeText: String {
         shapes.isEmpty ? "*" : shapes.map(\.description).sorted().joined(separator: "\n")
     }
 
-    /// The local metadata key of this replica's state: one per remote store.
-    private func stateKey() throws -> String {
-        let identity = try remote.read { try $0.reader.storeIdentity() }
-        return "sync.pull." + (identity?.uuidString.lowercased() ?? remote.backend.location)
+    /// The local metadata key under which the replica remembers the remote's identity, so it
+    /// can count its waiting changes before it reaches the remote.
+    private var remoteKey: String { "sync.remote/" + remote.backend.location }
+
+    /// The replica's keys in the local store: named by the remote store's identity, read from
+    /// the remote the first time (and remembered locally).
+    func replica() throws -> SyncReplica {
+        if let known = identity.withLock({ $0 }) { return known }
+        let store = try remote.read { try $0.reader.storeIdentity() }
+        let replica = SyncReplica(remote: store?.uuidString.lowercased() ?? remote.backend.location)
+        if try knownReplica() != replica {
+            try local.write { tx in try tx.writer.setMetadata(self.remoteKey, to: Data(replica.remote.utf8)) }
+        }
+        identity.withLock { $0 = replica }
+        return replica
+    }
+
+    /// The replica's keys as the local store remembers them, without asking the remote.
+    private func knownReplica() throws -> SyncReplica? {
+        try local.read { snapshot in
+            try snapshot.reader.metadata(self.remoteKey).flatMap { String(data: $0, encoding: .utf8) }.map(SyncReplica.init(remote:))
+        }
     }
 }
 
-private struct RecordKey: Hashable {
+struct RecordKey: Hashable {
     var entity: String
     var id: Value
-}
-
-private struct RemoteChange {
-    var entity: String
-    var id: Value
-    var row: Row?
-}
-
-private struct RemotePage {
-    var changeSets: Int
-    var token: HistoryToken
-    var changes: [RemoteChange]
-    var entities: [String: EntityDescription]
-}
-
-/// A replica's saved state, in the local store's metadata under ``Sync``'s key.
-struct SyncState: Codable, Equatable {
-    var token: String
-    var shapes: String
-
-    static func read(_ key: String, _ reader: any ReadTransaction) throws -> SyncState? {
-        try reader.decodedMetadata(SyncState.self, key, "the replica state")
-    }
-
-    func write(_ key: String, _ writer: any WriteTransaction) throws {
-        try writer.setMetadata(key, to: try JSONEncoder().encode(self))
-    }
 }

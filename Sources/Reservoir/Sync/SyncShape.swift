@@ -34,7 +34,7 @@ public struct SyncShape: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// What a replica's pull did (``Sync/pull()``), and what ``Sync/events`` reports.
+/// What a replica's push or pull did (``Sync/push()``, ``Sync/pull()``), and what ``Sync/events`` reports.
 public enum SyncEvent: Sendable, CustomStringConvertible {
     /// Change sets after the replica's token were applied; it is now at `token`.
     case pulled(changeSets: Int, records: Int, token: HistoryToken)
@@ -42,7 +42,13 @@ public enum SyncEvent: Sendable, CustomStringConvertible {
     /// change set: its first pull, shapes changed since the last, or the remote's history no
     /// longer reaching back to the replica's token (it is never silently behind).
     case resynced(reason: ResyncReason, records: Int, token: HistoryToken)
-    /// A pull failed (the remote unreachable, the local store refusing); it is tried again.
+    /// Local changes were sent: `changes` records the server took, those it did not (each
+    /// returned to the server's state locally), and the local token pushed up to.
+    case pushed(changes: Int, rejected: [SyncRejection], token: HistoryToken?)
+    /// Local changes a pull had to drop: made after the last push to records the server deleted
+    /// meanwhile (a delete wins over a concurrent update).
+    case rejected([SyncRejection])
+    /// A push or pull failed (the remote unreachable, the local store refusing); it is tried again.
     case failed(ReservoirError)
 
     /// Why a replica read its shapes whole.
@@ -54,6 +60,9 @@ public enum SyncEvent: Sendable, CustomStringConvertible {
         switch self {
         case let .pulled(changeSets, records, token): "pulled \(changeSets) change set\(changeSets == 1 ? "" : "s") (\(records) record\(records == 1 ? "" : "s")), now at \(token)"
         case let .resynced(reason, records, token): "re-read the shapes whole (\(reason.rawValue)): \(records) record\(records == 1 ? "" : "s"), now at \(token)"
+        case let .pushed(changes, rejected, _):
+            "pushed \(changes) change\(changes == 1 ? "" : "s")" + (rejected.isEmpty ? "" : "; the server did not take \(rejected.count): " + rejected.map(\.description).joined(separator: "; "))
+        case let .rejected(rejected): "dropped \(rejected.count) local change\(rejected.count == 1 ? "" : "s"): " + rejected.map(\.description).joined(separator: "; ")
         case let .failed(error): "failed: \(error.message)"
         }
     }
@@ -71,4 +80,9 @@ public struct SyncStatus: Sendable {
     public var lastError: ReservoirError?
     /// Change sets applied since this `Sync` was made.
     public var changeSetsPulled = 0
+    /// Records pushed (and taken by the server) since this `Sync` was made.
+    public var changesPushed = 0
+    /// Local changes waiting to be pushed: records changed locally that the server does not
+    /// have yet (counted when the replica is made and after each push and pull).
+    public var pendingChanges = 0
 }

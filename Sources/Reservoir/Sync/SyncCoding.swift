@@ -1,0 +1,129 @@
+import Foundation
+
+/// The bytes a replica keeps rows and ids in (its base rows and its outbox, in the local
+/// store's metadata): exact, so a value reads back as the same case with the same payload
+/// (`.integer(1)` stays an integer, a real keeps its bits), which the ordering key encoding
+/// (``KeyEncoding``) does not promise.
+///
+///     value: tag (0 null, 1 integer, 2 real, 3 text, 4 blob), then for integer and real
+///            8 bytes big-endian (a real's bit pattern), for text and blob a length then bytes
+///     row:   a column count, then each column's name (as text, without the tag) and value
+///     length and count: unsigned LEB128
+enum SyncCoding {
+    static func encode(_ value: Value, into bytes: inout [UInt8]) {
+        switch value {
+        case .null: bytes.append(0)
+        case let .integer(integer): bytes.append(1); appendFixed(UInt64(bitPattern: integer), &bytes)
+        case let .real(real): bytes.append(2); appendFixed(real.bitPattern, &bytes)
+        case let .text(text): bytes.append(3); appendBytes(Array(text.utf8), &bytes)
+        case let .blob(blob): bytes.append(4); appendBytes(Array(blob), &bytes)
+        }
+    }
+
+    static func encode(_ row: Row) -> Data {
+        var bytes: [UInt8] = []
+        appendNumber(UInt64(row.count), &bytes)
+        for (column, value) in zip(row.columns, row.values) {
+            appendBytes(Array(column.utf8), &bytes)
+            encode(value, into: &bytes)
+        }
+        return Data(bytes)
+    }
+
+    static func encode(_ value: Value) -> Data {
+        var bytes: [UInt8] = []
+        encode(value, into: &bytes)
+        return Data(bytes)
+    }
+
+    /// The row in `data`, or `.corrupt` naming `what` when the bytes are not one.
+    static func decodeRow(_ data: Data, _ what: @autoclosure () -> String) throws -> Row {
+        var reader = ByteReader(bytes: [UInt8](data))
+        guard let count = reader.number(), count <= UInt64(data.count) else { throw corrupt(what()) }
+        var columns: [String] = []
+        var values: [Value] = []
+        for _ in 0..<count {
+            guard let name = reader.chunk().flatMap({ String(validating: $0, as: UTF8.self) }), let value = reader.value() else { throw corrupt(what()) }
+            columns.append(name)
+            values.append(value)
+        }
+        guard reader.isAtEnd, Set(columns).count == columns.count else { throw corrupt(what()) }
+        return Row(columns: columns, values: values)
+    }
+
+    static func decodeValue(_ data: Data, _ what: @autoclosure () -> String) throws -> Value {
+        var reader = ByteReader(bytes: [UInt8](data))
+        guard let value = reader.value(), reader.isAtEnd else { throw corrupt(what()) }
+        return value
+    }
+
+    private static func corrupt(_ what: String) -> ReservoirError {
+        ReservoirError(.corrupt, "\(what) in the local store's metadata is damaged; expected the bytes this library writes there (delete the replica's metadata by starting a new replica in a fresh store)")
+    }
+
+    private static func appendFixed(_ number: UInt64, _ bytes: inout [UInt8]) {
+        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: number >> UInt64(shift))) }
+    }
+
+    private static func appendNumber(_ number: UInt64, _ bytes: inout [UInt8]) {
+        var rest = number
+        while rest >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: rest) | 0x80)
+            rest >>= 7
+        }
+        bytes.append(UInt8(rest))
+    }
+
+    private static func appendBytes(_ payload: [UInt8], _ bytes: inout [UInt8]) {
+        appendNumber(UInt64(payload.count), &bytes)
+        bytes.append(contentsOf: payload)
+    }
+
+    private struct ByteReader {
+        let bytes: [UInt8]
+        var offset = 0
+
+        var isAtEnd: Bool { offset == bytes.count }
+
+        mutating func number() -> UInt64? {
+            var result: UInt64 = 0
+            var shift: UInt64 = 0
+            while offset < bytes.count, shift < 64 {
+                let byte = bytes[offset]
+                offset += 1
+                result |= UInt64(byte & 0x7F) << shift
+                if byte & 0x80 == 0 { return result }
+                shift += 7
+            }
+            return nil
+        }
+
+        mutating func fixed() -> UInt64? {
+            guard bytes.count - offset >= 8 else { return nil }
+            var result: UInt64 = 0
+            for byte in bytes[offset..<offset + 8] { result = result << 8 | UInt64(byte) }
+            offset += 8
+            return result
+        }
+
+        mutating func chunk() -> [UInt8]? {
+            guard let count = number(), count <= UInt64(bytes.count - offset) else { return nil }
+            defer { offset += Int(count) }
+            return Array(bytes[offset..<offset + Int(count)])
+        }
+
+        mutating func value() -> Value? {
+            guard offset < bytes.count else { return nil }
+            let tag = bytes[offset]
+            offset += 1
+            switch tag {
+            case 0: return .null
+            case 1: return fixed().map { .integer(Int64(bitPattern: $0)) }
+            case 2: return fixed().map { .real(Double(bitPattern: $0)) }
+            case 3: return chunk().flatMap { String(validating: $0, as: UTF8.self) }.map(Value.text)
+            case 4: return chunk().map { .blob(Data($0)) }
+            default: return nil
+            }
+        }
+    }
+}

@@ -1,0 +1,163 @@
+import Foundation
+
+/// What a replica keeps in the local store's metadata (Backends.md, "Sync"), all written in the
+/// same local transactions as the records they describe:
+///
+/// - `sync.<remote>`: its state (``SyncState``): the remote token pulled up to, the shapes, the
+///   local token pushed up to, and the replica's own identity (the server knows its pushes by it);
+/// - `sync.base/<remote>/<entity>/<id>`: each mirrored record's base, the server's row as the
+///   replica last saw it. A local record that differs from its base holds local changes still
+///   to push, column by column; one equal to it has none;
+/// - `sync.outbox/<remote>`: the batch of local changes being pushed (``OutboxBatch``), from
+///   the moment it is taken until the server's answer is applied locally.
+///
+/// The local history after the pushed token, held for the replica (``Store/retainHistory(for:from:)``),
+/// says which records may have changed; their rows and bases say what changed.
+struct SyncReplica: Equatable {
+    /// The remote store's identity (or location), naming this replica's keys.
+    let remote: String
+
+    var stateKey: String { "sync." + remote }
+    var outboxKey: String { "sync.outbox/" + remote }
+    /// The name the replica holds the local history under.
+    var holdName: String { "sync " + remote }
+
+    func baseKey(_ entity: String, _ id: Value) -> String {
+        "sync.base/\(remote)/\(entity)/" + Self.idText(id)
+    }
+
+    /// `id` as key text: its exact bytes in base64, or for a long id a 128-bit hash of them
+    /// (keys stay short enough for every backend's metadata; LMDB's keys end at 511 bytes).
+    static func idText(_ id: Value) -> String {
+        let bytes = SyncCoding.encode(id)
+        guard bytes.count > 192 else { return bytes.base64EncodedString() }
+        func fnv(_ seed: UInt64) -> UInt64 {
+            bytes.reduce(seed) { ($0 ^ UInt64($1)) &* 0x100_0000_01B3 }
+        }
+        return "#" + String(fnv(0xCBF2_9CE4_8422_2325), radix: 16) + String(fnv(0x6C62_272E_07BB_0142), radix: 16)
+    }
+
+    func base(_ entity: String, id: Value, _ reader: any ReadTransaction) throws -> Row? {
+        guard let data = try reader.metadata(baseKey(entity, id)) else { return nil }
+        return try SyncCoding.decodeRow(data, "the replica's base row of \(entity) \(id)")
+    }
+
+    func setBase(_ row: Row?, _ entity: String, id: Value, _ writer: any WriteTransaction) throws {
+        try writer.setMetadata(baseKey(entity, id), to: row.map(SyncCoding.encode))
+    }
+
+    func state(_ reader: any ReadTransaction) throws -> SyncState? {
+        try reader.decodedMetadata(SyncState.self, stateKey, "the replica state")
+    }
+
+    func setState(_ state: SyncState, _ writer: any WriteTransaction) throws {
+        try writer.setMetadata(stateKey, to: try JSONEncoder().encode(state))
+    }
+
+    func outbox(_ reader: any ReadTransaction) throws -> OutboxBatch? {
+        try reader.decodedMetadata(OutboxBatch.self, outboxKey, "the replica's outbox")
+    }
+
+    func setOutbox(_ batch: OutboxBatch?, _ writer: any WriteTransaction) throws {
+        try writer.setMetadata(outboxKey, to: try batch.map { try JSONEncoder().encode($0) })
+    }
+
+    /// Makes the local store hold `server` (the server's row, nil: no record) as the record's
+    /// base, and as the record itself unless it has local changes: those stay, laid over the
+    /// server's row column by column, except over a record the server deleted (a delete wins
+    /// over a concurrent update). `since` is what local changes are measured against (the
+    /// base, or for a record in a pushed batch the row the batch took). Returns the rejection
+    /// to report when local changes were dropped.
+    func settle(_ entity: EntityDescription, id: Value, server: Row?, since: Row?, _ tx: Transaction) throws -> SyncRejection? {
+        let local = try tx.writer.row(entity.name, id: id)
+        var rejection: SyncRejection?
+        switch LocalEdit(local: local, base: since) {
+        case .none:
+            if let server {
+                if local != server { try tx.putRow(server, in: entity) }
+            } else if local != nil {
+                try tx.deleteRow(id: id, in: entity)
+            }
+        case .deleted:
+            break
+        case let .changed(columns):
+            if var merged = server {
+                for column in columns { merged[column] = local?[column] ?? .null }
+                if local != merged { try tx.putRow(merged, in: entity) }
+            } else if since != nil {
+                try tx.deleteRow(id: id, in: entity)
+                rejection = SyncRejection(entity: entity.name, id: id, reason: "the record was deleted on the server (or left the replica's shapes), and a delete wins over a concurrent update")
+            }
+        }
+        let known = try base(entity.name, id: id, tx.writer)
+        if known != server { try setBase(server, entity.name, id: id, tx.writer) }
+        return rejection
+    }
+}
+
+/// What changed in a local record since its base.
+enum LocalEdit: Equatable {
+    case none
+    case deleted
+    /// These columns differ (every column of a record the base does not have).
+    case changed([String])
+
+    init(local: Row?, base: Row?) {
+        switch (local, base) {
+        case (nil, nil): self = .none
+        case (nil, .some): self = .deleted
+        case let (local?, nil): self = .changed(local.columns)
+        case let (local?, base?):
+            // Compared in the contract's order (1 == 1.0), so a backend storing a value in
+            // another case does not count as a change; a column missing on one side is null.
+            var columns = local.columns.filter { local[$0] != (base[$0] ?? .null) }
+            columns += base.columns.filter { local.index(of: $0) == nil && !(base[$0] ?? .null).isNull }
+            self = columns.isEmpty ? .none : .changed(columns)
+        }
+    }
+}
+
+/// A replica's saved state, in the local store's metadata under ``SyncReplica/stateKey``.
+struct SyncState: Codable, Equatable {
+    /// The remote token everything up to is applied (nil: never pulled).
+    var token: String?
+    /// The shapes as of the last pull, to notice a change.
+    var shapes: String?
+    /// The local token every change up to is pushed or in the outbox (nil: never pushed).
+    var pushed: String?
+    /// The replica's identity, which the server keeps its pushes under.
+    var replica: UUID
+
+    init(replica: UUID = UUID()) {
+        self.replica = replica
+    }
+}
+
+/// Local changes taken for one push, kept until the server's answer is applied locally, so
+/// a push interrupted anywhere (a crash, a lost connection, an unknown commit outcome) is
+/// sent again as the same batch, which the server's marker (``PushMarker``) applies once.
+struct OutboxBatch: Codable {
+    struct Item: Codable {
+        var entity: String
+        var id: Data
+        /// The local row pushed (nil: deleted).
+        var local: Data?
+        /// Its base when taken (nil: made locally).
+        var base: Data?
+        var changed: [String]
+    }
+
+    /// The local token the batch covers changes up to: the batch's name on the server.
+    var token: String
+    var items: [Item]
+}
+
+/// What the server keeps for each replica that pushes to it, in the same transaction as what
+/// it applied: the newest batch, and how many of its items are done (all of them unless it
+/// was applied item by item after a rejection).
+struct PushMarker: Codable {
+    var batch: String
+    var applied: Int
+
+    static func key(_ replica: UUID) -> String { "sync.push/" + replica.uuidString.lowercased() }
+}
