@@ -46,4 +46,89 @@ struct SyncTests {
         #expect(changeSets == 1, "only the change set after the saved token: \(event)")
         #expect(try local.fetch(Message.self).map(\.id).sorted() == [1, 10])
     }
+
+    /// Two devices on one PostgreSQL store: one writes while its network is gone, then syncs;
+    /// the other, following live, sees it; a change the server refuses (a trigger's RAISE) is
+    /// reported and undone locally; a batch whose COMMIT answer is cut is not applied twice.
+    @Test func offlineWritesConvergeOnceAndRefusalsAreUndone() async throws {
+        let direct = try TestServer.freshStore("timeout=5")
+        defer { TestServer.drop(direct) }
+        var components = try #require(URLComponents(string: direct))
+        let cutter = try TCPCutter(upstreamPort: UInt16(try #require(components.port)))
+        defer { cutter.stop() }
+        components.port = Int(cutter.port)
+        let throughCutter = try #require(components.string)
+        let seed = try Store.open(direct, registry: TestServer.registry)
+        defer { seed.close() }
+        try await seed.write { tx in for id in 1...2 { try tx.insert(Message(id: id, author: 1, body: "server \(id)")) } }
+
+        let phone = try Store.open("memory:")
+        defer { phone.close() }
+        try await phone.write { tx in try tx.insert(Message(id: 10, author: 2, body: "written before the first sync")) }
+        let phoneSync = try Sync(local: phone, remote: throughCutter, registry: TestServer.registry)
+        defer { phoneSync.stop() }
+        let laptop = try Store.open("memory:")
+        defer { laptop.close() }
+        let laptopSync = try Sync(local: laptop, remote: direct, registry: TestServer.registry)
+        laptopSync.start()
+        defer { laptopSync.stop() }
+        try phoneSync.sync()
+        #expect(await eventually { (try? laptop.fetch(Message.self).map(\.id)) == [1, 2, 10] }, "the laptop sees the phone's first upload live")
+
+        // Offline: the connection is cut at the next COMMIT, and no new one gets through.
+        cutter.arm(.beforeCommitSent)
+        cutter.refuseNewConnections(true)
+        try await phone.write { tx in
+            try tx.update(Message(id: 1, author: 1, body: "edited offline"))
+            _ = try tx.delete(Message.self, id: 2)
+            try tx.insert(Message(id: 11, author: 2, body: "new offline"))
+        }
+        #expect(throws: ReservoirError.self) { try phoneSync.sync() }
+        #expect(!phoneSync.status.isConnected && phoneSync.status.pendingChanges == 3, "\(phoneSync.status)")
+        try await laptop.write { tx in try tx.update(Message(id: 1, author: 7, body: "server 1")) }   // another column, meanwhile
+
+        cutter.refuseNewConnections(false)
+        cutter.disarm()
+        var round: [SyncEvent] = []
+        #expect(await eventually { (try? phoneSync.sync()).map { round = $0 } != nil }, "the phone syncs once the network is back: \(phoneSync.status)")
+        let server = try seed.fetch(FetchRequest<Message>(sortBy: [.ascending(\.id)])).map { "\($0.id) \($0.author) \($0.body)" }
+        #expect(server == ["1 7 edited offline", "10 2 written before the first sync", "11 2 new offline"], "field by field: \(server) \(round)")
+        #expect(try phone.fetch(FetchRequest<Message>(sortBy: [.ascending(\.id)])).map { "\($0.id) \($0.author) \($0.body)" } == server)
+        #expect(await eventually { (try? laptop.fetch(FetchRequest<Message>(sortBy: [.ascending(\.id)])).map { "\($0.id) \($0.author) \($0.body)" }) == server },
+                "the laptop follows")
+        #expect(phoneSync.status.pendingChanges == 0 && phoneSync.status.isConnected)
+
+        // A change the server refuses: reported, undone locally; the rest of the batch goes in.
+        let schema = PlainSQLTests.schema(of: direct).split(separator: "&").first.map(String.init) ?? ""
+        let table = "\(schema).messages"
+        try PlainSQLTests.psql("""
+            CREATE FUNCTION \(schema).no_shouting() RETURNS trigger AS $$
+            BEGIN IF NEW.body = upper(NEW.body) THEN RAISE EXCEPTION 'no shouting: %', NEW.body; END IF; RETURN NEW; END $$ LANGUAGE plpgsql;
+            CREATE TRIGGER no_shouting BEFORE INSERT OR UPDATE ON \(table) FOR EACH ROW EXECUTE FUNCTION \(schema).no_shouting();
+            """)
+        try await phone.write { tx in
+            try tx.update(Message(id: 10, author: 2, body: "HELLO"))
+            try tx.insert(Message(id: 12, author: 2, body: "quiet"))
+        }
+        let refused = try phoneSync.sync()
+        guard case let .pushed(changes, rejected, _) = refused.first else {
+            Issue.record("expected a push first: \(refused)")
+            return
+        }
+        #expect(changes == 1 && rejected.map(\.id) == [.integer(10)] && rejected.first?.reason.contains("no shouting") == true, "\(refused)")
+        #expect(try phone.get(Message.self, id: 10)?.body == "written before the first sync", "the refused change is undone locally")
+        #expect(try seed.get(Message.self, id: 12)?.body == "quiet")
+
+        // The answer to COMMIT cut: whatever the client learns, the batch is applied once.
+        cutter.arm(.afterCommitSent)
+        try await phone.write { tx in try tx.update(Message(id: 12, author: 2, body: "from the phone")) }
+        _ = try? phoneSync.push()
+        try await laptop.write { tx in try tx.update(Message(id: 12, author: 2, body: "from the laptop, later")) }
+        #expect(await eventually { (try? seed.get(Message.self, id: 12)?.body) == "from the laptop, later" })
+        let before = try seed.currentHistoryToken
+        try phoneSync.sync()
+        #expect(try seed.get(Message.self, id: 12)?.body == "from the laptop, later", "the phone's batch was not applied again")
+        #expect(try seed.history(after: before, limit: 10).isEmpty, "nothing more committed on the server")
+        #expect(try phone.get(Message.self, id: 12)?.body == "from the laptop, later")
+    }
 }

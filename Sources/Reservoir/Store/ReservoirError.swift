@@ -75,6 +75,10 @@ public struct ReservoirError: Error, Sendable, Equatable, CustomStringConvertibl
         /// The store is at a schema version this app's ``Migrations`` do not know, and that
         /// version is not additive: the message names both versions and the steps.
         public static let unknownSchemaVersion = Code(rawValue: "unknownSchemaVersion")
+        /// The engine or server refused a change for what it is: a constraint other than the
+        /// id's, or a trigger or rule raising an error. Sending the same change again fails
+        /// the same way (``Sync`` reports such a change as rejected instead of retrying it).
+        public static let refused = Code(rawValue: "refused")
         /// Any other failure reported by the storage engine.
         public static let backend = Code(rawValue: "backend")
     }

@@ -36,7 +36,12 @@ public final class Sync: @unchecked Sendable {
     // @unchecked: mutable state is in `state` and `identity` (locks) and `following` (touched on
     // `queue` only); pushes and pulls are one at a time (`cycling`).
     public let local: Store
-    public let remote: Store
+    /// The remote store, once reached: a replica made from a configuration string opens it at
+    /// its first push or pull (and tries again at each one until it is reached), so an app can
+    /// make its replica, write and observe while offline.
+    public var remote: Store? { remoteStore.withLock { $0 } }
+    private let remoteStore: Locked<Store?>
+    private let remoteConfiguration: (text: String, registry: BackendRegistry)?
     /// The shapes mirrored; empty: every entity the remote holds.
     public let shapes: [SyncShape]
     /// Decides conflicts instead of the default rule (nil: ``SyncConflict/fieldwise``).
@@ -56,31 +61,35 @@ public final class Sync: @unchecked Sendable {
     public static let pageSize = 500
 
     /// A replica of `remote`'s `shapes` (every entity when empty) in `local`.
-    public convenience init(local: Store, remote: Store, shapes: [SyncShape] = [], resolver: SyncResolver? = nil) throws {
-        try self.init(local: local, remote: remote, shapes: shapes, resolver: resolver, owning: false)
-    }
-
-    /// A replica of the store `remote` names (opened through `registry`, closed by ``stop()``).
-    public convenience init(local: Store, remote configuration: String, shapes: [SyncShape] = [], resolver: SyncResolver? = nil,
-                            registry: BackendRegistry = .shared) throws {
-        try self.init(local: local, remote: try Store.open(configuration, registry: registry), shapes: shapes, resolver: resolver, owning: true)
-    }
-
-    private init(local: Store, remote: Store, shapes: [SyncShape], resolver: SyncResolver?, owning: Bool) throws {
-        do {
-            try Self.checkShapes(shapes)
-            if local === remote || (local.backend.location == remote.backend.location && local.backend.location != "memory") {
-                throw ReservoirError(.misuse, "the sync's local and remote stores are the same (\(local.backend.location)); expected a remote store elsewhere to mirror")
-            }
-        } catch {
-            if owning { remote.close() }
-            throw error
-        }
+    public init(local: Store, remote: Store, shapes: [SyncShape] = [], resolver: SyncResolver? = nil) throws {
+        try Self.checkShapes(shapes)
+        try Self.checkDistinct(local, remote)
         self.local = local
-        self.remote = remote
+        remoteStore = Locked(remote)
+        remoteConfiguration = nil
         self.shapes = shapes
         self.resolver = resolver
-        ownsRemote = owning
+        ownsRemote = false
+        setUp()
+    }
+
+    /// A replica of the store `remote` names, opened through `registry` when first needed (and
+    /// closed by ``stop()``). Throws `.invalidConfiguration` for a malformed string at once; a
+    /// store that cannot be reached fails the pushes and pulls until it can.
+    public init(local: Store, remote configuration: String, shapes: [SyncShape] = [], resolver: SyncResolver? = nil,
+                registry: BackendRegistry = .shared) throws {
+        try Self.checkShapes(shapes)
+        _ = try StoreConfiguration(configuration)
+        self.local = local
+        remoteStore = Locked(nil)
+        remoteConfiguration = (configuration, registry)
+        self.shapes = shapes
+        self.resolver = resolver
+        ownsRemote = true
+        setUp()
+    }
+
+    private func setUp() {
         queue.setSpecific(key: Self.queueKey, value: ())
         if let replica = try? knownReplica() {
             identity.withLock { $0 = replica }
@@ -89,6 +98,30 @@ public final class Sync: @unchecked Sendable {
     }
 
     private static let queueKey = DispatchSpecificKey<Void>()
+
+    private static func checkDistinct(_ local: Store, _ remote: Store) throws {
+        if local === remote || (local.backend.location == remote.backend.location && local.backend.location != "memory") {
+            throw ReservoirError(.misuse, "the sync's local and remote stores are the same (\(local.backend.location)); expected a remote store elsewhere to mirror")
+        }
+    }
+
+    /// The remote store, opened now if this replica opens it and has not reached it yet.
+    func reachRemote() throws -> Store {
+        if let store = remoteStore.withLock({ $0 }) { return store }
+        guard let configuration = remoteConfiguration else { throw ReservoirError.closed(store: "the sync's remote store") }
+        let store = try Store.open(configuration.text, registry: configuration.registry)
+        do {
+            try Self.checkDistinct(local, store)
+        } catch {
+            store.close()
+            throw error
+        }
+        remoteStore.withLock { $0 = store }
+        queue.async { [self] in
+            if !following.isEmpty { following.append(store.changeSets.sink { [weak self] _ in self?.schedule() }) }
+        }
+        return store
+    }
 
     private static func checkShapes(_ shapes: [SyncShape]) throws {
         var seen = Set<String>()
@@ -166,6 +199,7 @@ public final class Sync: @unchecked Sendable {
                 $0.isConnected = false
                 $0.lastError = error
             }
+            if let replica = identity.withLock({ $0 }) { refreshPending(replica) }
             subject.send(.failed(error))
             throw error
         }
@@ -192,10 +226,8 @@ public final class Sync: @unchecked Sendable {
     public func start() {
         queue.async { [self] in
             guard following.isEmpty else { return }
-            following = [
-                remote.changeSets.sink { [weak self] _ in self?.schedule() },
-                local.changeSets.sink { [weak self] _ in self?.schedule() },
-            ]
+            following = [local.changeSets.sink { [weak self] _ in self?.schedule() }]
+            if let remote { following.append(remote.changeSets.sink { [weak self] _ in self?.schedule() }) }
             update { $0.isFollowing = true }
             runScheduled()
         }
@@ -217,7 +249,7 @@ public final class Sync: @unchecked Sendable {
             cycling.unlock()
         }
         update { $0.isFollowing = false }
-        if ownsRemote { remote.close() }
+        if ownsRemote { remoteStore.withLock { $0 }?.close() }
     }
 
     /// Asks for a round soon; rounds asked for while one waits are one round.
@@ -265,12 +297,15 @@ public final class Sync: @unchecked Sendable {
 
     /// The local metadata key under which the replica remembers the remote's identity, so it
     /// can count its waiting changes before it reaches the remote.
-    private var remoteKey: String { "sync.remote/" + remote.backend.location }
+    private var remoteKey: String {
+        "sync.remote/" + (remoteConfiguration.flatMap { try? StoreConfiguration($0.text).redacted } ?? remote?.backend.location ?? "")
+    }
 
     /// The replica's keys in the local store: named by the remote store's identity, read from
     /// the remote the first time (and remembered locally).
     func replica() throws -> SyncReplica {
         if let known = identity.withLock({ $0 }) { return known }
+        let remote = try reachRemote()
         let store = try remote.read { try $0.reader.storeIdentity() }
         let replica = SyncReplica(remote: store?.uuidString.lowercased() ?? remote.backend.location)
         if try knownReplica() != replica {

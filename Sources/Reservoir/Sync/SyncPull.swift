@@ -5,6 +5,7 @@ import Foundation
 extension Sync {
     func catchUp() throws -> SyncEvent {
         let replica = try replica()
+        let remote = try reachRemote()
         guard let saved = try local.read({ try replica.state($0.reader) }), let savedToken = saved.token else {
             return try resync(.firstSync, replica)
         }
@@ -73,6 +74,7 @@ extension Sync {
     /// them (with the local changes not pushed yet on top), in one local write with the
     /// snapshot's token.
     private func resync(_ reason: SyncEvent.ResyncReason, _ replica: SyncReplica) throws -> SyncEvent {
+        let remote = try reachRemote()
         let (token, tables) = try remote.read { snapshot -> (HistoryToken, [(EntityDescription, [Row])]) in
             let token = try snapshot.currentHistoryToken()
             var tables: [(EntityDescription, [Row])] = []

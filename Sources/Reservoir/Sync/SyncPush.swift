@@ -160,7 +160,7 @@ extension Sync {
 
     /// The ids of the server's records in the shapes, by entity.
     private func readRemoteIDs() throws -> [String: Set<Value>] {
-        try remote.read { snapshot in
+        try reachRemote().read { snapshot in
             var ids: [String: Set<Value>] = [:]
             for entity in try snapshot.entities() {
                 guard let shape = self.shape(for: entity.name) else { continue }
@@ -206,6 +206,7 @@ extension Sync {
     }
 
     private func applyRemotely(_ batch: OutboxBatch, _ replica: SyncReplica) throws -> Outcome {
+        let remote = try reachRemote()
         let items = try decode(batch)
         let replicaID = try local.read { try replica.state($0.reader)?.replica } ?? UUID()
         let key = PushMarker.key(replicaID)
@@ -269,7 +270,7 @@ extension Sync {
     /// Errors that say the server will not take this change (so sending it again would not
     /// help), rather than that it could not be reached.
     static func isRefusal(_ error: ReservoirError) -> Bool {
-        [.invalidSchema, .typeMismatch, .valueOutOfRange, .duplicateID, .readOnly, .invalidQuery, .misuse].contains(error.code)
+        [.refused, .invalidSchema, .typeMismatch, .valueOutOfRange, .duplicateID, .readOnly, .invalidQuery, .misuse].contains(error.code)
     }
 
     /// Applies one item on the server by the conflict rule; the reason when it is not taken.

@@ -133,6 +133,10 @@ enum PGFailure {
         case "42501":
             code = .cannotOpen
             cause = "the server refused permission (\(message)); the role needs CREATE on the database and the schema, and the right to read and write the store's tables"
+        case let state where state.hasPrefix("23") || state == "P0001":
+            // A constraint (not null, check, foreign key, exclusion) or a trigger's RAISE.
+            code = .refused
+            cause = message
         case "42P07":
             code = .invalidSchema
             cause = message
