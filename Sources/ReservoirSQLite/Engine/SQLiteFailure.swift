@@ -32,6 +32,8 @@ enum SQLiteFailure {
         case SQLITE_NOTADB: return opening ? .cannotOpen : .corrupt
         case SQLITE_CORRUPT: return .corrupt
         case SQLITE_READONLY: return opening ? .cannotOpen : .backend
+        // An existing id is .duplicateID before this; other constraints and a trigger's RAISE.
+        case SQLITE_CONSTRAINT: return .refused
         default: return .backend
         }
     }
