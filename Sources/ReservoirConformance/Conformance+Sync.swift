@@ -176,5 +176,26 @@ extension ConformanceSuite {
             try expectEqual(try itemSummary(remote), ["1 server name 10", "3 server again 3", "5 five 5"], "the remote after the resolver")
             try expectEqual(try itemSummary(local), try itemSummary(remote), "the rejected record returned to the server's state")
         },
+
+        ConformanceCase("sync", "a record made locally is pushed whole, null columns included, over a record of the same id the server made meanwhile") { context in
+            let remote = try Store.open("memory:")
+            defer { remote.close() }
+            let local = context.store
+            func row(_ id: Int64, _ a: Value, _ b: Value, _ c: Value) -> Row {
+                Row(columns: ["id", "a", "b", "c"], values: [.integer(id), a, b, c])
+            }
+            try remote.write { tx in try tx.putRow(row(1, .integer(1), .null, .null), in: rawEntity) }
+            try local.write { tx in try tx.putRow(row(2, .null, .null, .text("local")), in: rawEntity) }
+            let sync = try Sync(local: local, remote: remote)
+            _ = try needingMetadata { try sync.pull() }
+            try remote.write { tx in try tx.putRow(row(2, .integer(7), .integer(68), .text("server")), in: rawEntity) }
+            try sync.sync()
+            let held = try remote.read { try $0.rows(try Query(entity: rawEntity, sort: [SortTerm(column: "id", ascending: true)])) }
+            try expectEqual(held.map { "\($0["a"] ?? .null) \($0["b"] ?? .null) \($0["c"] ?? .null)" }, ["1 NULL NULL", "NULL NULL 'local'"],
+                            "the server's rows after the push")
+            let mirrored = try local.read { try $0.rows(try Query(entity: rawEntity, sort: [SortTerm(column: "id", ascending: true)])) }
+            try expectEqual(mirrored.map { "\($0["a"] ?? .null) \($0["b"] ?? .null) \($0["c"] ?? .null)" }, held.map { "\($0["a"] ?? .null) \($0["b"] ?? .null) \($0["c"] ?? .null)" },
+                            "the local rows after the round")
+        },
     ]
 }

@@ -52,6 +52,23 @@ struct DifferentialTests {
     }
 }
 
+/// Replicas on every backend kept in step with one server under random interleavings of local
+/// writes, the server's own, pushes, pulls, lost server writes and restarts (``SyncConvergenceTest``).
+@Suite("Differential: replicas on every backend converge with one server")
+struct SyncConvergenceTests {
+    static let budget = DifferentialTest.budget(defaultSequences: 4, steps: 150)
+
+    @Test(arguments: budget.map(\.seed))
+    func replicasConverge(seed: UInt64) throws {
+        let steps = Self.budget.first { $0.seed == seed }?.steps ?? 150
+        do {
+            try SyncConvergenceTest(backends: backends).run(seed: seed, steps: steps)
+        } catch let failure as SyncConvergenceFailure {
+            Issue.record(Comment(rawValue: failure.description))
+        }
+    }
+}
+
 /// Writes rows the way another program would: plain SQL on a connection of its own, an
 /// upsert per row (so an existing row is updated, not deleted and inserted), then deletes.
 enum PlainSQL {

@@ -21,13 +21,15 @@ public struct SyncConflict: Sendable {
 
     /// The default rule, last writer wins field by field in the server's order: the server's
     /// row with the columns the local change set overwritten, because this change reaches
-    /// the server after the other client's. A delete wins over a concurrent update either
+    /// the server after the other client's; a record made locally is written whole. A delete wins over a concurrent update either
     /// way: a local delete deletes, and a local update of a record the server deleted is
     /// dropped (reported as rejected, and the local record is removed).
     public var fieldwise: SyncResolution {
         guard let local else { return .delete }
+        // A record made locally is written whole (over one of the same id made elsewhere too).
+        guard base != nil else { return .write(local) }
         guard var row = server else {
-            return base == nil ? .write(local) : .reject("the record was deleted on the server, and a delete wins over a concurrent update")
+            return .reject("the record was deleted on the server, and a delete wins over a concurrent update")
         }
         for column in changedColumns { row[column] = local[column] ?? .null }
         return .write(row)

@@ -6,6 +6,9 @@ extension Sync {
     func catchUp() throws -> SyncEvent {
         let replica = try replica()
         let remote = try reachRemote()
+        // A batch waiting in the outbox goes first: its records' bases are already what it
+        // sends, so settling them to server rows without it would undo it locally.
+        reportDropped(try finishWaitingBatch(replica))
         guard let saved = try local.read({ try replica.state($0.reader) }), let savedToken = saved.token else {
             return try resync(.firstSync, replica)
         }

@@ -37,6 +37,14 @@ extension Sync {
         }
     }
 
+    /// Sends the batch waiting in the outbox, if any (and nothing newer); returns its rejections.
+    func finishWaitingBatch(_ replica: SyncReplica) throws -> [SyncRejection] {
+        guard let batch = try local.read({ try replica.outbox($0.reader) }) else { return [] }
+        let refused = try confirm(batch, try applyRemotely(batch, replica), replica)
+        update { $0.changesPushed += batch.items.count - refused.count }
+        return refused
+    }
+
     // MARK: - 1. Taking a batch
 
     private enum Step {
@@ -129,6 +137,7 @@ extension Sync {
             switch LocalEdit(local: row, base: base) {
             case .none: break
             case .deleted: collected.items.append((key.entity, key.id, nil, base, []))
+            case .made: collected.items.append((key.entity, key.id, row, nil, row?.columns ?? []))
             case let .changed(columns): collected.items.append((key.entity, key.id, row, base, columns))
             }
         }
@@ -315,8 +324,12 @@ extension Sync {
                 let item = items[index]
                 guard let entity = described[item.entity] else { continue }
                 let server = answer.server.flatMap { row in self.shape(for: item.entity)?.contains(row) == false ? nil : row }
-                _ = try replica.settle(entity, id: item.id, server: server, since: item.local, tx)
-                if !answer.reason.isEmpty { rejected.append(SyncRejection(entity: item.entity, id: item.id, reason: answer.reason)) }
+                let dropped = try replica.settle(entity, id: item.id, server: server, since: item.local, tx)
+                if !answer.reason.isEmpty {
+                    rejected.append(SyncRejection(entity: item.entity, id: item.id, reason: answer.reason))
+                } else if let dropped {
+                    rejected.append(dropped)   // changed again since, against a record the server deleted
+                }
             }
             try replica.setOutbox(nil, tx.writer)
         }

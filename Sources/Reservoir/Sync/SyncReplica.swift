@@ -80,11 +80,13 @@ struct SyncReplica: Equatable {
             }
         case .deleted:
             break
+        case .made:
+            break   // the local record stays whole; its push writes it so
         case let .changed(columns):
             if var merged = server {
                 for column in columns { merged[column] = local?[column] ?? .null }
                 if local != merged { try tx.putRow(merged, in: entity) }
-            } else if since != nil {
+            } else {
                 try tx.deleteRow(id: id, in: entity)
                 rejection = SyncRejection(entity: entity.name, id: id, reason: "the record was deleted on the server (or left the replica's shapes), and a delete wins over a concurrent update")
             }
@@ -99,14 +101,17 @@ struct SyncReplica: Equatable {
 enum LocalEdit: Equatable {
     case none
     case deleted
-    /// These columns differ (every column of a record the base does not have).
+    /// A record the base does not have: all of it is the local change (a backend may leave a
+    /// null column out of the row it reads, so its columns are not a list of what changed).
+    case made
+    /// These columns differ.
     case changed([String])
 
     init(local: Row?, base: Row?) {
         switch (local, base) {
         case (nil, nil): self = .none
         case (nil, .some): self = .deleted
-        case let (local?, nil): self = .changed(local.columns)
+        case (.some, nil): self = .made
         case let (local?, base?):
             // Compared in the contract's order (1 == 1.0), so a backend storing a value in
             // another case does not count as a change; a column missing on one side is null.

@@ -1,0 +1,407 @@
+import Foundation
+import OpenCombineShim
+import Reservoir
+
+/// Offline-first sync under random interleavings (Backends.md, "Sync"): one replica per backend,
+/// all kept in step with one shared server (a memory store several `Store`s open, as several
+/// processes would, through a wrapper that can lose a write before or after its commit), and
+/// another client writing on the server directly. Steps, drawn from a seed: a replica writes one
+/// column of a record or deletes it; the other client does; a replica pushes, pulls or runs a
+/// round; a replica's push loses its server write before or after the commit; a replica is made
+/// again (an app restarting).
+///
+/// Checked after every push that commits: each column a replica wrote since its last push is on
+/// the server with the value it wrote (its change reached the server last), each record it
+/// deleted is gone there, or the sync reported the change as rejected (a delete wins over a
+/// concurrent update). At the end, after rounds until nothing moves, every replica holds exactly
+/// what the server holds.
+public struct SyncConvergenceTest {
+    public let backends: [DifferentialBackend]
+
+    public init(backends: [DifferentialBackend]) {
+        self.backends = backends
+    }
+
+    static let entity = EntityDescription(name: "sync_notes", idColumn: "id", fields: ["id", "a", "b", "c"], indexes: [])
+    static let columns = ["a", "b", "c"]
+
+    /// Runs `steps` random steps from `seed`; throws a ``SyncConvergenceFailure`` naming the
+    /// seed, the step and the steps before it.
+    public func run(seed: UInt64, steps: Int) throws {
+        var random = SeededGenerator(seed: seed)
+        let server = MemoryBackend()
+        let other = try Store(backend: SharedServer(server), pollInterval: .seconds(3600), usesCommitSignal: false)
+        var replicas: [SyncConvergenceReplica] = []
+        var log: [String] = []
+        var written = 0
+        defer {
+            for replica in replicas { replica.finish() }
+            other.close()
+            server.close()
+        }
+        func fail(_ message: String) -> SyncConvergenceFailure {
+            SyncConvergenceFailure(seed: seed, step: log.count, message: message, log: log)
+        }
+        do {
+            for backend in backends { replicas.append(try SyncConvergenceReplica(backend, server: server)) }
+        } catch {
+            throw fail("opening a replica failed: \(error)")
+        }
+        for _ in 0..<steps {
+            let replica = replicas[Int.random(in: 0..<replicas.count, using: &random)]
+            let id = Value.integer(Int64.random(in: 1...8, using: &random))
+            let column = Self.columns[Int.random(in: 0..<Self.columns.count, using: &random)]
+            // Every value written is new, so a write always changes its column, and the check
+            // after a push cannot mistake an older write's value for it.
+            written += 1
+            let value: Value = Bool.random(using: &random) ? .integer(Int64(written)) : .text("t\(written)")
+            let roll = Int.random(in: 0..<100, using: &random)
+            do {
+                switch roll {
+                case 0..<30:
+                    log.append("\(replica.name): set \(id).\(column) = \(value)")
+                    try replica.set(id, column, value)
+                case 30..<36:
+                    log.append("\(replica.name): delete \(id)")
+                    try replica.delete(id)
+                case 36..<50:
+                    log.append("server: set \(id).\(column) = \(value)")
+                    try Self.set(id, column, value, on: other)
+                case 50..<53:
+                    log.append("server: delete \(id)")
+                    _ = try other.write { try $0.deleteRow(id: id, in: Self.entity) }
+                case 53..<68:
+                    log.append("\(replica.name): push")
+                    try replica.push(checkingOn: other)
+                case 68..<80:
+                    log.append("\(replica.name): pull")
+                    try replica.pull(checkingOn: other)
+                case 80..<92:
+                    log.append("\(replica.name): round")
+                    try replica.round(checkingOn: other)
+                case 92..<95:
+                    log.append("\(replica.name): push, its write lost before COMMIT")
+                    try replica.failingPush(.beforeCommit, checkingOn: other)
+                case 95..<98:
+                    log.append("\(replica.name): push, its COMMIT's answer lost")
+                    try replica.failingPush(.afterCommit, checkingOn: other)
+                default:
+                    log.append("\(replica.name): restart")
+                    try replica.restart()
+                }
+            } catch let message as SyncConvergenceMismatch {
+                throw fail(message.text)
+            } catch {
+                throw fail("the step threw: \(error)")
+            }
+        }
+        // Quiet: rounds until every replica has nothing to send, then all hold the server's rows.
+        do {
+            for _ in 0..<2 {
+                for replica in replicas {
+                    log.append("\(replica.name): round (settling)")
+                    try replica.round(checkingOn: other)
+                }
+            }
+            let expected = try Self.rows(other)
+            for replica in replicas {
+                let held = try Self.rows(replica.store)
+                if held != expected {
+                    throw SyncConvergenceMismatch(text: "after settling, \(replica.name) holds \(held), the server \(expected)")
+                }
+                if replica.sync.status.pendingChanges != 0 {
+                    throw SyncConvergenceMismatch(text: "after settling, \(replica.name) counts \(replica.sync.status.pendingChanges) changes waiting")
+                }
+            }
+        } catch let message as SyncConvergenceMismatch {
+            throw fail(message.text)
+        } catch {
+            throw fail("settling threw: \(error)")
+        }
+    }
+
+    /// The record `id`, raw, in `snapshot`.
+    static func row(_ id: Value, _ snapshot: Snapshot) throws -> Row? {
+        guard try snapshot.entities().contains(where: { $0.name == entity.name }) else { return nil }
+        return try snapshot.rows(try Query(entity: entity, predicate: .compare(column: "id", .equal, id))).first
+    }
+
+    static func set(_ id: Value, _ column: String, _ value: Value, on store: Store) throws {
+        try store.write { tx in
+            var row = try row(id, tx) ?? Row(columns: ["id", "a", "b", "c"], values: [id, Value.null, Value.null, Value.null])
+            row[column] = value
+            try tx.putRow(row, in: entity)
+        }
+    }
+
+    /// Every row of the entity, one line each, by id.
+    static func rows(_ store: Store) throws -> [String] {
+        try store.read { snapshot in
+            guard try snapshot.entities().contains(where: { $0.name == entity.name }) else { return [] }
+            return try snapshot.rows(try Query(entity: entity)).sorted { ($0["id"] ?? .null) < ($1["id"] ?? .null) }
+                .map { row in columns.reduce("\(row["id"] ?? .null)") { $0 + " \($1)=\(row[$1] ?? .null)" } }
+        }
+    }
+}
+
+/// Why a run failed: the seed, the step, and the steps up to it.
+public struct SyncConvergenceFailure: Error, CustomStringConvertible {
+    public let seed: UInt64
+    public let step: Int
+    public let message: String
+    public let log: [String]
+
+    public var description: String {
+        "sync convergence, seed 0x\(String(seed, radix: 16)) (RESERVOIR_FUZZ_SEED), step \(step): \(message)\nsteps:\n"
+            + log.suffix(60).joined(separator: "\n")
+    }
+}
+
+struct SyncConvergenceMismatch: Error {
+    let text: String
+}
+
+/// One replica: its local store, its view of the server, its `Sync`, and what it wrote since
+/// its last push, to check once a push commits.
+final class SyncConvergenceReplica {
+    let backend: DifferentialBackend
+    let configuration: String
+    let store: Store
+    let server: SharedServer
+    let remote: Store
+    private(set) var sync: Sync
+    private var events: AnyCancellable?
+    private let rejected = Locked<Set<Value>>([])
+    /// The last events, for failure messages.
+    private let recent = Locked<[String]>([])
+    /// What this replica changed since its last push that committed, not yet taken by a push.
+    private var changes = Changes()
+    /// The batch waiting in the replica's outbox after a push whose server write failed, and
+    /// whether the server applied it (the answer to its COMMIT was lost): the next push or pull
+    /// sends it first, before taking anything newer.
+    private var outbox: (changes: Changes, applied: Bool)?
+    /// Records made here (absent locally when written) since the last push that took changes.
+    private var made: Set<Value> = []
+
+    /// Columns written, by record, with their values, and records deleted.
+    struct Changes {
+        var written: [Value: [String: Value]] = [:]
+        var deleted: Set<Value> = []
+
+        /// These changes followed by `later`.
+        func then(_ later: Changes) -> Changes {
+            var result = self
+            for id in later.deleted {
+                result.written[id] = nil
+                result.deleted.insert(id)
+            }
+            for (id, columns) in later.written {
+                result.deleted.remove(id)
+                result.written[id, default: [:]].merge(columns) { _, new in new }
+            }
+            return result
+        }
+    }
+
+    init(_ backend: DifferentialBackend, server memory: MemoryBackend) throws {
+        self.backend = backend
+        configuration = try backend.harness.freshConfiguration()
+        do {
+            store = try Store.open(configuration, registry: backend.harness.registry)
+        } catch {
+            backend.harness.cleanup(configuration)
+            throw error
+        }
+        server = SharedServer(memory)
+        remote = try Store(backend: server, pollInterval: .seconds(3600), usesCommitSignal: false)
+        sync = try Sync(local: store, remote: remote)
+        listen()
+    }
+
+    var name: String { backend.name }
+
+    func finish() {
+        events?.cancel()
+        remote.close()
+        store.close()
+        backend.harness.cleanup(configuration)
+    }
+
+    private func listen() {
+        events = sync.events.sink { [rejected, recent] event in
+            switch event {
+            case let .pushed(_, refused, _): rejected.withLock { $0.formUnion(refused.map(\.id)) }
+            case let .rejected(refused): rejected.withLock { $0.formUnion(refused.map(\.id)) }
+            default: break
+            }
+            recent.withLock { $0 = Array(($0 + ["\(event)"]).suffix(4)) }
+        }
+    }
+
+    func set(_ id: Value, _ column: String, _ value: Value) throws {
+        if try store.read({ try SyncConvergenceTest.row(id, $0) }) == nil {
+            // A record made here gets new values in every column.
+            made.insert(id)
+            for other in SyncConvergenceTest.columns where other != column {
+                let fresh: Value = switch value {
+                case let .integer(number): .text("\(number) \(other)")
+                case let .text(text): .text("\(text) \(other)")
+                default: .text("\(other)")
+                }
+                try SyncConvergenceTest.set(id, other, fresh, on: store)
+                changes.written[id, default: [:]][other] = fresh
+            }
+        }
+        try SyncConvergenceTest.set(id, column, value, on: store)
+        changes.written[id, default: [:]][column] = value
+        changes.deleted.remove(id)
+    }
+
+    func delete(_ id: Value) throws {
+        let existed = try store.write { try $0.deleteRow(id: id, in: SyncConvergenceTest.entity) }
+        if existed {
+            changes.written[id] = nil
+            // A record made here since the last push never reached the server: its delete
+            // sends nothing (the server may hold another replica's record of that id).
+            if made.remove(id) == nil { changes.deleted.insert(id) }
+        }
+    }
+
+    func push(checkingOn other: Store) throws {
+        try sync.push()
+        absorbRejections()
+        try check(sent().then(changes), other)
+        changes = Changes()
+        made = []
+    }
+
+    func round(checkingOn other: Store) throws {
+        try push(checkingOn: other)
+        try sync.pull()
+        absorbRejections()
+    }
+
+    /// A pull sends the batch waiting in the outbox first.
+    func pull(checkingOn other: Store) throws {
+        try sync.pull()
+        absorbRejections()
+        try check(sent(), other)
+        // A pull measures local changes against the server's rows it brings: a local delete of
+        // a record the server deleted too is done (a record of that id made on the server
+        // later is another record), and so is a column the server holds the written value of.
+        for id in changes.deleted where try other.read({ try SyncConvergenceTest.row(id, $0) }) == nil {
+            changes.deleted.remove(id)
+        }
+        for (id, columns) in changes.written {
+            guard let row = try other.read({ try SyncConvergenceTest.row(id, $0) }) else { continue }
+            changes.written[id] = columns.filter { column, value in (row[column] ?? Value.null) != value }
+        }
+    }
+
+    /// The waiting batch, now sent: what to check of it (nothing when the server had applied it
+    /// before, as later writes may have overwritten it since; it was checked then).
+    private func sent() -> Changes {
+        defer { outbox = nil }
+        guard let outbox, !outbox.applied else { return Changes() }
+        return outbox.changes
+    }
+
+    func failingPush(_ fault: SharedServer.Fault, checkingOn other: Store) throws {
+        // Nothing to send commits nothing, so the fault would wait for a later write: drop it.
+        defer { server.faults.withLock { $0 = [] } }
+        server.faults.withLock { $0 = [fault] }
+        do {
+            try sync.push()
+            absorbRejections()
+            if server.faults.withLock({ $0.isEmpty }) {
+                throw SyncConvergenceMismatch(text: "\(name): a push whose server write failed did not throw")
+            }
+            try check(sent().then(changes), other)   // it had nothing to send
+            changes = Changes()
+            made = []
+        } catch is ReservoirError {
+            absorbRejections()
+            // The failed write was the waiting batch's, or else the batch of everything changed
+            // since the last push, which now waits.
+            var waiting = outbox ?? (changes, false)
+            if outbox == nil {
+                changes = Changes()
+                made = []
+            }
+            if fault == .afterCommit && !waiting.applied {
+                // On the server now: checked at once, as later writes may overwrite it before
+                // the next push learns it was applied. Its rejections went with the lost
+                // answer, so a record the server no longer has is not checked.
+                try check(waiting.changes, other, answerLost: true)
+                waiting.applied = true
+            }
+            outbox = waiting
+        }
+    }
+
+    func restart() throws {
+        events?.cancel()
+        sync = try Sync(local: store, remote: remote)
+        listen()
+    }
+
+    /// Forgets the changes the sync reported as rejected (or dropped): the server decided them.
+    private func absorbRejections() {
+        let refused = rejected.withLock { ids -> Set<Value> in
+            defer { ids = [] }
+            return ids
+        }
+        for id in refused {
+            changes.written[id] = nil
+            changes.deleted.remove(id)
+            outbox?.changes.written[id] = nil
+            outbox?.changes.deleted.remove(id)
+        }
+    }
+
+    /// After a push committed: what this replica wrote is on the server.
+    private func check(_ pushed: Changes, _ other: Store, answerLost: Bool = false) throws {
+        for (id, columns) in pushed.written {
+            guard let row = try other.read({ try SyncConvergenceTest.row(id, $0) }) else {
+                if answerLost { continue }
+                throw SyncConvergenceMismatch(text: "\(name) wrote \(columns) to \(id) and pushed, but the server has no such record and no rejection was reported")
+            }
+            for (column, value) in columns where !(row[column] ?? Value.null).isIdentical(to: value) {
+                let local = try store.read { try SyncConvergenceTest.row(id, $0) }
+                throw SyncConvergenceMismatch(text: "\(name) wrote \(id).\(column) = \(value) and pushed, but the server holds \(row[column] ?? Value.null) (its row \(row), the local row \(local.map { "\($0)" } ?? "none"); the last events: \(recent.withLock { $0 }))")
+            }
+        }
+        for id in pushed.deleted {
+            if try other.read({ try SyncConvergenceTest.row(id, $0) }) != nil {
+                throw SyncConvergenceMismatch(text: "\(name) deleted \(id) and pushed, but the server still holds it")
+            }
+        }
+    }
+}
+
+/// A memory backend several stores share, as processes share a server, whose next write can be
+/// lost before its commit (the connection dropped) or after it (the answer to `COMMIT` lost).
+final class SharedServer: StorageBackend, @unchecked Sendable {
+    enum Fault { case beforeCommit, afterCommit }
+    let inner: MemoryBackend
+    let faults = Locked<[Fault]>([])
+
+    init(_ inner: MemoryBackend) { self.inner = inner }
+
+    var capabilities: BackendCapabilities { [.multiProcess] }
+    var location: String { "shared server" }
+    var historyRetention: HistoryRetention? { inner.historyRetention }
+
+    func read<R>(_ body: (any ReadTransaction) throws -> R) throws -> R { try inner.read(body) }
+
+    func write<R>(_ body: (any WriteTransaction) throws -> R) throws -> R {
+        let fault = faults.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+        if fault == .beforeCommit { throw ReservoirError(.backend, "shared server: the connection was lost before COMMIT") }
+        let result = try inner.write(body)
+        if fault == .afterCommit { throw ReservoirError(.commitOutcomeUnknown, "shared server: the answer to COMMIT was lost") }
+        return result
+    }
+
+    func commitToken() throws -> UInt64 { try inner.commitToken() }
+    func close() {}
+}
