@@ -132,13 +132,15 @@ let package = Package(
         // (scripts/with-postgres starts a throwaway one unless RESERVOIR_TEST_POSTGRES names one).
         .executableTarget(
             name: "ReservoirPostgresTestHelper",
-            dependencies: ["ReservoirPostgres", "Reservoir", "ReservoirConformance", "ReservoirTestRecords", .product(name: "OpenCombineShim", package: "OpenCombine")],
+            dependencies: ["ReservoirPostgres", "ReservoirSQLite", "ReservoirLMDB", "Reservoir", "ReservoirConformance", "ReservoirTestRecords",
+                           .product(name: "OpenCombineShim", package: "OpenCombine")],
             path: "Tests/ReservoirPostgresTestHelper"
         ),
         .testTarget(
             name: "ReservoirPostgresTests",
             dependencies: [
-                "ReservoirPostgres", "ReservoirConformance", "Reservoir", "ReservoirPostgresTestHelper", "ReservoirTestRecords",
+                "ReservoirPostgres", "ReservoirSQLite", "ReservoirLMDB", "ReservoirConformance", "Reservoir", "ReservoirPostgresTestHelper",
+                "ReservoirTestRecords",
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
             ]
         ),

@@ -7,12 +7,15 @@
 //
 // Prints "ok …" and exits 0, or prints "FAIL …" and exits 1. With `--fault-loop` first, it is
 // a client of the fault loop instead (FaultLoopClient.swift); with `--history-consumer`, the
-// consumer process of the history SIGKILL trials (HistoryConsumerKill).
+// consumer process of the history SIGKILL trials (HistoryConsumerKill); with `--sync-client`, a
+// sync client of the sync SIGKILL trials (SyncClientKill), its local store SQLite or LMDB.
 import Foundation
 import OpenCombineShim
 import Reservoir
 import ReservoirConformance
+import ReservoirLMDB
 import ReservoirPostgres
+import ReservoirSQLite
 import ReservoirTestRecords
 
 func fail(_ message: String) -> Never {
@@ -86,5 +89,8 @@ if CommandLine.arguments.dropFirst().first == FaultLoopClient.argument {
 }
 if CommandLine.arguments.dropFirst().first == HistoryConsumerKill.childArgument {
     HistoryConsumerKill.childMain(registry: BackendRegistry([.postgres]))
+}
+if CommandLine.arguments.dropFirst().first == SyncClientKill.childArgument {
+    SyncClientKill.childMain(registry: BackendRegistry([.postgres, .sqlite, .lmdb]))
 }
 runClient()
