@@ -73,6 +73,16 @@ let package = Package(
                 .product(name: "ReservoirPostgres", package: "Reservoir"),
             ]
         ),
+        // Sync (issue #34): server commit to a live fetch on 1, 10, 50 replicas; first-sync catch-up.
+        .executableTarget(
+            name: "sync-latency",
+            dependencies: [
+                .product(name: "Reservoir", package: "Reservoir"),
+                .product(name: "ReservoirSQLite", package: "Reservoir"),
+                .product(name: "ReservoirPostgres", package: "Reservoir"),
+                .product(name: "OpenCombineShim", package: "OpenCombine"),
+            ]
+        ),
         // Every workload on every side, same data, one run, one Markdown table: `Benchmarks/run`.
         // Raw libpq comes through ReservoirPostgres's CLibPQ module, as raw LMDB through CLMDB.
         .executableTarget(

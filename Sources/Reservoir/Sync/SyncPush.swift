@@ -65,7 +65,16 @@ extension Sync {
     }
 
     private func takeBatch(_ replica: SyncReplica, remoteIDs: [String: Set<Value>]?) throws -> Step {
-        try local.write { tx in
+        // Most rounds (each remote commit starts one) find nothing to send: said by a read,
+        // without a local write.
+        let idle = try local.read { snapshot -> Bool in
+            let reader = snapshot.reader
+            guard try replica.outbox(reader) == nil, let state = try replica.state(reader), let pushed = state.pushed,
+                  pushed == HistoryToken(store: try reader.storeIdentity(), position: try reader.lastCommit()).description else { return false }
+            return !self.holdNeedsRenewing(replica, reader)
+        }
+        if idle { return .done }
+        return try local.write { tx in
             let writer = tx.writer
             if let waiting = try replica.outbox(writer) { return .batch(waiting) }
             var state = try replica.state(writer) ?? SyncState()
@@ -165,6 +174,14 @@ extension Sync {
         holds.append(HistoryHoldRecord(consumer: replica.holdName, sequence: token.sequence, commit: token.position.commit,
                                        renewed: Date().timeIntervalSince1970))
         try HistoryHoldRecord.write(holds, writer)
+    }
+
+    /// Whether the replica's hold is missing or past a tenth of the hold age (so a replica that
+    /// syncs at all keeps its hold well within the age).
+    private func holdNeedsRenewing(_ replica: SyncReplica, _ reader: any ReadTransaction) -> Bool {
+        guard let retention = local.backend.historyRetention else { return false }
+        guard let hold = (try? HistoryHoldRecord.read(reader))?.first(where: { $0.consumer == replica.holdName }) else { return true }
+        return Date().timeIntervalSince1970 - hold.renewed > HistoryRetention.seconds(retention.holdAge) / 10
     }
 
     /// The ids of the server's records in the shapes, by entity.
