@@ -145,11 +145,8 @@ struct PostgresFaultTests {
 
     /// The store through a proxy that cuts the writer's connection at its `COMMIT`.
     private func throughCutter(_ options: String = "") throws -> (configuration: String, cutter: TCPCutter, drop: String) {
-        let direct = try TestServer.freshStore(options)
-        var components = try #require(URLComponents(string: direct))
-        let cutter = try TCPCutter(upstreamPort: UInt16(try #require(components.port)))
-        components.port = Int(cutter.port)
-        return (try #require(components.string), cutter, direct)
+        let proxied = try TCPCutter.inFrontOfFreshStore(options)
+        return (proxied.configuration, proxied.cutter, proxied.direct)
     }
 
     @Test("a connection cut after COMMIT reached the server: the write succeeds, resolved from the server's commit log")

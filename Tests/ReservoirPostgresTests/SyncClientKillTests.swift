@@ -16,13 +16,9 @@ struct SyncClientKillTests {
     static let trials = CrashConsistency.trials(default: 10)
 
     @Test func killedClientsConvergeAndApplyEachBatchOnce() async throws {
-        let direct = try TestServer.freshStore("timeout=5")
+        let (remote, cutter, direct) = try TCPCutter.inFrontOfFreshStore("timeout=5")
         defer { TestServer.drop(direct) }
-        var components = try #require(URLComponents(string: direct))
-        let cutter = try TCPCutter(upstreamPort: UInt16(try #require(components.port)))
         defer { cutter.stop() }
-        components.port = Int(cutter.port)
-        let remote = try #require(components.string)
         let temporary = try TemporaryDirectory("reservoir-sync-kill")
         defer { temporary.cleanUp() }
         let locals = ["sqlite:" + temporary.file("a.sqlite"), "lmdb:" + temporary.file("b.lmdb")]

@@ -51,13 +51,9 @@ struct SyncTests {
     /// the other, following live, sees it; a change the server refuses (a trigger's RAISE) is
     /// reported and undone locally; a batch whose COMMIT answer is cut is not applied twice.
     @Test func offlineWritesConvergeOnceAndRefusalsAreUndone() async throws {
-        let direct = try TestServer.freshStore("timeout=5")
+        let (throughCutter, cutter, direct) = try TCPCutter.inFrontOfFreshStore("timeout=5")
         defer { TestServer.drop(direct) }
-        var components = try #require(URLComponents(string: direct))
-        let cutter = try TCPCutter(upstreamPort: UInt16(try #require(components.port)))
         defer { cutter.stop() }
-        components.port = Int(cutter.port)
-        let throughCutter = try #require(components.string)
         let seed = try Store.open(direct, registry: TestServer.registry)
         defer { seed.close() }
         try await seed.write { tx in for id in 1...2 { try tx.insert(Message(id: id, author: 1, body: "server \(id)")) } }

@@ -51,6 +51,22 @@ final class TCPCutter: @unchecked Sendable {
         thread.start()
     }
 
+    /// A fresh store on the test server (`options` added), its configuration string through a
+    /// new cutter, the cutter, and the direct configuration string (to write past the cutter,
+    /// and to drop the store with).
+    static func inFrontOfFreshStore(_ options: String = "") throws -> (configuration: String, cutter: TCPCutter, direct: String) {
+        let direct = try TestServer.freshStore(options)
+        guard var components = URLComponents(string: direct), let port = components.port else {
+            throw ReservoirError(.invalidConfiguration, "TCPCutter: the test server's URL \(direct) has no port")
+        }
+        let cutter = try TCPCutter(upstreamPort: UInt16(port))
+        components.port = Int(cutter.port)
+        guard let configuration = components.string else {
+            throw ReservoirError(.invalidConfiguration, "TCPCutter: cannot rewrite \(direct) to the cutter's port")
+        }
+        return (configuration, cutter, direct)
+    }
+
     /// Cuts the next connection whose client sends a write's `COMMIT`, as `cut` says.
     func arm(_ cut: Cut) { lock.withLock { armed = cut } }
     /// Cuts nothing more (a cut armed and not yet made is dropped).

@@ -10,49 +10,21 @@ private struct Note: Storable {
     static let schema = Schema<Note>("notes", fields: [.field(\.text), .field(\.stars)])
 }
 
-/// A memory backend another store shares (as two processes share a server), whose next writes
-/// can be made to fail before committing (the connection lost before `COMMIT`) or after (the
-/// answer to `COMMIT` lost).
-private final class FlakyServer: StorageBackend {
-    enum Fault { case beforeCommit, afterCommit }
-    let inner: MemoryBackend
-    let faults = Locked<[Fault]>([])
-
-    init(_ inner: MemoryBackend) { self.inner = inner }
-
-    var capabilities: BackendCapabilities { [.multiProcess] }
-    var location: String { "flaky" }
-    var historyRetention: HistoryRetention? { inner.historyRetention }
-
-    func read<R>(_ body: (any ReadTransaction) throws -> R) throws -> R { try inner.read(body) }
-
-    func write<R>(_ body: (any WriteTransaction) throws -> R) throws -> R {
-        let fault = faults.withLock { $0.isEmpty ? nil : $0.removeFirst() }
-        if fault == .beforeCommit { throw ReservoirError(.backend, "flaky: the connection was lost before COMMIT") }
-        let result = try inner.write(body)
-        if fault == .afterCommit { throw ReservoirError(.commitOutcomeUnknown, "flaky: the answer to COMMIT was lost") }
-        return result
-    }
-
-    func commitToken() throws -> UInt64 { try inner.commitToken() }
-    func close() {}
-}
-
 /// A push's exactly-once promise under faults the conformance suite cannot make: a server write
 /// lost before or after its commit, and a replica made again (a restarted app) in between.
 @Suite("Sync: each local change applied on the server once")
 struct SyncPushTests {
     private struct Setup {
         let server = MemoryBackend()
-        let flaky: FlakyServer
+        let flaky: SharedServer
         let remote: Store
         let other: Store
         let local: Store
 
         init() throws {
-            flaky = FlakyServer(server)
+            flaky = SharedServer(server)
             remote = try Store(backend: flaky, pollInterval: .seconds(3600), usesCommitSignal: false)
-            other = try Store(backend: FlakyServer(server), pollInterval: .seconds(3600), usesCommitSignal: false)
+            other = try Store(backend: SharedServer(server), pollInterval: .seconds(3600), usesCommitSignal: false)
             local = try Store.open("memory:")
         }
 

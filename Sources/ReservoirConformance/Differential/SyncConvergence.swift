@@ -379,22 +379,25 @@ final class SyncConvergenceReplica {
     }
 }
 
-/// A memory backend several stores share, as processes share a server, whose next write can be
-/// lost before its commit (the connection dropped) or after it (the answer to `COMMIT` lost).
-final class SharedServer: StorageBackend, @unchecked Sendable {
-    enum Fault { case beforeCommit, afterCommit }
-    let inner: MemoryBackend
-    let faults = Locked<[Fault]>([])
+/// A memory backend several stores share, as processes share a server, whose next writes can
+/// be lost before their commit (the connection dropped) or after it (the answer to `COMMIT`
+/// lost): for sync tests.
+public final class SharedServer: StorageBackend, @unchecked Sendable {
+    // @unchecked: `faults` is a lock; `inner` is thread-safe.
+    public enum Fault: Sendable { case beforeCommit, afterCommit }
+    public let inner: MemoryBackend
+    /// The faults the next writes meet, in order.
+    public let faults = Locked<[Fault]>([])
 
-    init(_ inner: MemoryBackend) { self.inner = inner }
+    public init(_ inner: MemoryBackend) { self.inner = inner }
 
-    var capabilities: BackendCapabilities { [.multiProcess] }
-    var location: String { "shared server" }
-    var historyRetention: HistoryRetention? { inner.historyRetention }
+    public var capabilities: BackendCapabilities { [.multiProcess] }
+    public var location: String { "shared server" }
+    public var historyRetention: HistoryRetention? { inner.historyRetention }
 
-    func read<R>(_ body: (any ReadTransaction) throws -> R) throws -> R { try inner.read(body) }
+    public func read<R>(_ body: (any ReadTransaction) throws -> R) throws -> R { try inner.read(body) }
 
-    func write<R>(_ body: (any WriteTransaction) throws -> R) throws -> R {
+    public func write<R>(_ body: (any WriteTransaction) throws -> R) throws -> R {
         let fault = faults.withLock { $0.isEmpty ? nil : $0.removeFirst() }
         if fault == .beforeCommit { throw ReservoirError(.backend, "shared server: the connection was lost before COMMIT") }
         let result = try inner.write(body)
@@ -402,6 +405,6 @@ final class SharedServer: StorageBackend, @unchecked Sendable {
         return result
     }
 
-    func commitToken() throws -> UInt64 { try inner.commitToken() }
-    func close() {}
+    public func commitToken() throws -> UInt64 { try inner.commitToken() }
+    public func close() {}
 }
