@@ -3,7 +3,8 @@
 /// description (which makes backends add columns and build or drop indexes), so the whole
 /// version commits or rolls back with the transaction. Afterwards it asks the backend to drop
 /// what no row holds any more (``WriteTransaction/dropColumns(_:from:)``,
-/// ``WriteTransaction/dropEntity(_:)``), which plain-SQL tables otherwise keep.
+/// ``WriteTransaction/dropEntity(_:)``), which plain-SQL tables otherwise keep, and an index
+/// dropped (``WriteTransaction/dropIndex(on:in:)``), which PostgreSQL otherwise keeps.
 struct MigrationRunner {
     let writer: any WriteTransaction
     let version: SchemaVersion
@@ -66,6 +67,8 @@ struct MigrationRunner {
             try writer.dropColumns(Self.columns(of: field, in: stored), from: target)
         case .renameEntity:
             try writer.dropEntity(stored)
+        case let .dropIndex(field):
+            try writer.dropIndex(on: field, in: target)
         default:
             break
         }
