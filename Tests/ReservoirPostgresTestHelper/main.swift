@@ -7,7 +7,8 @@
 //
 // Prints "ok …" and exits 0, or prints "FAIL …" and exits 1. With `--fault-loop` first, it is
 // a client of the fault loop instead (FaultLoopClient.swift); with `--history-consumer`, the
-// consumer process of the history SIGKILL trials (HistoryConsumerKill).
+// consumer process of the history SIGKILL trials (HistoryConsumerKill); with `--migrate`, the
+// migrating client of the migration SIGKILL trials (MigrationCrash).
 import Foundation
 import OpenCombineShim
 import Reservoir
@@ -86,5 +87,8 @@ if CommandLine.arguments.dropFirst().first == FaultLoopClient.argument {
 }
 if CommandLine.arguments.dropFirst().first == HistoryConsumerKill.childArgument {
     HistoryConsumerKill.childMain(registry: BackendRegistry([.postgres]))
+}
+if CommandLine.arguments.dropFirst().first == MigrationCrash.childArgument {
+    MigrationCrash.childMain(registry: BackendRegistry([.postgres]))
 }
 runClient()
