@@ -112,7 +112,7 @@ let package = Package(
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
-        .testTarget(name: "ReservoirCLITests", dependencies: ["ReservoirCLI", "CSQLite", "ReservoirConformance"]),
+        .testTarget(name: "ReservoirCLITests", dependencies: ["ReservoirCLI", "CSQLite", "ReservoirConformance", "Reservoir", "ReservoirSQLite", "ReservoirLMDB"]),
         // Fault tests: SIGKILLs during commits (in the helper below), damaged files.
         .executableTarget(
             name: "ReservoirFaultTestHelper",

@@ -29,7 +29,7 @@ struct DemoCommand: ParsableCommand {
             var transcripts: [(String, [String])] = []
             for configuration in targets {
                 print("== \(StoreConfiguration.redact(configuration, secretsOf: [configuration]))")
-                let store = try Store.open(configuration, registry: Backends.registry)
+                let store = try Store.open(configuration, registry: Backends.registry, migrations: Todo.migrations)
                 defer { store.close() }
                 let transcript = try DemoScript.run(on: store) { print($0) }
                 transcripts.append((StoreConfiguration.redact(configuration, secretsOf: [configuration]), transcript))
@@ -76,8 +76,8 @@ enum DemoScript {
 
         let start = Date(timeIntervalSinceReferenceDate: 800_000_000)
         func todo(_ n: UInt8, _ title: String, _ priority: Int) -> Todo {
-            Todo(id: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, n)), title: title, done: false,
-                 priority: priority, created: start.addingTimeInterval(Double(n)), due: nil)
+            Todo(id: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, n)), title: title,
+                 priority: priority, created: start.addingTimeInterval(Double(n)))
         }
         func step(_ title: String, _ write: (Transaction) throws -> Void) throws {
             transcript.add(title)

@@ -14,7 +14,7 @@ struct ReservoirCommand: ParsableCommand {
 
             Example: reservoir todo add "Buy milk" --priority 2 && reservoir watch --open
             """,
-        subcommands: [DemoCommand.self, TodoCommand.self, WatchCommand.self, HistoryCommand.self, SyncCommand.self, CopyCommand.self, VerifyCommand.self, InfoCommand.self, BenchCommand.self, LatencyCommand.self]
+        subcommands: [DemoCommand.self, TodoCommand.self, WatchCommand.self, HistoryCommand.self, SyncCommand.self, CopyCommand.self, VerifyCommand.self, InfoCommand.self, MigrateCommand.self, BenchCommand.self, LatencyCommand.self]
     )
 }
 
@@ -36,6 +36,11 @@ struct StoreOptions: ParsableArguments {
     /// Opens the chosen store through the tool's registry.
     func open() throws -> Store {
         try Store.open(configuration, registry: Backends.registry)
+    }
+
+    /// Opens the chosen store as a to-do store: brought to the newest of ``Todo/migrations``.
+    func openTodos() throws -> Store {
+        try Store.open(configuration, registry: Backends.registry, migrations: Todo.migrations)
     }
 }
 

@@ -16,6 +16,8 @@ struct SyncCommand: ParsableCommand {
             record returns to the server's state. The first sync uploads the local records and
             reads the remote's shapes whole, as does one after --shape changed or once the
             remote's history no longer reaches back. One line per push and per pull.
+            The local store is opened as a to-do store (reservoir migrate), so a new one is
+            stamped with the to-do schema versions.
 
             Example: reservoir sync --local sqlite:./replica.sqlite --remote postgres://app@db/app --shape todos --follow
             """
@@ -34,7 +36,10 @@ struct SyncCommand: ParsableCommand {
 
     func run() throws {
         try reporting {
-            let localStore = try Store.open(local, registry: Backends.registry)
+            // The replica is a to-do store of this tool's schema versions: sync leaves the remote's
+            // record of its versions there, so a new replica is stamped with ours on open, and the
+            // todo commands find it up to date instead of migrating rows that are already new.
+            let localStore = try Store.open(local, registry: Backends.registry, migrations: Todo.migrations)
             defer { localStore.close() }
             let sync = try Sync(local: localStore, remote: remote, shapes: shape.map { SyncShape(entity: $0) }, registry: Backends.registry)
             defer { sync.stop() }

@@ -2,7 +2,8 @@ import Foundation
 import Reservoir
 import ReservoirMacros
 
-/// The to-do record the tool's commands work with, stored as record type `todos`.
+/// The to-do record the tool's commands work with, stored as record type `todos`, in the
+/// shape of schema version 2 (``migrations``).
 @Storable("todos")
 struct Todo {
     var id: UUID
@@ -10,7 +11,45 @@ struct Todo {
     @Indexed var done: Bool
     @Indexed var priority: Int
     var created: Date
-    var due: Date?
+    /// The day it is due, `YYYY-MM-DD` (UTC).
+    var dueDay: String?
+    /// The title's `#words`, lower-cased, one space between them; nil for a to-do another
+    /// client wrote without them.
+    var tags: String?
+
+    init(id: UUID, title: String, done: Bool = false, priority: Int, created: Date, dueDay: String? = nil) {
+        self.id = id
+        self.title = title
+        self.done = done
+        self.priority = priority
+        self.created = created
+        self.dueDay = dueDay
+        self.tags = Self.tags(in: title)
+    }
+
+    /// The schema versions of the to-do store. Version 1 kept `due` as an instant (midnight UTC
+    /// for a day given alone); version 2 keeps the day itself as text, which reads plainly in
+    /// SQL and sorts the same, and adds `tags`, computed from each title. Every command that
+    /// reads or writes to-dos opens its store with these, so a store an older `reservoir`
+    /// made (version 1, or never versioned) is brought up to date on open.
+    static let migrations = Migrations {
+        SchemaVersion(1)
+        SchemaVersion(2,
+            .renameField("due", to: "dueDay", in: "todos"),
+            .changeType(of: "dueDay", in: "todos", from: Date?.self, to: String?.self) { $0.map(DateText.format) },
+            .addField("tags", to: "todos") { row in Todo.tags(in: try row.decode("title", as: String.self)) })
+    }
+
+    /// The `#words` of `title`, lower-cased, without the `#`, one space between them.
+    static func tags(in title: String) -> String {
+        title.split(whereSeparator: \.isWhitespace)
+            .filter { $0.count > 1 && $0.first == "#" }
+            .map { $0.dropFirst().lowercased() }
+            .joined(separator: " ")
+    }
+
+    /// The tags as a list.
+    var tagList: [String] { (tags ?? "").split(separator: " ").map(String.init) }
 }
 
 /// How lists of to-dos are sorted.
@@ -21,7 +60,7 @@ enum TodoSort: String, CaseIterable, Sendable {
         switch self {
         case .priority: [.descending(\.priority), .ascending(\.title)]
         case .title: [.ascending(\.title)]
-        case .due: [.ascending(\.due), .descending(\.priority)]
+        case .due: [.ascending(\.dueDay), .descending(\.priority)]
         case .created: [.ascending(\.created)]
         }
     }
@@ -55,7 +94,7 @@ extension Todo {
     /// One line for a terminal list.
     var line: String {
         let mark = done ? "x" : " "
-        let dueText = due.map { "  due \(DateText.format($0))" } ?? ""
+        let dueText = dueDay.map { "  due \($0)" } ?? ""
         return "[\(mark)] \(shortID)  p\(priority)  \(title)\(dueText)"
     }
 
@@ -63,7 +102,8 @@ extension Todo {
     var json: [String: Any] {
         var object: [String: Any] = ["id": id.uuidString, "title": title, "done": done, "priority": priority,
                                      "created": DateText.iso(created)]
-        object["due"] = due.map(DateText.iso) ?? NSNull()
+        object["due"] = dueDay ?? NSNull()
+        object["tags"] = tagList
         return object
     }
 }

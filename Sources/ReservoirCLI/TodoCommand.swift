@@ -18,17 +18,17 @@ struct TodoCommand: ParsableCommand {
         @OptionGroup var options: StoreOptions
         @Argument(help: "What to do.") var title: String
         @Option(help: "Higher is more urgent.") var priority: Int = 0
-        @Option(help: ArgumentHelp("When it is due: YYYY-MM-DD, YYYY-MM-DDTHH:MM or ISO 8601.", valueName: "DATE")) var due: String?
+        @Option(help: ArgumentHelp("The day it is due: YYYY-MM-DD (a time, YYYY-MM-DDTHH:MM or ISO 8601, is taken as its day in UTC).", valueName: "DATE")) var due: String?
 
         func run() throws {
             try reporting {
                 guard !title.trimmingCharacters(in: .whitespaces).isEmpty else {
                     throw CommandFailure("the title is empty; give the to-do a title, such as reservoir todo add \"Buy milk\"")
                 }
-                let dueDate = try due.map(DateText.parse)
-                let store = try options.open()
+                let dueDay = try due.map(DateText.parse).map(DateText.format)
+                let store = try options.openTodos()
                 defer { store.close() }
-                let todo = Todo(id: UUID(), title: title, done: false, priority: priority, created: Date(), due: dueDate)
+                let todo = Todo(id: UUID(), title: title, priority: priority, created: Date(), dueDay: dueDay)
                 try store.write { try $0.insert(todo) }
                 print(todo.id.uuidString)
             }
@@ -42,7 +42,7 @@ struct TodoCommand: ParsableCommand {
 
         func run() throws {
             try reporting {
-                let store = try options.open()
+                let store = try options.openTodos()
                 defer { store.close() }
                 var todo = try Todo.find(id, in: store)
                 todo.done = true
@@ -59,7 +59,7 @@ struct TodoCommand: ParsableCommand {
 
         func run() throws {
             try reporting {
-                let store = try options.open()
+                let store = try options.openTodos()
                 defer { store.close() }
                 let todo = try Todo.find(id, in: store)
                 try store.write { try $0.delete(todo) }
@@ -73,13 +73,17 @@ struct TodoCommand: ParsableCommand {
         @OptionGroup var options: StoreOptions
         @Flag(help: "Only to-dos not done.") var open = false
         @Option(help: "Sort by priority, title, due or created.") var sort: TodoSort = .priority
+        @Option(help: ArgumentHelp("Only to-dos whose title has #TAG.", valueName: "TAG")) var tag: String?
         @Flag(help: "One JSON array instead of lines.") var json = false
 
         func run() throws {
             try reporting {
-                let store = try options.open()
+                let store = try options.openTodos()
                 defer { store.close() }
-                let todos = try store.fetch(Todo.request(openOnly: open, sort: sort))
+                let wanted = tag.map { $0.drop { $0 == "#" }.lowercased() }
+                let todos = try store.fetch(Todo.request(openOnly: open, sort: sort)).filter { todo in
+                    wanted.map { todo.tagList.contains($0) } ?? true
+                }
                 if json {
                     print(try jsonLine(todos.map(\.json)))
                 } else if todos.isEmpty {

@@ -30,7 +30,7 @@ struct WatchCommand: ParsableCommand {
 
     func run() throws {
         try reporting {
-            let store = try options.open()
+            let store = try options.openTodos()
             defer { store.close() }
             let interactive = isTerminal() && !json
             let view = WatchView(configuration: options.shownConfiguration, interactive: interactive, stopAfter: count)

@@ -146,6 +146,153 @@ extension ConformanceSuite {
             try expectEqual(try description(store, "conformance_tasks")?.indexes, ["title"], "indexes move with the entity")
         },
 
+        ConformanceCase("migrations", "split entity moves chosen fields to a new entity under the same ids; merge entity brings them back") { context in
+            let store = try startingStore(context)
+            let split = SchemaVersion(2, .splitEntity("conformance_notes", fields: ["title"], into: "conformance_titles"))
+            try expect(!split.isAdditive, "a split is not additive")
+            let plan = try store.migrationPlan(Migrations {
+                SchemaVersion(1, .addIndex(on: "title", in: "conformance_notes"))
+                split
+                SchemaVersion(3, .addField("checked", to: "conformance_titles", default: false), .mergeEntity("conformance_titles", into: "conformance_notes"))
+            })
+            try expectEqual(plan.steps.map { "\($0.version).\($0.index) \($0.step.kind) \($0.records)" },
+                            ["2.1 splitEntity 3", "3.1 addField 3", "3.2 mergeEntity 3"], "plan")
+            let recorder = ChangeRecorder(store)
+            try store.migrate(Migrations { SchemaVersion(1, .addIndex(on: "title", in: "conformance_notes")); split })
+            try expectEqual(recorder.changeSets.map(\.isSchemaChange), [true], "one change set, a schema change")
+            let after = try rows(store)
+            try expectEqual(after.keys.sorted(), [1, 2, 3], "the records stay")
+            try expect(after.values.allSatisfy { $0.index(of: "title") == nil }, "no record holds the moved field: \(after.values.map(\.description))")
+            try expectEqual(after[2]?.value("priority"), .text("10"), "other fields stay")
+            try expectEqual(try description(store)?.fields, ["id", "priority"], "the entity's fields")
+            let moved = try rows(store, "conformance_titles")
+            try expectEqual(moved.keys.sorted(), [1, 2, 3], "one new record per record, same ids")
+            try expectEqual(moved[2]?.value("title"), .text("Call Bob"), "the moved value")
+            try expectEqual(moved[2]?.columns.sorted(), ["id", "title"], "the new record's columns")
+            let titles = try description(store, "conformance_titles")
+            try expectEqual(titles?.indexes, ["title"], "the index moves with the field")
+            let byTitle = try Query(entity: titles ?? notes, predicate: .compare(column: "title", .equal, .text("Buy milk")))
+            try expectEqual(try store.read { try $0.rows(byTitle) }.map { $0.value("id") }, [.integer(1)], "query on the moved field")
+
+            try store.migrate(Migrations {
+                SchemaVersion(1, .addIndex(on: "title", in: "conformance_notes"))
+                split
+                SchemaVersion(3, .addField("checked", to: "conformance_titles", default: false), .mergeEntity("conformance_titles", into: "conformance_notes"))
+            })
+            try expect(try description(store, "conformance_titles") == nil, "the merged entity is gone")
+            let merged = try rows(store)
+            for note in startingNotes {
+                let id = note.value("id").integerValue
+                for column in ["title", "priority"] {
+                    try expectEqual(merged[id]?.value(column), note.value(column), "record \(id) \(column) after the merge")
+                }
+                try expectEqual(merged[id]?.value("checked"), .integer(0), "record \(id): a field added to the merged entity comes along")
+            }
+            let mergedDescription = try description(store)
+            try expect(mergedDescription?.indexes.contains("title") == true, "the index comes back: \(String(describing: mergedDescription))")
+            let query = try Query(entity: try description(store) ?? notes, predicate: .compare(column: "title", .greater, .text("C")), sort: [SortTerm(column: "title")])
+            try expectEqual(try store.read { try $0.rows(query) }.map { $0.value("id") }, [.integer(2), .integer(3)], "query on the merged field")
+        },
+
+        ConformanceCase("migrations", "split and merge that cannot run roll their version back, naming the cause") { context in
+            let store = try startingStore(context)
+            let splitVersion = SchemaVersion(2, .splitEntity("conformance_notes", fields: ["priority"], into: "conformance_priorities"))
+            try store.migrate(Migrations { SchemaVersion(1, .addIndex(on: "title", in: "conformance_notes")); splitVersion })
+            // A record of the split entity with no record to go back to.
+            try store.write { tx in
+                _ = try tx.putRow(Row(columns: ["id", "priority"], values: [.integer(9), .text("4")]),
+                                  in: EntityDescription(name: "conformance_priorities", fields: ["id", "priority"], integerIDs: true))
+            }
+            let before = try rows(store)
+            let split = try rows(store, "conformance_priorities")
+            let sequence = try store.read { try $0.lastSequence() }
+            let orphan = try expectError(.migrationFailed, "a merge with a record that has no counterpart") {
+                try store.migrate(Migrations {
+                    SchemaVersion(1, .addIndex(on: "title", in: "conformance_notes"))
+                    splitVersion
+                    SchemaVersion(3, .mergeEntity("conformance_priorities", into: "conformance_notes"))
+                })
+            }
+            for part in ["version 3", "step 1", "conformance_priorities", "record 9", "conformance_notes"] {
+                try expect(orphan.message.contains(part), "the message names \(part): \(orphan.message)")
+            }
+            try expectEqual(try rows(store), before, "the target's records unchanged")
+            try expectEqual(try rows(store, "conformance_priorities"), split, "the merged entity's records unchanged")
+            try expectEqual(try store.schemaVersion(), 2, "schema version")
+            try expectEqual(try store.read { try $0.lastSequence() }, sequence, "nothing committed")
+
+            let shared = try expectError(.migrationFailed, "a merge of entities that share a field") {
+                let current = try description(store) ?? notes
+                try store.write { tx in _ = try tx.putRow(Row(columns: ["id", "title"], values: [.integer(9), .text("Nine")]), in: current) }
+                return try store.migrate(Migrations {
+                    SchemaVersion(1, .addIndex(on: "title", in: "conformance_notes"))
+                    splitVersion
+                    SchemaVersion(3, .addField("title", to: "conformance_priorities", default: "x"), .mergeEntity("conformance_priorities", into: "conformance_notes"))
+                })
+            }
+            try expect(shared.message.contains("step 2") && shared.message.contains("\"title\""), "the message names the step and the field: \(shared.message)")
+            try expectEqual(try rows(store, "conformance_priorities"), split, "nothing of step 1 stays")
+            try expectError(.migrationFailed, "a split into an entity that holds records") {
+                try store.migrate(Migrations {
+                    SchemaVersion(1, .addIndex(on: "title", in: "conformance_notes"))
+                    splitVersion
+                    SchemaVersion(3, .splitEntity("conformance_notes", fields: ["title"], into: "conformance_priorities"))
+                })
+            }
+            try expectError(.migrationFailed, "a split of a field that does not exist") {
+                try store.migrate(Migrations {
+                    SchemaVersion(1, .addIndex(on: "title", in: "conformance_notes"))
+                    splitVersion
+                    SchemaVersion(3, .splitEntity("conformance_notes", fields: ["titel"], into: "conformance_titles"))
+                })
+            }
+            try expectEqual(try store.schemaVersion(), 2, "schema version after the failures")
+        },
+
+        ConformanceCase("migrations", "make searchable: every record gets its folded shadow columns, so folded fetches find them at once") { context in
+            let store = context.store
+            try store.write { tx in
+                for (id, text, alt) in [(1, "Café au lait", "Crème"), (2, "CAFE NOIR", nil), (3, "tea", "cafe")] as [(Int, String, String?)] {
+                    try tx.insert(PlainPhrase(id: id, text: text, alt: alt))
+                }
+            }
+            try store.migrate(Migrations { SchemaVersion(1) })
+            let migrations = Migrations {
+                SchemaVersion(1)
+                SchemaVersion(2, .makeSearchable("text", in: "conformance_phrases"), .makeSearchable("alt", in: "conformance_phrases"))
+            }
+            try expect(migrations.versions[1].isAdditive, "making a field searchable is additive")
+            try expectEqual(try store.migrationPlan(migrations).steps.map { "\($0.version).\($0.index) \($0.step.kind) \($0.records)" },
+                            ["2.1 makeSearchable 3", "2.2 makeSearchable 3"], "plan")
+            try store.migrate(migrations)
+            let both: TextMatchOptions = [.caseInsensitive, .diacriticInsensitive]
+            let stored = try description(store, "conformance_phrases")
+            try expectEqual(stored?.fields.sorted(), Phrase.schema.entity.fields.sorted(), "the fields a searchable schema declares")
+            try expectEqual(stored?.indexes.sorted(), Phrase.schema.entity.indexes.sorted(), "the indexes a searchable schema declares")
+            let after = try rows(store, "conformance_phrases")
+            try expectEqual(after[1]?.value(TextFolding.shadowColumn(for: "text", options: both)), .text(TextFolding.fold("Café au lait", options: both)), "a shadow value")
+            try expectEqual(after[2]?.value(TextFolding.shadowColumn(for: "alt", options: both)), .null, "no text, no shadow")
+            // Phrase declares the fields searchable; its folded fetch checks that no row lacks its shadows.
+            try expectEqual(try store.fetch(FetchRequest<Phrase>(where: .contains(\.text, "cafe", options: both))).map(\.id), [1, 2], "folded fetch on text")
+            try expectEqual(try store.fetch(FetchRequest<Phrase>(where: .equals(\.alt, "creme", options: both))).map(\.id), [1], "folded fetch on the indexed alt")
+            try expectEqual(try store.migrate(Migrations { SchemaVersion(1) }), [], "an older app keeps using the store")
+
+            let current = try description(store, "conformance_phrases") ?? Phrase.schema.entity
+            try store.write { tx in _ = try tx.putRow(Row(columns: ["id", "text", "note"], values: [.integer(5), .integer(42), .text("")]), in: current) }
+            let failure = try expectError(.migrationFailed, "a value that is not text") {
+                try store.migrate(Migrations {
+                    SchemaVersion(1)
+                    SchemaVersion(2, .makeSearchable("text", in: "conformance_phrases"), .makeSearchable("alt", in: "conformance_phrases"))
+                    SchemaVersion(3, .makeSearchable("note", in: "conformance_phrases"), .makeSearchable("text", in: "conformance_phrases"))
+                })
+            }
+            for part in ["version 3", "step 2", "record 5", "not text"] {
+                try expect(failure.message.contains(part), "the message names \(part): \(failure.message)")
+            }
+            try expect(try rows(store, "conformance_phrases").values.allSatisfy { $0.index(of: "note__ci") == nil }, "nothing of step 1 stays")
+            try expectEqual(try store.schemaVersion(), 2, "schema version after the failure")
+        },
+
         ConformanceCase("migrations", "a throwing step rolls the whole version back, naming version, step, entity and record") { context in
             let store = try startingStore(context)
             let before = try rows(store)

@@ -19,7 +19,7 @@ struct CLITests {
         let listed = try await CLIProcess.run(["todo", "list", "--json"] + store, in: scratch.url)
         let todos = try #require(try JSONSerialization.jsonObject(with: Data(listed.output.utf8)) as? [[String: Any]])
         #expect(todos.map { $0["title"] as? String } == ["File taxes", "Buy milk"], "sorted by priority")
-        #expect(todos.first?["due"] as? String == "2026-12-01T00:00:00.000Z")
+        #expect(todos.first?["due"] as? String == "2026-12-01", "the day it is due (schema version 2)")
 
         let done = try await CLIProcess.run(["todo", "done", String(id.prefix(6)).lowercased()] + store, in: scratch.url)
         #expect(done.status == 0 && done.output.contains("done: File taxes"), "\(done.output) \(done.errors)")
@@ -61,7 +61,7 @@ struct CLITests {
         let info = try await CLIProcess.run(["info", "--json", "--store", "sqlite:./env.sqlite"], in: scratch.url)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(info.output.utf8)) as? [String: Any])
         #expect((object["types"] as? [String: Int])?["todos"] == 1)
-        #expect(object["schemaVersion"] as? Int == 0, "a store never migrated: \(object)")
+        #expect(object["schemaVersion"] as? Int == 2, "a new to-do store is stamped with the newest to-do version: \(object)")
         #expect(object["capabilities"] as? String == "persistent, multi-process, native queries, commit signal, read-only opening")
     }
 
@@ -196,7 +196,7 @@ struct CLITests {
 
     @Test("every command explains itself with an example", arguments: [
         ["--help"], ["demo", "--help"], ["todo", "--help"], ["todo", "add", "--help"], ["todo", "done", "--help"],
-        ["todo", "rm", "--help"], ["todo", "list", "--help"], ["watch", "--help"], ["history", "--help"], ["sync", "--help"], ["copy", "--help"], ["info", "--help"], ["bench", "--help"],
+        ["todo", "rm", "--help"], ["todo", "list", "--help"], ["watch", "--help"], ["history", "--help"], ["sync", "--help"], ["copy", "--help"], ["info", "--help"], ["migrate", "--help"], ["bench", "--help"],
     ])
     func help(_ arguments: [String]) async throws {
         let scratch = try TemporaryDirectory("reservoir-cli")

@@ -25,7 +25,7 @@ struct HistoryCommandTests {
         let first = (lines.first?["changes"] as? [[String: Any]])?.first
         #expect(first?["id"] as? String == id && first?["kind"] as? String == "inserted", "\(since.output)")
         let whole = try await CLIProcess.run(["history"] + store, in: scratch.url)
-        #expect(whole.output.split(separator: "\n").count == 3, "three change sets from the beginning: \(whole.output)")
+        #expect(whole.output.split(separator: "\n").count == 4, "from the beginning: the new store stamped with the to-do schema versions, then three change sets: \(whole.output)")
 
         let follow = try CLIProcess(["history", "--follow", "--count", "3", "--after", saved] + store, in: scratch.url)
         try await follow.waitForLines(2)

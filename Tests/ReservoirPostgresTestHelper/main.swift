@@ -7,7 +7,8 @@
 //
 // Prints "ok …" and exits 0, or prints "FAIL …" and exits 1. With `--fault-loop` first, it is
 // a client of the fault loop instead (FaultLoopClient.swift); with `--history-consumer`, the
-// consumer process of the history SIGKILL trials (HistoryConsumerKill); with `--sync-client`, a
+// consumer process of the history SIGKILL trials (HistoryConsumerKill); with `--migrate`, the
+// migrating client of the migration SIGKILL trials (MigrationCrash); with `--sync-client`, a
 // sync client of the sync SIGKILL trials (SyncClientKill), its local store SQLite or LMDB.
 import Foundation
 import OpenCombineShim
@@ -92,5 +93,8 @@ if CommandLine.arguments.dropFirst().first == HistoryConsumerKill.childArgument 
 }
 if CommandLine.arguments.dropFirst().first == SyncClientKill.childArgument {
     SyncClientKill.childMain(registry: BackendRegistry([.postgres, .sqlite, .lmdb]))
+}
+if CommandLine.arguments.dropFirst().first == MigrationCrash.childArgument {
+    MigrationCrash.childMain(registry: BackendRegistry([.postgres]))
 }
 runClient()

@@ -52,11 +52,11 @@ struct MigrationsTests {
     }
 
     @Test func additiveIsDecidedFromTheSteps() {
-        #expect(SchemaVersion(1, .addField("a", to: "e", default: 1), .addIndex(on: "a", in: "e")).isAdditive)
+        #expect(SchemaVersion(1, .addField("a", to: "e", default: 1), .addIndex(on: "a", in: "e"), .makeSearchable("a", in: "e")).isAdditive)
         #expect(SchemaVersion(2).isAdditive)
         for step in [MigrationStep.renameField("a", to: "b", in: "e"), .dropField("a", from: "e"), .dropIndex(on: "a", in: "e"),
                      .changeType(of: "a", in: "e", from: Int.self, to: String.self) { "\($0)" }, .transform("e") { _ in },
-                     .renameEntity("e", to: "f")] {
+                     .renameEntity("e", to: "f"), .splitEntity("e", fields: ["a"], into: "f"), .mergeEntity("f", into: "e")] {
             #expect(!SchemaVersion(3, .addField("a", to: "e", default: 1), step).isAdditive, "\(step)")
         }
     }

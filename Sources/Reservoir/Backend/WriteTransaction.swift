@@ -43,6 +43,14 @@ public protocol WriteTransaction: ReadTransaction {
     /// left out of ``ReadTransaction/entities()``, so the default does nothing; a backend
     /// with a table per entity drops the table (and what belongs to it) here.
     func dropEntity(_ entity: EntityDescription) throws
+
+    /// Removes the index on `column`: a migration's ``MigrationStep/dropIndex(on:in:)`` calls
+    /// it, in its transaction, after it put every row of `entity` under the description (which
+    /// no longer lists the index). A backend that drops an index as soon as a put's description
+    /// leaves it out (SQLite, LMDB, memory) has nothing left to do, which is the default; one
+    /// that keeps indexes a put leaves out (PostgreSQL, so that apps of several versions
+    /// sharing a server do not drop and rebuild each other's) drops it here.
+    func dropIndex(on column: String, in entity: EntityDescription) throws
 }
 
 extension WriteTransaction {
@@ -51,4 +59,7 @@ extension WriteTransaction {
 
     /// Nothing to do: the entity has no rows, so it is not listed.
     public func dropEntity(_ entity: EntityDescription) throws {}
+
+    /// Nothing to do: the put under the description without the index dropped it.
+    public func dropIndex(on column: String, in entity: EntityDescription) throws {}
 }

@@ -3,7 +3,8 @@
 /// description (which makes backends add columns and build or drop indexes), so the whole
 /// version commits or rolls back with the transaction. Afterwards it asks the backend to drop
 /// what no row holds any more (``WriteTransaction/dropColumns(_:from:)``,
-/// ``WriteTransaction/dropEntity(_:)``), which plain-SQL tables otherwise keep.
+/// ``WriteTransaction/dropEntity(_:)``), which plain-SQL tables otherwise keep, and an index
+/// dropped (``WriteTransaction/dropIndex(on:in:)``), which PostgreSQL otherwise keeps.
 struct MigrationRunner {
     let writer: any WriteTransaction
     let version: SchemaVersion
@@ -18,11 +19,11 @@ struct MigrationRunner {
     }
 
     /// The stored description of `name`, or nil when the entity holds no records.
-    private func stored(_ name: String) throws -> EntityDescription? {
+    func stored(_ name: String) throws -> EntityDescription? {
         try writer.entities().first { $0.name == name }
     }
 
-    private func failure(_ index: Int, _ message: String) -> ReservoirError {
+    func failure(_ index: Int, _ message: String) -> ReservoirError {
         let step = version.steps[index]
         return ReservoirError(.migrationFailed, "migration to version \(version.number) failed at step \(index + 1) (\(step)): \(message); the store stays at the version before")
     }
@@ -32,13 +33,17 @@ struct MigrationRunner {
         guard let stored = try stored(step.entity) else { return 0 }
         var rows: [Row] = []
         try writer.fetch(Query(entity: stored)) { rows.append($0) }
+        switch step.action {
+        case let .splitEntity(fields, into):
+            return try split(stored, rows: rows, fields: fields, into: into, step: index)
+        case let .mergeEntity(into):
+            return try merge(stored, rows: rows, into: into, step: index)
+        default:
+            break
+        }
         let target = try describe(stored, after: step, index: index, rows: rows)
         let idColumn = stored.idColumn
-        report(index, entity: stored.name, done: 0, of: rows.count)
-        for (position, row) in rows.enumerated() {
-            if position > 0, position % Self.progressInterval == 0 {
-                report(index, entity: stored.name, done: position, of: rows.count)
-            }
+        try each(rows, step: index, entity: stored.name) { row in
             let id = row.value(idColumn)
             var changed = row
             do {
@@ -57,12 +62,13 @@ struct MigrationRunner {
                 try writer.put(target, id: id, row: changed)
             }
         }
-        report(index, entity: stored.name, done: rows.count, of: rows.count)
         switch step.action {
         case let .renameField(field, _), let .dropField(field):
             try writer.dropColumns(Self.columns(of: field, in: stored), from: target)
         case .renameEntity:
             try writer.dropEntity(stored)
+        case let .dropIndex(field):
+            try writer.dropIndex(on: field, in: target)
         default:
             break
         }
@@ -72,6 +78,30 @@ struct MigrationRunner {
     private func report(_ index: Int, entity: String, done: Int, of total: Int) {
         progress?(MigrationProgress(version: version.number, step: index + 1, stepCount: version.steps.count,
                                     entity: entity, recordsDone: done, recordsTotal: total))
+    }
+
+    /// Runs `body` on each row, reporting progress at the start, every ``progressInterval``
+    /// rows and at the end.
+    func each(_ rows: [Row], step index: Int, entity: String, _ body: (Row) throws -> Void) throws {
+        report(index, entity: entity, done: 0, of: rows.count)
+        for (position, row) in rows.enumerated() {
+            if position > 0, position % Self.progressInterval == 0 {
+                report(index, entity: entity, done: position, of: rows.count)
+            }
+            try body(row)
+        }
+        report(index, entity: entity, done: rows.count, of: rows.count)
+    }
+
+    /// Throws unless `field` is a field of `stored` (declared, or held by a row) other than its id.
+    func requireField(_ field: String, of stored: EntityDescription, rows: [Row], step index: Int) throws {
+        guard field != stored.idColumn else {
+            throw failure(index, "\"\(field)\" is the id column of entity \"\(stored.name)\", which a migration cannot rename, drop, convert or move")
+        }
+        guard stored.fields.contains(field) || rows.contains(where: { $0.index(of: field) != nil }) else {
+            let known = Set(stored.fields + rows.flatMap(\.columns)).sorted().joined(separator: ", ")
+            throw failure(index, "entity \"\(stored.name)\" has no field \"\(field)\"; its fields are \(known)")
+        }
     }
 
     /// The field's column and its folded shadow columns present in `entity` (a searchable
@@ -84,13 +114,7 @@ struct MigrationRunner {
     private func describe(_ stored: EntityDescription, after step: MigrationStep, index: Int, rows: [Row]) throws -> EntityDescription {
         var entity = stored
         func requireField(_ field: String) throws {
-            guard field != stored.idColumn else {
-                throw failure(index, "\"\(field)\" is the id column of entity \"\(stored.name)\", which a migration cannot rename, drop or convert")
-            }
-            guard stored.fields.contains(field) || rows.contains(where: { $0.index(of: field) != nil }) else {
-                let known = Set(stored.fields + rows.flatMap(\.columns)).sorted().joined(separator: ", ")
-                throw failure(index, "entity \"\(stored.name)\" has no field \"\(field)\"; its fields are \(known)")
-            }
+            try self.requireField(field, of: stored, rows: rows, step: index)
         }
         switch step.action {
         case let .addField(field, indexed, _):
@@ -124,10 +148,15 @@ struct MigrationRunner {
         case .transform:
             break
         case let .renameEntity(newName):
-            if try self.stored(newName) != nil {
-                throw failure(index, "entity \"\(newName)\" already holds records; rename \"\(stored.name)\" to a name not in use")
-            }
+            try requireUnused(newName, step: index, by: "rename \"\(stored.name)\" to")
             entity.name = newName
+        case let .makeSearchable(field):
+            try requireField(field)
+            let shadows = TextMatchOptions.variants.map { TextFolding.shadowColumn(for: field, options: $0) }
+            entity.fields += shadows.filter { !entity.fields.contains($0) }
+            if stored.indexes.contains(field) { entity.indexes += shadows.filter { !entity.indexes.contains($0) } }
+        case .splitEntity, .mergeEntity:
+            break  // run by split and merge
         }
         return entity
     }
@@ -148,10 +177,19 @@ struct MigrationRunner {
             for column in Self.columns(of: field, in: entity) { row[column] = nil }
         case let .changeType(field, convert):
             row[field] = try convert(row.value(field))
-        case .addIndex, .dropIndex, .renameEntity:
+        case .addIndex, .dropIndex, .renameEntity, .splitEntity, .mergeEntity:
             break
         case let .transform(body):
             try body(&row)
+        case let .makeSearchable(field):
+            let value = row.value(field)
+            switch value {
+            case .null, .text: break
+            default: throw ReservoirError(.invalidSchema, "field \"\(field)\" holds \(value), which is not text; only a text field can be searchable")
+            }
+            for options in TextMatchOptions.variants {
+                row[TextFolding.shadowColumn(for: field, options: options)] = TextFolding.shadowValue(value, options: options)
+            }
         }
     }
 }

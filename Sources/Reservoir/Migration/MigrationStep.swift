@@ -28,10 +28,17 @@ public struct MigrationStep: Sendable, CustomStringConvertible {
         case transform
         /// An entity stored under a new name.
         case renameEntity
+        /// Chosen fields of every record moved to a new entity, keyed by the record's id.
+        case splitEntity
+        /// Every record of an entity moved into the records of another with the same ids.
+        case mergeEntity
+        /// A text field given the folded shadow columns that folded predicates compare against.
+        case makeSearchable
 
         /// Whether a store with this step applied can still be used by an app that predates
-        /// it: only added fields and indexes are (old code ignores a field it does not know).
-        public var isAdditive: Bool { self == .addField || self == .addIndex }
+        /// it: only added fields, indexes and folded shadow columns are (old code ignores a
+        /// field it does not know).
+        public var isAdditive: Bool { self == .addField || self == .addIndex || self == .makeSearchable }
     }
 
     enum Action: Sendable {
@@ -43,6 +50,9 @@ public struct MigrationStep: Sendable, CustomStringConvertible {
         case dropIndex(String)
         case transform(@Sendable (inout Row) throws -> Void)
         case renameEntity(to: String)
+        case splitEntity(fields: [String], into: String)
+        case mergeEntity(into: String)
+        case makeSearchable(String)
     }
 
     /// The entity the step works on (its name before a ``renameEntity(_:to:)``).
@@ -72,8 +82,12 @@ public struct MigrationStep: Sendable, CustomStringConvertible {
             [("entity", entity), ("field", field), ("field", newName)]
         case .transform:
             [("entity", entity)]
-        case let .renameEntity(to: newName):
+        case let .renameEntity(to: newName), let .mergeEntity(into: newName):
             [("entity", entity), ("entity", newName)]
+        case let .splitEntity(fields, into):
+            [("entity", entity), ("entity", into)] + fields.map { ("field", $0) }
+        case let .makeSearchable(field):
+            [("entity", entity), ("field", field)]
         }
     }
 
@@ -143,5 +157,34 @@ public struct MigrationStep: Sendable, CustomStringConvertible {
     /// Stores every record of `entity` under the entity name `newName`, which must hold no records.
     public static func renameEntity(_ entity: String, to newName: String) -> MigrationStep {
         MigrationStep(.renameEntity, entity, "\(entity) → \(newName)", .renameEntity(to: newName))
+    }
+
+    /// Moves `fields` (with their indexes and folded shadow columns) out of every record of
+    /// `entity` into a record of entity `newEntity`, which must hold no records: one record
+    /// there per record of `entity`, under the same id (in a column of the same name), holding
+    /// the moved values. ``mergeEntity(_:into:)`` is the inverse.
+    ///
+    ///     .splitEntity("todos", fields: ["notes", "attachment"], into: "todo_details")
+    public static func splitEntity(_ entity: String, fields: [String], into newEntity: String) -> MigrationStep {
+        let names = fields.map { "\"\($0)\"" }.joined(separator: ", ")
+        return MigrationStep(.splitEntity, entity, "\(names) of \(entity) → \(newEntity)", .splitEntity(fields: fields, into: newEntity))
+    }
+
+    /// Moves every record of `entity` into the record of `target` with the same id: its fields
+    /// (all but its id column, with their indexes) are added to that record, and `entity` is
+    /// removed. A record of `entity` with no record of that id in `target`, or a field both
+    /// entities have, fails the version.
+    ///
+    ///     .mergeEntity("todo_details", into: "todos")
+    public static func mergeEntity(_ entity: String, into target: String) -> MigrationStep {
+        MigrationStep(.mergeEntity, entity, "\(entity) → \(target)", .mergeEntity(into: target))
+    }
+
+    /// Makes the text field `field` of `entity` searchable: every record gets the folded shadow
+    /// columns (indexed when the field is) that folded predicates compare against, as an app
+    /// schema's `.field(…, searchable: true)` or `@Searchable` expects. A value that is not
+    /// text (or null) fails the version.
+    public static func makeSearchable(_ field: String, in entity: String) -> MigrationStep {
+        MigrationStep(.makeSearchable, entity, "\"\(field)\" in \(entity)", .makeSearchable(field))
     }
 }

@@ -102,9 +102,14 @@ extension Store {
                     for (index, step) in version.steps.enumerated() {
                         let records = try count(step.entity)
                         steps.append(MigrationPlan.Step(version: version.number, index: index + 1, step: step, records: records))
-                        if case let .renameEntity(newName) = step.action {
+                        switch step.action {
+                        case let .renameEntity(newName), let .splitEntity(_, newName):
                             counts[newName] = records + (try count(newName))
+                            if step.kind == .renameEntity { counts[step.entity] = 0 }
+                        case .mergeEntity:
                             counts[step.entity] = 0
+                        default:
+                            break
                         }
                     }
                 }

@@ -6,8 +6,9 @@ import Reservoir
 /// ``DifferentialNote`` decodable (a rename or a drop is undone within the version), so the
 /// writes that follow go on with the same type, and each exercises a different step kind:
 /// type changes, transforms, renames of fields and of the entity (tables dropped and made
-/// again, change-log triggers with them), indexes dropped and rebuilt, a field dropped and
-/// added again, and a version that fails and must leave everything as it was.
+/// again, change-log triggers with them), fields split off into an entity of their own and merged
+/// back, indexes dropped and rebuilt, a field dropped and added again, and a version that fails
+/// and must leave everything as it was.
 public enum DifferentialMigration: String, Sendable, CaseIterable, CustomStringConvertible {
     /// `rank` converted Int? → Int?, adding 1 (wrapping).
     case shiftRanks
@@ -23,6 +24,8 @@ public enum DifferentialMigration: String, Sendable, CaseIterable, CustomStringC
     case renameEntityThereAndBack
     /// A transform that throws on a record whose rank is 3: rolls back when one exists.
     case failsOnRankThree
+    /// `score` and `tag` (indexed) split off into `differential_notes_part` and merged back.
+    case splitAndMergeBack
 
     static let entity = DifferentialNote.schema.name
 
@@ -49,6 +52,8 @@ public enum DifferentialMigration: String, Sendable, CaseIterable, CustomStringC
             return [.transform(entity) { row in
                 if row.value("rank") == .integer(3) { throw ReservoirError(.misuse, "rank 3 refused on purpose") }
             }]
+        case .splitAndMergeBack:
+            return [.splitEntity(entity, fields: ["score", "tag"], into: entity + "_part"), .mergeEntity(entity + "_part", into: entity)]
         }
     }
 
@@ -64,7 +69,7 @@ public enum DifferentialMigration: String, Sendable, CaseIterable, CustomStringC
             row["score"] = .null
         case .failsOnRankThree:
             if row.value("rank") == .integer(3) { throw ReservoirError(.migrationFailed, "rank 3") }
-        case .renameTitleThereAndBack, .reindexRanks, .renameEntityThereAndBack:
+        case .renameTitleThereAndBack, .reindexRanks, .renameEntityThereAndBack, .splitAndMergeBack:
             break
         }
         return row

@@ -7,7 +7,9 @@ import Reservoir
 /// store must be at version 1 with every record as it was, or at version 2 with every record
 /// migrated, never in between, and a migration run again must finish it.
 ///
-/// Each trial starts from a copy of one seeded store (so trials are independent). The first
+/// Each trial starts from a copy of one seeded store (so trials are independent), or, for a
+/// server backend where there is no file to copy, from a fresh store the caller names, which
+/// the harness seeds (``run(records:trials:seed:freshStore:)``). The first
 /// trial is not killed: it times the child's opening and its migration; later kills land at a
 /// random moment of the child's start (one in five) or, timed from the child's `opened` line,
 /// anywhere in the migration or a little after it would have finished. The child
@@ -62,29 +64,57 @@ public struct MigrationCrash: Sendable {
     /// `scheme:` + a file named `file` in a fresh directory.
     @discardableResult
     public func run(scheme: String, file: String, records: Int, trials: Int, seed: UInt64) async throws -> Report {
-        try await onOwnThread { Result { try runTrials(scheme: scheme, file: file, records: records, trials: trials, seed: seed) } }.get()
+        try await onOwnThread {
+            Result {
+                let root = try TemporaryDirectory("reservoir-migration-crash")
+                defer { root.cleanUp() }
+                let template = root.url.appendingPathComponent("template")
+                try FileManager.default.createDirectory(at: template, withIntermediateDirectories: true)
+                try seedStore("\(scheme):" + template.appendingPathComponent(file).path, records: records)
+                return try runTrials(records: records, trials: trials, seed: seed) { trial in
+                    let directory = root.url.appendingPathComponent("trial\(trial)")
+                    try FileManager.default.copyItem(at: template, to: directory)
+                    return ("\(scheme):" + directory.appendingPathComponent(file).path, { try? FileManager.default.removeItem(at: directory) })
+                }
+            }
+        }.get()
     }
 
-    private func runTrials(scheme: String, file: String, records: Int, trials: Int, seed: UInt64) throws -> Report {
-        let root = try TemporaryDirectory("reservoir-migration-crash")
-        defer { root.cleanUp() }
-        let template = root.url.appendingPathComponent("template")
-        try FileManager.default.createDirectory(at: template, withIntermediateDirectories: true)
-        let seeded = try Store.open("\(scheme):" + template.appendingPathComponent(file).path, registry: registry)
+    /// Runs `trials` kill-and-check rounds, each on the new, empty store `freshStore(trial)` names
+    /// (a schema of its own on a server, say), seeded with `records` notes at version 1 first.
+    /// The child must reach the store as the caller does; dropping the stores is the caller's.
+    @discardableResult
+    public func run(records: Int, trials: Int, seed: UInt64, freshStore: @escaping @Sendable (Int) throws -> String) async throws -> Report {
+        try await onOwnThread {
+            Result {
+                try runTrials(records: records, trials: trials, seed: seed) { trial in
+                    let configuration = try freshStore(trial)
+                    try seedStore(configuration, records: records)
+                    return (configuration, {})
+                }
+            }
+        }.get()
+    }
+
+    /// Writes the notes and migrates them to version 1.
+    private func seedStore(_ configuration: String, records: Int) throws {
+        let seeded = try Store.open(configuration, registry: registry)
+        defer { seeded.close() }
         try seeded.write { tx in
             for id in 0..<records { _ = try tx.putRow(Self.original(id), in: Self.entity) }
         }
         try seeded.migrate(Migrations { SchemaVersion(1, .addIndex(on: "title", in: "crash_notes")) })
-        seeded.close()
+    }
+
+    /// The trials; `prepare(trial)` gives the trial's seeded store and what removes it afterwards.
+    private func runTrials(records: Int, trials: Int, seed: UInt64, prepare: (Int) throws -> (String, () -> Void)) throws -> Report {
 
         var g = SeededGenerator(seed: seed)
         var openSeconds = 0.0
         var report = Report()
         report.records = records
         for trial in 0..<trials {
-            let directory = root.url.appendingPathComponent("trial\(trial)")
-            try FileManager.default.copyItem(at: template, to: directory)
-            let configuration = "\(scheme):" + directory.appendingPathComponent(file).path
+            let (configuration, remove) = try prepare(trial)
             let started = Date()
             let process = try ChildProcess(child, [Self.childArgument, configuration])
             if trial == 0 {
@@ -120,7 +150,7 @@ public struct MigrationCrash: Sendable {
             let version = try check(configuration, records: records, trial: trial)
             if version == 1 { report.foundAtVersion1 += 1 } else { report.foundAtVersion2 += 1 }
             report.trials += 1
-            try? FileManager.default.removeItem(at: directory)
+            remove()
         }
         return report
     }

@@ -35,6 +35,30 @@ extension LMDBEnvironment {
         }
     }
 
+    /// Deletes named databases in the write transaction `txn` and forgets their handles, only
+    /// while no other transaction of this process is live: `mdb_drop` closes a deleted
+    /// database's handle for the whole process at once, so a transaction using it would fail.
+    /// Returns false, having done nothing, otherwise. The gate stays locked throughout, so no
+    /// transaction begins in between; one beginning after finds the names gone from the
+    /// committed handles and, if its snapshot still has them, reopens them (``refreshHandles()``)
+    /// once the write ends, committed or rolled back.
+    func deleteDatabases(_ databases: [(name: String, handle: MDB_dbi)], in txn: MDBTxn) throws -> Bool {
+        gate.lock()
+        defer { gate.unlock() }
+        guard gated.activeCount == 1 else { return false }
+        handlesLock.lock()
+        let prefix = StoreFormat.rowsDatabase("")
+        for database in databases {
+            committed.all[database.name] = nil
+            if database.name.hasPrefix(prefix) { committed.rowsByEntity[String(database.name.dropFirst(prefix.count))] = nil }
+        }
+        handlesLock.unlock()
+        for database in databases {
+            try txn.delete(database: database.handle, "delete the named database \"\(database.name)\"")
+        }
+        return true
+    }
+
     // MARK: - Entity descriptions and the newest sequence
 
     func cachedDescription(_ entity: String, at transactionID: Int) -> EntityDescription?? {

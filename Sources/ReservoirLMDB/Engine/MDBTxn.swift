@@ -47,6 +47,12 @@ struct MDBTxn {
         try check(mdb_drop(raw, dbi, 0), operation())
     }
 
+    /// Deletes a named database from the environment; LMDB closes its handle in the whole
+    /// process at once, committed or not (see ``LMDBEnvironment/deleteDatabases(_:in:)``).
+    func delete(database dbi: MDB_dbi, _ operation: @autoclosure () -> String) throws {
+        try check(mdb_drop(raw, dbi, 1), operation())
+    }
+
     // MARK: - Records
 
     /// The value stored under `key`, valid until the transaction changes or ends.

@@ -150,7 +150,13 @@ extension LMDBTransaction {
 
     /// The number of records in a named database.
     func entryCount(_ dbi: MDB_dbi) throws -> Int {
-        Int(try liveTransaction().stat(dbi, "count records").ms_entries)
+        let txn = try liveTransaction()
+        let count = Int(try txn.stat(dbi, "count records").ms_entries)
+        guard count > 0 else { return 0 }
+        // A database another process deleted (a migration's renamed or merged entity) while
+        // this one kept its handle: `mdb_stat` then reports whatever its slot last held, but
+        // every cursor finds it gone.
+        return try txn.withCursor(dbi, "count records") { try $0.first() } == nil ? 0 : count
     }
 
     // MARK: - Keys

@@ -25,6 +25,7 @@ struct ReplayLog {
         case trimLog(through: UInt64)
         case setMetadata(key: String, value: Data?)
         case prepareStore
+        case dropEntity(String)
     }
 
     var operations: [Operation] = []
@@ -129,6 +130,7 @@ extension LMDBTransaction {
         case let .trimLog(cutoff): try trimLog(through: cutoff)
         case let .setMetadata(key, value): try applySetMetadata(key, value)
         case .prepareStore: try applyPrepareStore()
+        case let .dropEntity(name): try applyDropEntity(name)
         }
         return true
     }

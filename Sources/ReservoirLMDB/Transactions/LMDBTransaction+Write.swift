@@ -47,6 +47,49 @@ extension LMDBTransaction {
         }
     }
 
+    /// A migration's renamed or merged entity, whose rows it deleted: its row and index
+    /// databases are deleted (``applyDropEntity(_:)``).
+    func dropEntity(_ entity: EntityDescription) throws {
+        try perform(.dropEntity(entity.name))
+    }
+
+    /// Deletes the row database and index databases of `name` when it holds no rows, so that
+    /// renamed entities do not leave empty databases behind (each takes one of `maxdbs`). Its
+    /// stored description stays, as after deleting every row. Skipped, leaving them empty,
+    /// while another transaction of this process is live (``LMDBEnvironment/deleteDatabases(_:in:)``).
+    func applyDropEntity(_ name: String) throws {
+        let txn = try liveTransaction()
+        guard let rows = try rowsDatabase(name),
+              try txn.stat(rows, "count the rows of \"\(name)\"").ms_entries == 0 else { return }
+        let rowsName = StoreFormat.rowsDatabase(name)
+        let indexPrefix = StoreFormat.indexDatabase(name, "")
+        let names = try txn.withCursor(CLMDB_MAIN_DBI, "list the named databases") { cursor in
+            var names: [String] = []
+            var record = try cursor.first()
+            while let current = record {
+                let key = String(decoding: current.key, as: UTF8.self)
+                if key == rowsName || key.hasPrefix(indexPrefix) { names.append(key) }
+                record = try cursor.next()
+            }
+            return names
+        }
+        var databases: [(name: String, handle: MDB_dbi)] = []
+        for database in names {
+            if let handle = try self.database(database) { databases.append((database, handle)) }
+        }
+        guard try environment.deleteDatabases(databases, in: txn) else { return }
+        for database in databases {
+            handles.committed[database.name] = nil
+            handles.opened[database.name] = nil
+            handles.verified.remove(database.name)
+        }
+        handles.rows[name] = nil
+        handles.lastRows = nil
+        handles.indexes[name] = nil
+        handles.lastPut = nil
+        appending.target = nil
+    }
+
     /// Creates (or checks) the metadata of the store; run by the first write on open.
     func prepareStore() throws {
         try perform(.prepareStore)

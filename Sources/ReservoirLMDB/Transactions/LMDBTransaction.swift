@@ -32,9 +32,12 @@ final class LMDBTransaction: WriteTransaction {
         /// The entity the last put went to, as an index into the replay log's entities, its
         /// row database, and whether it has indexes (see ``LMDBTransaction/putTarget(_:)``).
         var lastPut: (entity: Int, rows: MDB_dbi, indexed: Bool)?
+        /// Committed databases a write found still there (see ``LMDBTransaction/requireExisting(_:)``).
+        var verified: Set<String> = []
 
         /// Forgets what the ended LMDB transaction opened or looked up.
         mutating func forgetLookUps() {
+            verified = []
             opened = [:]
             rows = [:]
             lastRows = nil
@@ -237,7 +240,10 @@ final class LMDBTransaction: WriteTransaction {
 
     /// The handle of a named database, or nil when it does not exist (and `create` is false).
     func database(_ name: String, create: Bool = false) throws -> MDB_dbi? {
-        if let known = handles.committed[name] { return known }
+        if let known = handles.committed[name] {
+            if isWrite, known != nil { try requireExisting(name) }
+            return known
+        }
         if let handle = handles.opened[name] { return handle }
         guard isWrite, let txn else { return nil }
         guard let dbi = try txn.openDatabase(name, create: create) else { return nil }
@@ -257,6 +263,7 @@ final class LMDBTransaction: WriteTransaction {
         // Most transactions touch one entity: skip hashing its name.
         if let last = handles.lastRows, last.entity == entity { return last.handle }
         if let handle = handles.rows[entity] {
+            if isWrite { try requireExisting(StoreFormat.rowsDatabase(entity)) }
             handles.lastRows = (entity, handle)
             return handle
         }
@@ -264,6 +271,26 @@ final class LMDBTransaction: WriteTransaction {
         handles.rows[entity] = handle
         handles.lastRows = (entity, handle)
         return handle
+    }
+
+    /// Throws when the committed database `name` no longer exists: another process's migration
+    /// deleted it (a renamed or merged entity, ``applyDropEntity(_:)``) while this process kept
+    /// its handle, which LMDB cannot reopen or close safely while other transactions may hold
+    /// it. Reading through it finds nothing, but writing through it would damage the
+    /// environment, so a write checks each committed database once before using it.
+    func requireExisting(_ name: String) throws {
+        guard !handles.verified.contains(name) else { return }
+        let txn = try liveTransaction()
+        let found: Bool
+        do {
+            found = try Array(name.utf8).withUnsafeBytes { try txn.get(CLMDB_MAIN_DBI, $0) } != nil
+        } catch let failure as LMDBFailure where failure.code == MDB_INCOMPATIBLE {
+            found = true  // a named database's record, which some LMDB versions refuse to read as data
+        }
+        guard found else {
+            throw ReservoirError(.invalidSchema, "\(lmdbStore(path)): the named database \"\(name)\" was deleted by another process (a migration renamed or merged its entity) while this process kept it open; reopen the store to write to it")
+        }
+        handles.verified.insert(name)
     }
 
     /// The index database of `entity`'s `column` (cached).

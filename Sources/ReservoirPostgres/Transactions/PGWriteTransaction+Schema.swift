@@ -127,8 +127,12 @@ extension PGWriteTransaction {
     }
 
     func createIndex(_ entity: String, _ column: String) throws {
-        let indexName = Layout.quote(String("\(entity)_\(column)_idx".utf8.prefix(63)) ?? "\(entity)_idx")
-        try connection.execute("CREATE INDEX IF NOT EXISTS \(indexName) ON \(layout.table(entity)) (\(Layout.quote(column)))")
+        try connection.execute("CREATE INDEX IF NOT EXISTS \(Self.indexName(entity, column)) ON \(layout.table(entity)) (\(Layout.quote(column)))")
+    }
+
+    /// The index's name, quoted: `ENTITY_COLUMN_idx`, cut to PostgreSQL's 63 bytes.
+    static func indexName(_ entity: String, _ column: String) -> String {
+        Layout.quote(String("\(entity)_\(column)_idx".utf8.prefix(63)) ?? "\(entity)_idx")
     }
 }
 
@@ -157,6 +161,15 @@ extension PGWriteTransaction {
             """, [.text(entity.name)])
         catalog.tables[entity.name] = table
         try connection.dropPrepared()
+    }
+
+    /// `DROP INDEX`: a write whose description leaves an index out keeps it (another app
+    /// version may still declare it), a migration's dropIndex step does not.
+    func dropIndex(on column: String, in entity: EntityDescription) throws {
+        try begin()
+        guard catalog.tables[entity.name] != nil else { return }
+        try schemaChanged()
+        try connection.execute("DROP INDEX IF EXISTS \(layout.quotedSchema).\(Self.indexName(entity.name, column))")
     }
 
     /// `DROP TABLE` (its indexes and trigger go with it), the trigger's function, and the
