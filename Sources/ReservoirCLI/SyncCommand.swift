@@ -41,7 +41,11 @@ struct SyncCommand: ParsableCommand {
             // todo commands find it up to date instead of migrating rows that are already new.
             let localStore = try Store.open(local, registry: Backends.registry, migrations: Todo.migrations)
             defer { localStore.close() }
-            let sync = try Sync(local: localStore, remote: remote, shapes: shape.map { SyncShape(entity: $0) }, registry: Backends.registry)
+            // The remote too, so that one the replicas fill is stamped as theirs (a store without
+            // the record would be taken for version 1 by the todo commands).
+            let remoteStore = try Store.open(remote, registry: Backends.registry, migrations: Todo.migrations)
+            defer { remoteStore.close() }
+            let sync = try Sync(local: localStore, remote: remoteStore, shapes: shape.map { SyncShape(entity: $0) })
             defer { sync.stop() }
             guard follow else {
                 for event in try sync.sync() { emit(event.description) }
