@@ -6,6 +6,7 @@
 //     cd Benchmarks && swift run -c release observation-benchmark    live-subscription cost per commit
 //     cd Benchmarks && swift run -c release lmdb-open-cost           LMDB open (page check) cost by store size
 //     cd Benchmarks && ../scripts/with-postgres swift run -c release history-catchup   history catch-up vs raw C, log bytes
+//     cd Benchmarks && ../scripts/with-postgres swift run -c release sync-latency      sync: commit to replicas' live fetches, catch-up
 // Each keeps its profiling modes (BENCH_PROFILE=..., `observation-benchmark profile ...`).
 import PackageDescription
 
