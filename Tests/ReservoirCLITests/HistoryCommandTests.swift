@@ -1,5 +1,7 @@
 import Foundation
+import Reservoir
 import ReservoirConformance
+import ReservoirLMDB
 import Testing
 
 @Suite("reservoir history")
@@ -48,8 +50,9 @@ struct HistoryCommandTests {
         let saved = try await CLIProcess.run(["history", "--token"] + store, in: scratch.url).output.trimmingCharacters(in: .whitespacesAndNewlines)
         let held = try await CLIProcess.run(["history", "--retain", "indexer", "--after", saved] + store, in: scratch.url)
         #expect(held.status == 0 && held.output.contains("indexer"), "\(held.errors)")
-        // Past a trim (every 64 commits) with retention=5.
-        for number in 0..<70 { _ = try await CLIProcess.run(["todo", "add", "todo \(number)"] + store, in: scratch.url) }
+        // Past a trim (every 64 commits) with retention=5: another process's commits (this
+        // test's, through the library: 140 tool launches took minutes on loaded cores).
+        try Self.commit(0..<70, to: scratch.file("todos.lmdb"))
         let info = try await CLIProcess.run(["info", "--json"] + store, in: scratch.url)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(info.output.utf8)) as? [String: Any])
         let history = try #require(object["history"] as? [String: Any], "\(info.output)")
@@ -59,8 +62,19 @@ struct HistoryCommandTests {
         #expect(since.status == 0, "the held history is answered past retention=5: \(since.errors)")
         let released = try await CLIProcess.run(["history", "--release", "indexer"] + store, in: scratch.url)
         #expect(released.status == 0 && released.output.contains("released"), "\(released.output) \(released.errors)")
-        for number in 0..<70 { _ = try await CLIProcess.run(["todo", "add", "more \(number)"] + store, in: scratch.url) }
+        try Self.commit(70..<140, to: scratch.file("todos.lmdb"))
         let gone = try await CLIProcess.run(["history", "--after", saved] + store, in: scratch.url)
         #expect(gone.status != 0 && gone.errors.contains("no longer reaches back"), "after the release, retention let it go: \(gone.errors)")
+    }
+
+    /// A commit of one new record for each of `numbers` to the LMDB store at `path`, keeping five
+    /// change sets.
+    static func commit(_ numbers: Range<Int>, to path: String) throws {
+        let store = try Store.open("lmdb:\(path)?retention=5", registry: BackendRegistry([.lmdb]))
+        defer { store.close() }
+        let filler = EntityDescription(name: "filler", idColumn: "id", fields: ["id", "n"], indexes: [])
+        for number in numbers {
+            try store.write { tx in try tx.putRow(Row(columns: ["id", "n"], values: [.integer(Int64(number)), .integer(Int64(number))]), in: filler) }
+        }
     }
 }
