@@ -31,8 +31,7 @@ extension Sync {
                     guard let shape = self.shape(for: change.entity),
                           let entity = page.entities[change.entity] ?? described[change.entity] else { continue }
                     let server = change.row.flatMap { shape.contains($0) ? $0 : nil }
-                    let since = try replica.base(change.entity, id: change.id, tx.writer)
-                    if let rejection = try replica.settle(entity, id: change.id, server: server, since: since, tx) { rejected.append(rejection) }
+                    if let rejection = try replica.settle(entity, id: change.id, server: server, tx) { rejected.append(rejection) }
                 }
                 var state = try replica.state(tx.writer) ?? SyncState()
                 state.token = page.token.description
@@ -106,8 +105,7 @@ extension Sync {
                     if let id = row[entity.idColumn], server[id] == nil { ids.append(id) }
                 }
                 for id in ids {
-                    let since = try replica.base(entity.name, id: id, tx.writer)
-                    if let rejection = try replica.settle(entity, id: id, server: server[id], since: since, tx) { rejected.append(rejection) }
+                    if let rejection = try replica.settle(entity, id: id, server: server[id], tx) { rejected.append(rejection) }
                 }
             }
             var state = try replica.state(tx.writer) ?? SyncState()

@@ -341,7 +341,7 @@ extension Sync {
                 let item = items[index]
                 guard let entity = described[item.entity] else { continue }
                 let server = answer.server.flatMap { row in self.shape(for: item.entity)?.contains(row) == false ? nil : row }
-                let dropped = try replica.settle(entity, id: item.id, server: server, since: item.local, tx)
+                let dropped = try replica.settle(entity, id: item.id, server: server, since: .some(item.local), tx)
                 if !answer.reason.isEmpty {
                     rejected.append(SyncRejection(entity: item.entity, id: item.id, reason: answer.reason))
                 } else if let dropped {

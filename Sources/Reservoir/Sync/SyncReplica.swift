@@ -65,10 +65,12 @@ struct SyncReplica: Equatable {
     /// Makes the local store hold `server` (the server's row, nil: no record) as the record's
     /// base, and as the record itself unless it has local changes: those stay, laid over the
     /// server's row column by column, except over a record the server deleted (a delete wins
-    /// over a concurrent update). `since` is what local changes are measured against (the
-    /// base, or for a record in a pushed batch the row the batch took). Returns the rejection
-    /// to report when local changes were dropped.
-    func settle(_ entity: EntityDescription, id: Value, server: Row?, since: Row?, _ tx: Transaction) throws -> SyncRejection? {
+    /// over a concurrent update). Local changes are measured against `since` (for a record in a
+    /// pushed batch, the row the batch took), or when it is not given against the base. Returns
+    /// the rejection to report when local changes were dropped.
+    func settle(_ entity: EntityDescription, id: Value, server: Row?, since given: Row?? = nil, _ tx: Transaction) throws -> SyncRejection? {
+        let known = try base(entity.name, id: id, tx.writer)
+        let since = given ?? known
         let local = try tx.writer.row(entity.name, id: id)
         var rejection: SyncRejection?
         switch LocalEdit(local: local, base: since) {
@@ -91,7 +93,6 @@ struct SyncReplica: Equatable {
                 rejection = SyncRejection(entity: entity.name, id: id, reason: "the record was deleted on the server (or left the replica's shapes), and a delete wins over a concurrent update")
             }
         }
-        let known = try base(entity.name, id: id, tx.writer)
         if known != server { try setBase(server, entity.name, id: id, tx.writer) }
         return rejection
     }
