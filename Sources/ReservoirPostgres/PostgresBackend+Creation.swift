@@ -73,7 +73,10 @@ extension PostgresBackend {
     /// The writer's `BEGIN`, creating the store's tables in the transaction when they do not
     /// exist yet, then the meta row `FOR UPDATE` (the write lock) and the transaction's id.
     func beginCreating(_ connection: PGConnection) throws -> (CommitPosition, Catalog) {
-        guard !created.withLock({ $0 }) else { return try begin(connection, "BEGIN", lock: " FOR UPDATE") }
+        guard !created.withLock({ $0 }) else {
+            let (position, catalog, _) = try begin(connection, "BEGIN", lock: " FOR UPDATE")
+            return (position, catalog)
+        }
         do {
             try connection.execute("BEGIN")
             try createIfNeeded(connection)
@@ -81,6 +84,7 @@ extension PostgresBackend {
             if connection.inTransaction { _ = try? connection.execute("ROLLBACK") }
             throw error
         }
-        return try begin(connection, "SELECT 1", lock: " FOR UPDATE")
+        let (position, catalog, _) = try begin(connection, "SELECT 1", lock: " FOR UPDATE")
+        return (position, catalog)
     }
 }

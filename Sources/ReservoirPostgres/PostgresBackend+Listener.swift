@@ -125,4 +125,8 @@ final class NotifyWatch: CommitWatch {
     init(backend: PostgresBackend) { self.backend = backend }
 
     func cancel() { backend?.stopWatching() }
+
+    /// The server delivers a NOTIFY only after the notifying transaction committed and is
+    /// visible to new snapshots.
+    var wakesAfterCommitIsVisible: Bool { true }
 }

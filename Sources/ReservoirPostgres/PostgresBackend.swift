@@ -116,21 +116,22 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
                 throw error
             }
         }
-        let (position, catalog): (CommitPosition, Catalog)
+        let (position, catalog, identity): (CommitPosition, Catalog, UUID?)
         do {
-            (position, catalog) = try beginRead(connection)
+            (position, catalog, identity) = try beginRead(connection)
         } catch let error as ReservoirError where !connection.isConnected && error.code != .timeout {
             // A pooled connection that outlived a server restart: one fresh try. (Not after a
             // timeout: the call has used its time.)
             connection = try connect()
             try connection.execute("SET lock_timeout = \(options.lockTimeoutMilliseconds)")
-            (position, catalog) = try beginRead(connection)
+            (position, catalog, identity) = try beginRead(connection)
         }
         let end = "; SELECT pg_advisory_unlock_shared(\(layout.rewriteKeys))"
         let result: R
         do {
             let transaction = PGReadTransaction(connection: connection, layout: layout, catalog: catalog, sequence: position.sequence)
             transaction.commit = position.commit
+            transaction.identity = identity
             transaction.refusesForeignTables = true
             defer { transaction.end() }
             result = try body(transaction)
@@ -146,7 +147,8 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
 
     /// Takes the readers' shared lock (Layout.rewriteKeys: a column rewrite takes it
     /// exclusively) before the snapshot, then begins; released when the transaction ends.
-    private func beginRead(_ connection: PGConnection) throws -> (CommitPosition, Catalog) {
+    /// Also returns the store's identity, read with the meta row.
+    private func beginRead(_ connection: PGConnection) throws -> (CommitPosition, Catalog, UUID?) {
         try connection.execute("SELECT pg_advisory_lock_shared(\(layout.rewriteKeys))")
         do {
             return try begin(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", lock: "")
@@ -260,19 +262,21 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
     /// Starts a transaction and reads the meta row in it (one round trip): the newest
     /// sequence (with its commit's identity) and the catalog at that snapshot. The writer's
     /// `FOR UPDATE` takes the write lock.
-    func begin(_ connection: PGConnection, _ command: String, lock: String) throws -> (CommitPosition, Catalog) {
+    func begin(_ connection: PGConnection, _ command: String, lock: String) throws -> (CommitPosition, Catalog, UUID?) {
         let meta: PGResult
         do {
             // The writer also reads its transaction's id, to ask the server later whether it
-            // committed should the connection be lost during COMMIT.
-            let id = lock.isEmpty ? "" : ", txid_current()"
-            meta = try connection.execute("\(command); SELECT sequence, catalog, commit_id\(id) FROM \(layout.meta)\(lock)")
+            // committed should the connection be lost during COMMIT; a reader, the store's
+            // identity (a history read asks for it, and a round trip of its own costs more).
+            let more = lock.isEmpty ? ", store_id::text" : ", txid_current()"
+            meta = try connection.execute("\(command); SELECT sequence, catalog, commit_id\(more) FROM \(layout.meta)\(lock)")
             if !lock.isEmpty { writerTransaction = meta.text(0, 3).flatMap { Int64($0) } ?? 0 }
         } catch let error as ReservoirError {
             if connection.inTransaction { _ = try? connection.execute("ROLLBACK") }
             throw gone(error) ?? error
         }
-        return try opened(meta, connection)
+        let (position, catalog) = try opened(meta, connection)
+        return (position, catalog, lock.isEmpty ? meta.text(0, 3).flatMap(UUID.init(uuidString:)) : nil)
     }
 
     /// The sequence and catalog a transaction's meta-row read (`meta`, text results) names;

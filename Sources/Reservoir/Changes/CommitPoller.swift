@@ -8,7 +8,10 @@ import Foundation
 ///   before the commit is visible (SQLite publishes a WAL commit through its shared memory,
 ///   LMDB through its lock file's map, neither of which notifies); the follow-ups catch it
 ///   within about twice that lag, and cost a few microseconds each, only around activity.
-///   A timer probes once a second as the safety net for what a signal can miss.
+///   A timer probes once a second as the safety net for what a signal can miss. A signal
+///   that fires only once its commit is visible (``CommitWatch/wakesAfterCommitIsVisible``:
+///   PostgreSQL's NOTIFY) gets no follow-ups, unless its probe failed: a follow-up there is a
+///   read transaction on the server, not a few microseconds.
 /// - The token only decides whether a wake-up's first probe reads the change log. The
 ///   follow-ups and the timer read it whatever the token says (the newest visible sequence
 ///   against the last one announced: one cheap read), so a token that moved before its
@@ -74,7 +77,7 @@ final class CommitPoller: @unchecked Sendable {
         let (seconds, attoseconds) = interval.components
         let nanoseconds = max(1_000_000, Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
         timer.schedule(deadline: .now() + .nanoseconds(nanoseconds), repeating: .nanoseconds(nanoseconds), leeway: .milliseconds(5))
-        timer.setEventHandler { [weak self] in _ = self?.probe(always: true) }
+        timer.setEventHandler { [weak self] in self?.probe(always: true) }
         let started = control.withLock { control -> Bool in
             guard !control.stopped else { return false }
             control.timer = timer
@@ -136,41 +139,37 @@ final class CommitPoller: @unchecked Sendable {
 
     // MARK: - On `queue`
 
-    /// Probes, then schedules the next follow-up unless a newer wake-up took over.
+    /// Probes, then schedules the next follow-up unless a newer wake-up took over. After a
+    /// signal that fires only once its commit is visible, only a failed probe has follow-ups.
     private func settle(step: Int, generation: UInt64) {
         guard generation == self.generation else { return }
-        let next = probe(always: step >= 0) ? 0 : step + 1
+        let outcome = probe(always: step >= 0)
+        if outcome != .failed, control.withLock({ $0.watch?.wakesAfterCommitIsVisible ?? false }) { return }
+        let next = outcome == .found ? 0 : step + 1
         guard next < Self.settleDelays.count else { return }
         queue.asyncAfter(deadline: .now() + .milliseconds(Self.settleDelays[next])) { [weak self] in
             self?.settle(step: next, generation: generation)
         }
     }
 
-    /// One probe; returns whether the catch-up found another process's commits. It catches
-    /// up when the token moved, or `always`. A token is taken as seen only once a catch-up
-    /// after it finished.
-    private func probe(always: Bool) -> Bool {
-        guard let hooks, !control.withLock({ $0.stopped }) else { return false }
+    /// One probe; returns what its catch-up found (``CatchUp/found``: another process's
+    /// commits). It catches up when the token moved, or `always`. A token is taken as seen only
+    /// once a catch-up after it finished.
+    @discardableResult
+    private func probe(always: Bool) -> CatchUp {
+        guard let hooks, !control.withLock({ $0.stopped }) else { return .nothing }
         let token: UInt64
         do {
             token = try hooks.token()
         } catch let error as ReservoirError where error.code == .gone {
             hooks.gone(error)
-            return false
+            return .nothing
         } catch {
-            return false  // busy or transient: the next probe tries again
+            return .failed  // busy or transient: the next probe tries again
         }
-        guard always || token != lastToken else { return false }
-        switch hooks.moved() {
-        case .found:
-            lastToken = token
-            return true
-        case .nothing:
-            lastToken = token
-            return false
-        case .failed:
-            lastToken = nil
-            return false
-        }
+        guard always || token != lastToken else { return .nothing }
+        let outcome = hooks.moved()
+        lastToken = outcome == .failed ? nil : token
+        return outcome
     }
 }

@@ -53,18 +53,23 @@ extension Store {
     /// ``pollExternalChanges()``, saying whether it found change sets this store had not
     /// enqueued (another process's commits) rather than only this store's own, or failed.
     func catchUp() -> CommitPoller.CatchUp {
-        // The token moves for this store's own commits too. A read outside the write lock
-        // tells those apart without waiting for a writer; an own commit not enqueued yet is
-        // found below, under the lock, to need nothing.
-        if let latest = try? backend.read({ try $0.lastCommit() }), latest.isSameCommit(as: hub.lastPosition) {
-            hub.waitUntilDelivered(through: hub.lastTicket)
-            return .nothing
-        }
-        let found = try? writeLock.withLock { () -> Bool in
-            let latest = try backend.read { try $0.lastCommit() }
-            guard !latest.isSameCommit(as: hub.lastPosition) else { return false }
-            try enqueueExternalChanges(through: latest)
-            return true
+        // Mostly no write of this store holds the write lock: one read under it does all.
+        // Otherwise (the token moves for this store's own commits too) a read outside the lock
+        // tells an own commit apart without waiting for the writer; an own commit not
+        // enqueued yet is found under the lock to need nothing.
+        let found: Bool?
+        do {
+            if let quick = try writeLock.withLockIfFree({ try enqueueExternalChanges(through: nil) }) {
+                found = quick
+            } else {
+                if let latest = try? backend.read({ try $0.lastCommit() }), latest.isSameCommit(as: hub.lastPosition) {
+                    hub.waitUntilDelivered(through: hub.lastTicket)
+                    return .nothing
+                }
+                found = try writeLock.withLock { try enqueueExternalChanges(through: nil) }
+            }
+        } catch {
+            found = nil
         }
         if let refusal = schemaGuard.refusal {
             // Another process migrated the store past this app: what came before is delivered, then every subscription ends.
@@ -87,28 +92,54 @@ extension Store {
     }
 
     /// Enqueues change sets from the log with sequences after the last enqueued, up to
-    /// `target` (the newest commit, or the one a write of this store's followed); or, when the
+    /// `target` (the commit a write of this store's followed; nil: the newest); or, when the
     /// log no longer holds the last one announced, one change set that has every subscription
-    /// re-read at `target`. Call with the write lock held.
-    func enqueueExternalChanges(through target: CommitPosition) throws {
+    /// re-read at the target. Returns false when the target is the commit announced last
+    /// (nothing to do). Call with the write lock held.
+    ///
+    /// The first batch is read in the same read transaction as the newest commit and the check
+    /// of the last one announced: on PostgreSQL one transaction per catch-up, not three.
+    @discardableResult
+    func enqueueExternalChanges(through target: CommitPosition?) throws -> Bool {
         if hub.identity == nil {
             // Another store's write may have created this one (PostgreSQL's first write).
             hub.identity = try? backend.read { try $0.storeIdentity() }
         }
-        if try announceLostPosition(at: target) { return }
-        let sequence = target.sequence
-        while hub.lastEnqueued < sequence {
+        var target = target
+        var checked = false
+        while true {
+            let announced = hub.lastPosition
             let after = hub.lastEnqueued
-            let changeSets = try backend.read { reader in
-                try ChangeLogReader.changeSets(
-                    from: reader.changeLog(after: after, limit: Self.catchUpBatch), reader: reader)
+            let read = try backend.read { reader -> CatchUpRead? in
+                let latest = try target ?? reader.lastCommit()
+                if !checked {
+                    if latest.isSameCommit(as: announced) { return nil }
+                    let lost = try Self.lostPosition(announced, at: latest, reader)
+                    if lost != false { return CatchUpRead(latest: latest, lost: lost, changeSets: []) }
+                }
+                guard after < latest.sequence else { return CatchUpRead(latest: latest, lost: false, changeSets: []) }
+                let changeSets = try ChangeLogReader.changeSets(from: reader.changeLog(after: after, limit: Self.catchUpBatch), reader: reader)
+                return CatchUpRead(latest: latest, lost: false, changeSets: changeSets)
             }
+            guard let read else { return false }
+            checked = true
+            target = read.latest
+            let sequence = read.latest.sequence
+            if read.lost != false {
+                // Re-read at the target: rewound (nil: trimmed past the announced commit, which
+                // can no longer be checked, so plainly incomplete).
+                hub.enqueue(ChangeSet(sequence: sequence, entities: [], isExternal: true, isComplete: false,
+                                      commit: read.latest.commit, isRewound: read.lost ?? false))
+                return true
+            }
+            guard after < sequence else { return true }
             // The log keeps a bounded history: when it no longer reaches back to `after`, the
             // changes in between are lost, and observers are told to re-read instead.
+            let changeSets = read.changeSets
             let resumesAt = changeSets.first?.sequence ?? (sequence + 1)
             if resumesAt > after + 1 {
                 let end = min(resumesAt - 1, sequence)
-                let commit = end == sequence ? target.commit : 0
+                let commit = end == sequence ? read.latest.commit : 0
                 hub.enqueue(ChangeSet(sequence: end, entities: [], isExternal: true, isComplete: false, commit: commit))
             }
             var progressed = false
@@ -124,32 +155,30 @@ extension Store {
                     progressed = hub.enqueue(changeSet) != nil || progressed
                 }
             }
-            // A log that holds nothing more up to `sequence` (trimmed by retention) ends the catch-up.
-            guard progressed else { return }
+            // Done at the target; a log that holds nothing more up to it (trimmed by retention)
+            // ends the catch-up too.
+            guard progressed, hub.lastEnqueued < sequence else { return true }
         }
     }
 
-    /// Whether the commit this store announced last is gone from the history that leads to
-    /// `target`; if so, enqueues the change set that has subscriptions re-read at `target`
-    /// (``ChangeSet/isRewound`` when the history was rewound, a plain incomplete one when the
-    /// log was trimmed past it so that it can no longer be checked). Call with the write lock held.
-    private func announceLostPosition(at target: CommitPosition) throws -> Bool {
-        let announced = hub.lastPosition
+    /// Whether the commit this store announced last (`announced`) is gone from the history
+    /// that leads to `target`: true when the history was rewound, nil when the log was trimmed
+    /// past it so that it can no longer be checked, false when it is there.
+    private static func lostPosition(_ announced: CommitPosition, at target: CommitPosition, _ reader: any ReadTransaction) throws -> Bool? {
         guard announced.sequence > 0 else { return false }
         // nil: trimmed by retention. The catch-up would say the stretch is incomplete, unless
         // the log keeps exactly the change sets after it; then nothing can confirm that the
         // announced commit is the one the log followed on from, so it re-reads too.
-        let rewound: Bool?
-        if announced.sequence > target.sequence {
-            rewound = true
-        } else if announced.sequence == target.sequence {
-            rewound = !announced.isSameCommit(as: target)
-        } else {
-            rewound = try backend.read { try $0.commit(at: announced.sequence) }.map { !announced.isSameCommit(as: $0) }
-        }
-        guard rewound != false else { return false }
-        hub.enqueue(ChangeSet(sequence: target.sequence, entities: [], isExternal: true, isComplete: false,
-                              commit: target.commit, isRewound: rewound ?? false))
-        return true
+        if announced.sequence > target.sequence { return true }
+        if announced.sequence == target.sequence { return !announced.isSameCommit(as: target) }
+        return try reader.commit(at: announced.sequence).map { !announced.isSameCommit(as: $0) }
     }
+}
+
+/// What one read of a catch-up found: the newest commit (or the target), whether the last one
+/// announced is lost (see ``Store/lostPosition(_:at:_:)``), and the next batch of change sets.
+private struct CatchUpRead {
+    var latest: CommitPosition
+    var lost: Bool?
+    var changeSets: [ChangeSet]
 }

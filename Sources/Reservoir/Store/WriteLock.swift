@@ -29,6 +29,13 @@ final class WriteLock: @unchecked Sendable {
         return try body()
     }
 
+    /// `body` under the lock if no write holds it now; nil, without waiting, if one does.
+    func withLockIfFree<R>(_ body: () throws -> R) rethrows -> R? {
+        guard lock.try() else { return nil }
+        defer { lock.unlock() }
+        return try body()
+    }
+
     func withLock<R>(_ body: () throws -> R) rethrows -> R {
         lock.lock()
         defer { lock.unlock() }

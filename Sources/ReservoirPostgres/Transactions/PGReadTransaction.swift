@@ -17,6 +17,8 @@ class PGReadTransaction: ReadTransaction {
     var commit: UInt64 = 0
     /// SQL made once per table and shape, for runs of reads or writes.
     var statements: [StatementKey: String] = [:]
+    /// The store's identity, when the transaction's first read of the meta row brought it.
+    var identity: UUID?
     /// The store's tables do not exist yet (no write has created them): nothing to read.
     var absent = false
     /// Set on plain reads: reading a record type the store does not know, whose name another
@@ -129,6 +131,7 @@ class PGReadTransaction: ReadTransaction {
     func storeIdentity() throws -> UUID? {
         try checkOpen()
         guard !absent else { return nil }
+        if let identity { return identity }
         return try connection.run("SELECT store_id::text FROM \(layout.meta)", []).text(0, 0).flatMap(UUID.init(uuidString:))
     }
 
