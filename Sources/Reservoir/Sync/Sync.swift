@@ -54,6 +54,21 @@ public final class Sync: @unchecked Sendable {
     private let queue = DispatchQueue(label: "reservoir.sync")
     let cycling = NSLock()
     private var following: [AnyCancellable] = []
+    /// The identities of the commits this replica made in either store and has not yet heard
+    /// of from that store: their change sets start no round (the round that made them has seen
+    /// them). Bounded: a commit heard of by no one (not following) is forgotten soon.
+    private let ownCommits = Locked(Set<UInt64>())
+    /// The newest local commit up to which the local history holds nothing to push past the
+    /// pushed token: the pulls' own writes, each made while nothing else was waiting to be
+    /// pushed. A push then has nothing to do without a write to move the token over them (it
+    /// moves when it lags ``settledLag`` change sets, or the hold wants renewing).
+    let settledLocally = Locked<CommitPosition?>(nil)
+    /// How far the pushed token may lag behind ``settledLocally``, in change sets.
+    static let settledLag: UInt64 = 64
+    /// The remote's entity descriptions as the pulls last read them (``catchUp()``).
+    let describedRemotely = Locked<[String: EntityDescription]>([:])
+    /// The remote's change sets heard while following, for the pulls.
+    let heardRemotely = Locked(HeardChangeSets())
     private var pending = false
     private var retryDelay: TimeInterval = 0.2
 
@@ -118,7 +133,7 @@ public final class Sync: @unchecked Sendable {
         }
         remoteStore.withLock { $0 = store }
         queue.async { [self] in
-            if !following.isEmpty { following.append(store.changeSets.sink { [weak self] _ in self?.schedule() }) }
+            if !following.isEmpty { following.append(hear(store)) }
         }
         return store
     }
@@ -158,7 +173,8 @@ public final class Sync: @unchecked Sendable {
     public func sync() throws -> [SyncEvent] {
         cycling.lock()
         defer { cycling.unlock() }
-        let pushed = try reporting { try sendOutbox() }
+        // The waiting changes are counted once, after both (the pull can change them too).
+        let pushed = try reporting(counting: false) { try sendOutbox() }
         let pulled = try reporting { try catchUp() }
         return [pushed, pulled]
     }
@@ -183,15 +199,45 @@ public final class Sync: @unchecked Sendable {
         return try reporting { try catchUp() }
     }
 
-    /// Runs one push or pull, sending its event and keeping the status.
-    private func reporting(_ body: () throws -> SyncEvent) throws -> SyncEvent {
+    /// `store.write`, remembering the commit it made as this replica's own (and telling
+    /// `committed` its position, when it made one).
+    func write<R>(_ store: Store, committed: (@Sendable (CommitPosition) -> Void)? = nil, _ body: (Transaction) throws -> R) throws -> R {
+        try store.write(body, committing: { [ownCommits] changeSet in
+            ownCommits.withLock { own in
+                if own.count >= 64 { own.removeAll() }
+                own.insert(changeSet.commit)
+            }
+            committed?(changeSet.position)
+        })
+    }
+
+    /// Follows the remote store's change sets: kept for the pulls, and a round for each.
+    private func hear(_ remote: Store) -> AnyCancellable {
+        heardRemotely.withLock { $0 = HeardChangeSets(isHearing: true) }
+        return remote.changeSets.sink { [weak self] changeSet in
+            guard let self else { return }
+            heardRemotely.withLock { $0.hear(changeSet) }
+            heard(changeSet)
+        }
+    }
+
+    /// A change set of either store while following: a round, unless this replica made it.
+    private func heard(_ changeSet: ChangeSet) {
+        if !changeSet.isExternal, !changeSet.isRewound, changeSet.commit != 0,
+           ownCommits.withLock({ $0.remove(changeSet.commit) != nil }) { return }
+        schedule()
+    }
+
+    /// Runs one push or pull, sending its event and keeping the status (the count of waiting
+    /// changes too, unless `counting` is false and the push or pull succeeds).
+    private func reporting(counting: Bool = true, _ body: () throws -> SyncEvent) throws -> SyncEvent {
         do {
             let event = try body()
             update {
                 $0.isConnected = true
                 $0.lastError = nil
             }
-            if let replica = identity.withLock({ $0 }) { refreshPending(replica) }
+            if counting, let replica = identity.withLock({ $0 }) { refreshPending(replica) }
             subject.send(event)
             return event
         } catch let error as ReservoirError {
@@ -226,8 +272,8 @@ public final class Sync: @unchecked Sendable {
     public func start() {
         queue.async { [self] in
             guard following.isEmpty else { return }
-            following = [local.changeSets.sink { [weak self] _ in self?.schedule() }]
-            if let remote { following.append(remote.changeSets.sink { [weak self] _ in self?.schedule() }) }
+            following = [local.changeSets.sink { [weak self] in self?.heard($0) }]
+            if let remote { following.append(hear(remote)) }
             update { $0.isFollowing = true }
             runScheduled()
         }
@@ -239,6 +285,7 @@ public final class Sync: @unchecked Sendable {
         let stopping = { [self] in
             for subscription in following { subscription.cancel() }
             following = []
+            heardRemotely.withLock { $0.stopHearing() }
             pending = false
         }
         if DispatchQueue.getSpecific(key: Self.queueKey) != nil {
@@ -309,7 +356,7 @@ public final class Sync: @unchecked Sendable {
         let store = try remote.read { try $0.reader.storeIdentity() }
         let replica = SyncReplica(remote: store?.uuidString.lowercased() ?? remote.backend.location)
         if try knownReplica() != replica {
-            try local.write { tx in try tx.writer.setMetadata(self.remoteKey, to: Data(replica.remote.utf8)) }
+            try write(local) { tx in try tx.writer.setMetadata(self.remoteKey, to: Data(replica.remote.utf8)) }
         }
         identity.withLock { $0 = replica }
         return replica

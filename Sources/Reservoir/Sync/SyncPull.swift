@@ -17,26 +17,8 @@ extension Sync {
         var changeSets = 0
         var records = 0
         var rejected: [SyncRejection] = []
-        while true {
-            let page: RemotePage?
-            do {
-                page = try remote.read { try self.readPage(after: token, $0) }
-            } catch let error as ReservoirError where error.code == .historyExpired {
-                return try resync(.historyExpired, replica)
-            }
-            guard let page else { break }
-            try local.write { tx in
-                let described = try Self.entityMap(tx.writer.entities())
-                for change in page.changes {
-                    guard let shape = self.shape(for: change.entity),
-                          let entity = page.entities[change.entity] ?? described[change.entity] else { continue }
-                    let server = change.row.flatMap { shape.contains($0) ? $0 : nil }
-                    if let rejection = try replica.settle(entity, id: change.id, server: server, tx) { rejected.append(rejection) }
-                }
-                var state = try replica.state(tx.writer) ?? SyncState()
-                state.token = page.token.description
-                try replica.setState(state, tx.writer)
-            }
+        func apply(_ page: RemotePage) throws {
+            rejected += try self.apply(page, replica)
             token = page.token
             changeSets += page.changeSets
             records += page.changes.count
@@ -45,9 +27,94 @@ extension Sync {
                 $0.changeSetsPulled += page.changeSets
             }
         }
+        // While following, what the remote store delivered, when it follows on from the token.
+        if let heard = heardPage(after: token) {
+            if let page = heard.page { try apply(page) }
+            if heard.reachesEnd {
+                reportDropped(rejected)
+                return .pulled(changeSets: changeSets, records: records, token: token)
+            }
+        }
+        while true {
+            let page: RemotePage?
+            do {
+                page = try remote.read { try self.readPage(after: token, $0) }
+            } catch let error as ReservoirError where error.code == .historyExpired {
+                return try resync(.historyExpired, replica)
+            }
+            guard let page else { break }
+            try apply(page)
+            // A page short of full reached the newest change set of its snapshot: anything
+            // newer is a commit this round has not heard of yet, and starts a round of its own.
+            if page.changeSets < Self.pageSize { break }
+        }
         update { $0.token = token }
         reportDropped(rejected)
         return .pulled(changeSets: changeSets, records: records, token: token)
+    }
+
+    /// Applies a page in one local write with its token; returns the local changes dropped.
+    /// A write made while nothing waits to be pushed leaves nothing to push (``settledLocally``).
+    private func apply(_ page: RemotePage, _ replica: SyncReplica) throws -> [SyncRejection] {
+        let settled = Locked(false)
+        let rejected = try write(local, committed: { [settledLocally] position in
+            if settled.withLock({ $0 }) { settledLocally.withLock { $0 = position } }
+        }) { tx in
+            var rejected: [SyncRejection] = []
+            let head = try tx.writer.lastCommit()
+            let before = try replica.state(tx.writer)
+            let clean = try replica.outbox(tx.writer) == nil
+                && (before?.pushed == HistoryToken(store: try tx.writer.storeIdentity(), position: head).description
+                    || self.settledLocally.withLock { $0?.isSameCommit(as: head) ?? false })
+            settled.withLock { $0 = clean }
+            let described = try Self.entityMap(tx.writer.entities())
+            for change in page.changes {
+                guard let shape = self.shape(for: change.entity),
+                      let entity = page.entities[change.entity] ?? described[change.entity] else { continue }
+                let server = change.row.flatMap { shape.contains($0) ? $0 : nil }
+                if let rejection = try replica.settle(entity, id: change.id, server: server, tx) { rejected.append(rejection) }
+            }
+            var state = before ?? SyncState()
+            state.token = page.token.description
+            try replica.setState(state, tx.writer)
+            return rejected
+        }
+        return rejected
+    }
+
+    /// The change sets heard from the remote after `token` as one page (nil when there are
+    /// none), and whether nothing newer was heard; nil when they cannot stand in for a read of
+    /// the remote (see ``HeardChangeSets``; an entity or a column the last read did not
+    /// describe needs a read too).
+    private func heardPage(after token: HistoryToken) -> (page: RemotePage?, reachesEnd: Bool)? {
+        guard let (heard, reachesEnd) = heardRemotely.withLock({ $0.take(after: token.position) }) else { return nil }
+        guard let last = heard.last else { return (nil, reachesEnd) }
+        let described = describedRemotely.withLock { $0 }
+        var changes: [RemoteChange] = []
+        var index: [RecordKey: Int] = [:]
+        func note(_ entity: String, _ id: Value, _ row: Row?) {
+            let key = RecordKey(entity: entity, id: id)
+            if let at = index[key] {
+                changes[at].row = row
+            } else {
+                index[key] = changes.count
+                changes.append(RemoteChange(entity: entity, id: id, row: row))
+            }
+        }
+        for changeSet in heard {
+            for entityChanges in changeSet.entities where shape(for: entityChanges.entity) != nil {
+                guard let entity = described[entityChanges.entity] else { return nil }
+                for change in entityChanges.inserted + entityChanges.updated {
+                    guard change.row.columns.allSatisfy({ $0 == entity.idColumn || entity.fields.contains($0) }) else { return nil }
+                    note(entityChanges.entity, change.id, change.row)
+                }
+                for id in entityChanges.deleted { note(entityChanges.entity, id, nil) }
+            }
+        }
+        let token = HistoryToken(store: token.store ?? last.store, position: last.position)
+        let page = RemotePage(changeSets: heard.count, token: token, changes: changes,
+                              entities: described.filter { entity in changes.contains { $0.entity == entity.key } })
+        return (page, reachesEnd)
     }
 
     static func entityMap(_ entities: [EntityDescription]) -> [String: EntityDescription] {
@@ -67,9 +134,26 @@ extension Sync {
                 changes.append(RemoteChange(entity: change.entity, id: change.id, row: try snapshot.reader.row(change.entity, id: change.id)))
             }
         }
+        // A migration on the remote changes descriptions whatever the rows show.
+        if changeSets.contains(where: \.isSchemaChange) { describedRemotely.withLock { $0.removeAll() } }
+        return RemotePage(changeSets: changeSets.count, token: last.token, changes: changes,
+                          entities: try remoteEntities(for: changes, snapshot))
+    }
+
+    /// The remote's descriptions of the entities `changes` touch: as last read, while each
+    /// such entity was described and every row's columns are its columns; else read again
+    /// (on PostgreSQL a query over every table, so not once per page).
+    private func remoteEntities(for changes: [RemoteChange], _ snapshot: Snapshot) throws -> [String: EntityDescription] {
         let touched = Set(changes.map(\.entity))
-        let entities = try snapshot.entities().filter { touched.contains($0.name) }
-        return RemotePage(changeSets: changeSets.count, token: last.token, changes: changes, entities: Self.entityMap(entities))
+        let known = describedRemotely.withLock { $0 }
+        let current = changes.allSatisfy { change in
+            guard let entity = known[change.entity] else { return false }
+            return change.row.map { row in row.columns.allSatisfy { $0 == entity.idColumn || entity.fields.contains($0) } } ?? true
+        }
+        if current { return known.filter { touched.contains($0.key) } }
+        let described = Self.entityMap(try snapshot.entities())
+        describedRemotely.withLock { $0.merge(described) { _, new in new } }
+        return described.filter { touched.contains($0.key) }
     }
 
     /// Reads the shapes whole from one remote snapshot and makes the local store hold exactly
@@ -88,7 +172,7 @@ extension Sync {
         }
         var records = 0
         var rejected: [SyncRejection] = []
-        try local.write { tx in
+        try write(local) { tx in
             let remoteNames = Set(tables.map(\.0.name))
             var settling: [(EntityDescription, [Value: Row])] = []
             for entity in try tx.writer.entities() where !remoteNames.contains(entity.name) && self.isNamed(entity.name) {

@@ -70,11 +70,11 @@ extension Sync {
         let idle = try local.read { snapshot -> Bool in
             let reader = snapshot.reader
             guard try replica.outbox(reader) == nil, let state = try replica.state(reader), let pushed = state.pushed,
-                  pushed == HistoryToken(store: try reader.storeIdentity(), position: try reader.lastCommit()).description else { return false }
+                  try self.nothingToPush(after: pushed, reader, lagging: Self.settledLag) else { return false }
             return !self.holdNeedsRenewing(replica, reader)
         }
         if idle { return .done }
-        return try local.write { tx in
+        return try write(local) { tx in
             let writer = tx.writer
             if let waiting = try replica.outbox(writer) { return .batch(waiting) }
             var state = try replica.state(writer) ?? SyncState()
@@ -178,6 +178,17 @@ extension Sync {
 
     /// Whether the replica's hold is missing or past a tenth of the hold age (so a replica that
     /// syncs at all keeps its hold well within the age).
+    /// Whether the local history after the pushed token holds nothing to push: it is the
+    /// newest commit, or only the pulls' own writes follow it (``settledLocally``), at most
+    /// `lagging` change sets of them.
+    private func nothingToPush(after pushed: String, _ reader: any ReadTransaction, lagging: UInt64) throws -> Bool {
+        let head = try reader.lastCommit()
+        if pushed == HistoryToken(store: try reader.storeIdentity(), position: head).description { return true }
+        guard settledLocally.withLock({ $0?.isSameCommit(as: head) ?? false }),
+              let token = try? HistoryToken(parsing: pushed), token.sequence <= head.sequence else { return false }
+        return head.sequence - token.sequence <= lagging
+    }
+
     private func holdNeedsRenewing(_ replica: SyncReplica, _ reader: any ReadTransaction) -> Bool {
         guard let retention = local.backend.historyRetention else { return false }
         guard let hold = (try? HistoryHoldRecord.read(reader))?.first(where: { $0.consumer == replica.holdName }) else { return true }
@@ -201,6 +212,7 @@ extension Sync {
     func pendingCount(_ replica: SyncReplica, _ reader: any ReadTransaction) throws -> Int {
         let waiting = try replica.outbox(reader)?.items.count ?? 0
         let state = try replica.state(reader) ?? SyncState()
+        if let pushed = state.pushed, try nothingToPush(after: pushed, reader, lagging: .max) { return waiting }
         let collected = try collect(replica, state, reader, limit: Int.max, remoteIDs: [:])
         return waiting + (collected?.items.count ?? 0)
     }
@@ -246,7 +258,7 @@ extension Sync {
         // The whole batch in one transaction.
         var started = 0
         do {
-            let whole = try remote.write { tx -> Outcome? in
+            let whole = try write(remote) { tx -> Outcome? in
                 if let done = try marker(tx.writer), done.batch == batch.token {
                     started = done.applied
                     return done.applied >= items.count ? .appliedBefore([]) : nil
@@ -271,7 +283,7 @@ extension Sync {
         for index in items.indices where index >= started {
             let item = items[index]
             do {
-                try remote.write { tx in
+                try write(remote) { tx in
                     if let done = try marker(tx.writer), done.batch == batch.token, done.applied > index { return }
                     if let reason = try self.apply(item, tx, remote: try Self.entityMap(tx.writer.entities()), local: localEntities) {
                         refused[index] = (reason, try tx.writer.row(item.entity, id: item.id))
@@ -279,7 +291,7 @@ extension Sync {
                     try tx.writer.setMetadata(key, to: try JSONEncoder().encode(PushMarker(batch: batch.token, applied: index + 1)))
                 }
             } catch let error as ReservoirError where Self.isRefusal(error) {
-                try remote.write { tx in
+                try write(remote) { tx in
                     try tx.writer.setMetadata(key, to: try JSONEncoder().encode(PushMarker(batch: batch.token, applied: index + 1)))
                 }
                 refused[index] = ("the server refused it: \(error.message)", try remote.read { try $0.reader.row(item.entity, id: item.id) })
@@ -335,7 +347,7 @@ extension Sync {
         case let .appliedBefore(rows): for (index, row) in rows.enumerated() { settling[index] = ("", row) }
         }
         var rejected: [SyncRejection] = []
-        try local.write { tx in
+        try write(local) { tx in
             let described = try Self.entityMap(tx.writer.entities())
             for (index, answer) in settling.sorted(by: { $0.key < $1.key }) {
                 let item = items[index]
