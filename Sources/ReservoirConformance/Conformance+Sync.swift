@@ -47,6 +47,44 @@ extension ConformanceSuite {
     }
 
     static let syncCases: [ConformanceCase] = [
+        ConformanceCase("sync", "shapes read whole in pages settle exactly what one read would: local records between the server's stay, records gone or out of the shape go, the token comes last") { context in
+            let remote = try Store.open("memory:")
+            defer { remote.close() }
+            let local = context.store
+            // 23 server records, every third outside the shape, so pages of 4 end between them.
+            try remote.write { tx in
+                for id in 1...23 { try tx.insert(Item(id: id * 2, name: "server \(id * 2)", rank: id % 3 == 0 ? 0 : 5)) }
+            }
+            let first = try Sync(local: local, remote: remote, shapes: [try SyncShape(FetchRequest<Item>(where: \.rank >= 3))])
+            first.resyncPageSize = 4
+            let before = try local.read { try $0.lastSequence() }
+            try requireEvent(try firstPull(first), "resynced firstSync")
+            let inShape = try remote.fetch(FetchRequest<Item>(where: \.rank >= 3)).map { "\($0.id) \($0.name) 5" }
+            try expectEqual(inShape.count, 16, "server records in the shape")
+            try expectEqual(try itemSummary(local), inShape, "the shape's records after the first pull")
+            try expect(try local.read { try $0.lastSequence() } - before >= 4, "16 records in pages of 4 arrive in at least four local commits")
+
+            // Local records made between and after the server's, a server delete, a record
+            // leaving the shape; then the shapes change, which reads them whole again.
+            try local.write { tx in
+                for id in [1, 9, 31, 99] { try tx.insert(Item(id: id, name: "mine \(id)", rank: 1)) }
+            }
+            try remote.write { tx in
+                _ = try tx.delete(Item.self, id: 4)
+                try tx.update(Item(id: 8, name: "server 8", rank: 0))
+            }
+            let second = try Sync(local: local, remote: remote, shapes: [try SyncShape(FetchRequest<Item>(where: \.rank >= 1))])
+            second.resyncPageSize = 4
+            let pulled = try second.pull()
+            try requireEvent(pulled, "resynced shapesChanged")
+            guard case let .resynced(_, _, token) = pulled else { return }
+            try expectEqual(second.status.token, token, "the replica's token after reading whole")
+            let expected = Set(try remote.fetch(FetchRequest<Item>(where: \.rank >= 1)).map(\.id)).union([1, 9, 31, 99])
+            try expectEqual(Set(try local.fetch(Item.self).map(\.id)), expected, "after the shapes changed")
+            try second.sync()
+            try expectEqual(Set(try remote.fetch(FetchRequest<Item>(where: \.rank == 1)).map(\.id)), [1, 9, 31, 99],
+                            "the next push uploads the records made locally")
+        },
         ConformanceCase("sync", "a local store mirrors a remote store's shapes: first read whole, then change set by change set, resumed from its saved token") { context in
             let remote = try Store.open("memory:?retention=5")
             defer { remote.close() }

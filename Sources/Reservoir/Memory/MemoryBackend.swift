@@ -28,8 +28,10 @@ public final class MemoryBackend: StorageBackend {
         var log: TreeDictionary<UInt64, ChangeSet> = [:]
         /// The oldest sequence `log` may hold (those below were trimmed).
         var logStart: UInt64 = 1
-        /// What ``ReadTransaction/metadata(_:)`` returns.
-        var metadata: [String: Data] = [:]
+        /// What ``ReadTransaction/metadata(_:)`` returns; a persistent trie too, so a write
+        /// transaction's copy costs nothing however many keys there are (a sync replica keeps
+        /// one per mirrored record).
+        var metadata: TreeDictionary<String, Data> = [:]
         /// Set by `close()`; kept in the state so each call takes one lock, not two.
         var isClosed = false
     }

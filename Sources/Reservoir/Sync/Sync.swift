@@ -74,6 +74,10 @@ public final class Sync: @unchecked Sendable {
 
     /// Change sets read from either store's history per page.
     public static let pageSize = 500
+    /// Records read per page, and settled per local write, when the shapes are read whole
+    /// (``SyncEvent/resynced(reason:records:token:)``; 5,000 by default). Set it before the
+    /// replica's first push or pull.
+    public var resyncPageSize = 5000
 
     /// A replica of `remote`'s `shapes` (every entity when empty) in `local`.
     public init(local: Store, remote: Store, shapes: [SyncShape] = [], resolver: SyncResolver? = nil) throws {

@@ -157,41 +157,57 @@ extension Sync {
     }
 
     /// Reads the shapes whole from one remote snapshot and makes the local store hold exactly
-    /// them (with the local changes not pushed yet on top), in one local write with the
-    /// snapshot's token.
+    /// them (with the local changes not pushed yet on top), then the snapshot's token.
+    ///
+    /// The rows are read in pages of ``resyncPageSize`` records by id and settled one local write
+    /// per page, together with the local records in the same stretch of ids, so memory stays
+    /// flat however many records the shapes hold (where the local backend has no index to find
+    /// a stretch by, the local records the server lacks are found in one pass at the end,
+    /// against the server's ids). Only the last write saves the token and the shapes: a resync
+    /// cut short is done again, whole, by the next pull (each record settled meanwhile agrees
+    /// with its base, so nothing is pushed twice or lost).
     private func resync(_ reason: SyncEvent.ResyncReason, _ replica: SyncReplica) throws -> SyncEvent {
         let remote = try reachRemote()
-        let (token, tables) = try remote.read { snapshot -> (HistoryToken, [(EntityDescription, [Row])]) in
-            let token = try snapshot.currentHistoryToken()
-            var tables: [(EntityDescription, [Row])] = []
-            for entity in try snapshot.entities() {
-                guard let shape = self.shape(for: entity.name) else { continue }
-                tables.append((entity, try snapshot.rows(try Query(entity: entity, predicate: shape.predicate))))
-            }
-            return (token, tables)
-        }
         var records = 0
         var rejected: [SyncRejection] = []
+        let token = try remote.read { snapshot -> HistoryToken in
+            let token = try snapshot.currentHistoryToken()
+            let described = try snapshot.entities().filter { self.shape(for: $0.name) != nil }
+            let remoteNames = Set(described.map(\.name))
+            // A shape's entity the remote holds no rows of: none of its records are the server's.
+            let absent = try self.local.read { try $0.entities() }.filter { !remoteNames.contains($0.name) && self.isNamed($0.name) }
+            for entity in absent {
+                rejected += try self.settleStretch(entity, server: [], after: nil, through: nil, replica)
+            }
+            // The local records in a stretch of ids are found by a query where the local backend
+            // answers one from an index (SQLite); elsewhere by one pass after the pages, against
+            // the server's ids (a set of ids, not rows, in memory).
+            let ranged = self.local.backend.capabilities.contains(.nativeQueries)
+            for entity in described {
+                guard let shape = self.shape(for: entity.name) else { continue }
+                var after: Value?
+                var serverIDs = Set<Value>()
+                while true {
+                    var predicate = shape.predicate
+                    if let after { predicate = .and([predicate, .compare(column: entity.idColumn, .greater, after)].compactMap { $0 }) }
+                    let rows = try snapshot.rows(try Query(entity: entity, predicate: predicate,
+                                                           sort: [SortTerm(column: entity.idColumn)], limit: resyncPageSize))
+                    let last = rows.count == resyncPageSize ? rows.last?[entity.idColumn] : nil
+                    if ranged {
+                        rejected += try self.settleStretch(entity, server: rows, after: after, through: last, replica)
+                    } else {
+                        for row in rows { if let id = row[entity.idColumn] { serverIDs.insert(id) } }
+                        rejected += try self.settleStretch(entity, server: rows, locals: false, replica)
+                    }
+                    records += rows.count
+                    guard let last else { break }
+                    after = last
+                }
+                if !ranged { rejected += try self.settleLocalOnly(entity, besides: serverIDs, replica) }
+            }
+            return token
+        }
         try write(local) { tx in
-            let remoteNames = Set(tables.map(\.0.name))
-            var settling: [(EntityDescription, [Value: Row])] = []
-            for entity in try tx.writer.entities() where !remoteNames.contains(entity.name) && self.isNamed(entity.name) {
-                // A shape's entity the remote holds no rows of: none of its records are the server's.
-                settling.append((entity, [:]))
-            }
-            for (entity, rows) in tables {
-                settling.append((entity, Dictionary(rows.compactMap { row in row[entity.idColumn].map { ($0, row) } }, uniquingKeysWith: { first, _ in first })))
-                records += rows.count
-            }
-            for (entity, server) in settling {
-                var ids = Array(server.keys)
-                for row in try tx.writer.fetch(try Query(entity: entity)) {
-                    if let id = row[entity.idColumn], server[id] == nil { ids.append(id) }
-                }
-                for id in ids {
-                    if let rejection = try replica.settle(entity, id: id, server: server[id], tx) { rejected.append(rejection) }
-                }
-            }
             var state = try replica.state(tx.writer) ?? SyncState()
             state.token = token.description
             state.shapes = self.shapeText
@@ -200,6 +216,51 @@ extension Sync {
         update { $0.token = token }
         reportDropped(rejected)
         return .resynced(reason: reason, records: records, token: token)
+    }
+
+
+    /// One local write settling the records of `entity` with ids after `after` and up to
+    /// `through` (nil: no bound) to the server's rows among `server` (the rest: not the
+    /// server's), the local ones in that stretch included. Returns the local changes dropped.
+    private func settleStretch(_ entity: EntityDescription, server rows: [Row], after: Value? = nil, through: Value? = nil,
+                               locals: Bool = true, _ replica: SyncReplica) throws -> [SyncRejection] {
+        var server: [Value: Row] = [:]
+        var ids: [Value] = []
+        for row in rows {
+            guard let id = row[entity.idColumn], server.updateValue(row, forKey: id) == nil else { continue }
+            ids.append(id)
+        }
+        var bounds: [RowPredicate] = []
+        if let after { bounds.append(.compare(column: entity.idColumn, .greater, after)) }
+        if let through { bounds.append(.compare(column: entity.idColumn, .lessOrEqual, through)) }
+        return try write(local) { tx in
+            if locals {
+                try tx.writer.fetch(try Query(entity: entity, predicate: bounds.isEmpty ? nil : .and(bounds))) { row in
+                    if let id = row[entity.idColumn], server[id] == nil { ids.append(id) }
+                }
+            }
+            var rejected: [SyncRejection] = []
+            for id in ids {
+                if let rejection = try replica.settle(entity, id: id, server: server[id], tx) { rejected.append(rejection) }
+            }
+            return rejected
+        }
+    }
+
+    /// One local write settling the local records of `entity` whose ids the server's shape
+    /// does not hold (`serverIDs`): made locally, they stay; the server's before, they go.
+    private func settleLocalOnly(_ entity: EntityDescription, besides serverIDs: Set<Value>, _ replica: SyncReplica) throws -> [SyncRejection] {
+        try write(local) { tx in
+            var ids: [Value] = []
+            try tx.writer.fetch(try Query(entity: entity)) { row in
+                if let id = row[entity.idColumn], !serverIDs.contains(id) { ids.append(id) }
+            }
+            var rejected: [SyncRejection] = []
+            for id in ids {
+                if let rejection = try replica.settle(entity, id: id, server: nil, tx) { rejected.append(rejection) }
+            }
+            return rejected
+        }
     }
 }
 

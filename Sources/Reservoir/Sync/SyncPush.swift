@@ -134,21 +134,25 @@ extension Sync {
                     for id in ids where try reader.row(entity, id: id) == nil { touched.append(RecordKey(entity: entity, id: id)) }
                 }
             }
+            // Each record compared with its base as the fetch hands it over: memory holds the
+            // changes, not every record (a first push after reading a million).
             for entity in try reader.entities() where isPushed(entity.name) {
                 try reader.fetch(try Query(entity: entity)) { row in
-                    if let id = row[entity.idColumn] { touched.append(RecordKey(entity: entity.name, id: id)) }
+                    if let id = row[entity.idColumn] { try compare(entity.name, id, row) }
                 }
             }
         }
-        for key in touched {
-            let row = try reader.row(key.entity, id: key.id)
-            let base = try replica.base(key.entity, id: key.id, reader)
+        func compare(_ entity: String, _ id: Value, _ row: Row?) throws {
+            let base = try replica.base(entity, id: id, reader)
             switch LocalEdit(local: row, base: base) {
             case .none: break
-            case .deleted: collected.items.append((key.entity, key.id, nil, base, []))
-            case .made: collected.items.append((key.entity, key.id, row, nil, row?.columns ?? []))
-            case let .changed(columns): collected.items.append((key.entity, key.id, row, base, columns))
+            case .deleted: collected.items.append((entity, id, nil, base, []))
+            case .made: collected.items.append((entity, id, row, nil, row?.columns ?? []))
+            case let .changed(columns): collected.items.append((entity, id, row, base, columns))
             }
+        }
+        for key in touched {
+            try compare(key.entity, key.id, try reader.row(key.entity, id: key.id))
         }
         return collected
     }
