@@ -8,14 +8,15 @@ import ReservoirSQLite
 //
 // 1. Latency: a commit on the server until a live fetch on each replica's local store holds it,
 //    with 1, 10 and 50 replicas following the server (each a `Sync` with `start()` and a local
-//    store of its own, all in this process), median and p99 over the commits; and the server
-//    process CPU per commit (from pg_stat_activity's backends, read through /proc).
+//    store of its own, all in this process), median and p99 over the commits; the server's CPU
+//    per commit (its postgres processes, read through /proc) and this process's (the replicas
+//    and the one writing store; the writer's share is the one-replica row's, nearly).
 // 2. Catch-up: a server store of N records read into an empty replica by its first sync
 //    (time, records per second, this process's peak resident memory).
 //
 //     cd Benchmarks && ../scripts/with-postgres swift run -c release sync-latency
 //
-// BENCH_SYNC_CLIENTS=1,10,50, BENCH_SYNC_COMMITS=200 (per client count), BENCH_SYNC_LOCAL=memory|sqlite,
+// BENCH_SYNC_CLIENTS=1,10,50 (0: skip), BENCH_SYNC_COMMITS=200 (per client count), BENCH_SYNC_LOCAL=memory|sqlite,
 // BENCH_SYNC_CATCHUP=1000000 (0: skip). RESERVOIR_BENCH_POSTGRES or RESERVOIR_TEST_POSTGRES names the server.
 
 struct Note: Storable {
@@ -29,7 +30,7 @@ guard let server = environment["RESERVOIR_BENCH_POSTGRES"] ?? environment["RESER
     print("needs RESERVOIR_BENCH_POSTGRES or RESERVOIR_TEST_POSTGRES (run through ../scripts/with-postgres)")
     exit(2)
 }
-let clientCounts = (environment["BENCH_SYNC_CLIENTS"] ?? "1,10,50").split(separator: ",").compactMap { Int($0) }
+let clientCounts = (environment["BENCH_SYNC_CLIENTS"] ?? "1,10,50").split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 }
 let commits = environment["BENCH_SYNC_COMMITS"].flatMap { Int($0) } ?? 200
 let localKind = environment["BENCH_SYNC_LOCAL"] ?? "memory"
 let catchUp = environment["BENCH_SYNC_CATCHUP"].flatMap { Int($0) } ?? 1_000_000
@@ -50,9 +51,17 @@ func freshServerStore(_ name: String) -> String {
 
 func localStore(_ index: Int) throws -> Store {
     switch localKind {
-    case "sqlite": try Store.open("sqlite:" + scratch.appendingPathComponent("replica\(index).sqlite").path, registry: registry)
+    // A file of its own each time: a replica made before holds another server's records.
+    case "sqlite": try Store.open("sqlite:" + scratch.appendingPathComponent("replica\(index)-\(UUID().uuidString).sqlite").path, registry: registry)
     default: try Store.open("memory:", registry: registry)
     }
+}
+
+/// The server's postmaster, when `scripts/with-postgres` started it (its data directory is
+/// under RESERVOIR_TEST_POSTGRES_SOCKET): only it and its children are counted, not other
+/// clusters on the machine.
+let postmaster = environment["RESERVOIR_TEST_POSTGRES_SOCKET"].flatMap { directory in
+    (try? String(contentsOfFile: directory + "/data/postmaster.pid", encoding: .utf8))?.split(separator: "\n").first.map(String.init)
 }
 
 /// CPU seconds (user + system) each server process (`postgres`) has used, by pid.
@@ -65,9 +74,18 @@ func serverCPUSeconds() -> [String: Double] {
               let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
               let close = stat.lastIndex(of: ")") else { continue }
         let fields = stat[stat.index(after: close)...].split(separator: " ")
+        // fields[1] is the parent's pid.
+        if let postmaster, pid != postmaster, fields.count > 1, String(fields[1]) != postmaster { continue }
         if fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) { seconds[pid] = (user + system) / ticks }
     }
     return seconds
+}
+
+/// CPU seconds (user + system) this process has used.
+func ownCPUSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
 }
 
 /// The server CPU used between two readings, by the processes alive at both.
@@ -87,8 +105,8 @@ func milliseconds(_ seconds: Double) -> String { String(format: "%.2f ms", secon
 /// Off the main actor: the live fetches' closures run on the stores' threads.
 nonisolated func measureLatency() throws {
 
-    print("| replicas (\(localKind) local stores) | commits | median | p99 | max | server CPU per commit |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("| replicas (\(localKind) local stores) | commits | median | p99 | max | server CPU per commit | replicas' CPU per commit |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     for clients in clientCounts {
         let url = freshServerStore("latency")
         let writer = try Store.open(url, registry: registry)
@@ -109,6 +127,7 @@ nonisolated func measureLatency() throws {
         }
         Thread.sleep(forTimeInterval: 0.5)
         let cpuBefore = serverCPUSeconds()
+        let ownBefore = ownCPUSeconds()
         var sent: [Int: Double] = [:]
         for n in 1...commits {
             let at = now()
@@ -116,11 +135,14 @@ nonisolated func measureLatency() throws {
             sent[n] = at
             Thread.sleep(forTimeInterval: 0.02)
         }
+        // Counts the measured commits' arrivals only (each live fetch's first value brings record 0).
+        let arrived = { arrivals.withLock { all in (1...commits).reduce(0) { $0 + (all[$1]?.count ?? 0) } } }
         let deadline = now() + 30
-        while now() < deadline && arrivals.withLock({ $0.values.reduce(0) { $0 + $1.count } }) < commits * clients {
+        while now() < deadline && arrived() < commits * clients {
             Thread.sleep(forTimeInterval: 0.05)
         }
         let cpu = cpuUsed(from: cpuBefore, to: serverCPUSeconds())
+        let own = ownCPUSeconds() - ownBefore
         if arrivals.withLock({ $0.count <= 1 }) {
             print("no arrivals: local holds \((try? replicas.first?.0.count(FetchRequest<Note>())) ?? -1), status \(replicas.first.map { "\($0.1.status)" } ?? "")")
             exit(1)
@@ -128,7 +150,7 @@ nonisolated func measureLatency() throws {
         let latencies = arrivals.withLock { all in all.flatMap { id, times in times.compactMap { time in sent[id].map { time - $0 } } } }
         let missing = commits * clients - latencies.count
         print("| \(clients) | \(commits) | \(milliseconds(percentile(latencies, 0.5))) | \(milliseconds(percentile(latencies, 0.99))) | "
-              + "\(milliseconds(latencies.max() ?? 0)) | \(milliseconds(cpu / Double(commits)))\(missing > 0 ? " (\(missing) arrivals missing)" : "") |")
+              + "\(milliseconds(latencies.max() ?? 0)) | \(milliseconds(cpu / Double(commits))) | \(milliseconds(own / Double(commits)))\(missing > 0 ? " (\(missing) arrivals missing)" : "") |")
         for (local, sync, live) in replicas {
             live.cancel()
             sync.stop()
@@ -154,6 +176,8 @@ if catchUp > 0 {
     }
     let local = try localStore(999)
     let sync = try Sync(local: local, remote: url, registry: registry)
+    var filled = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &filled)
     let started = now()
     let events = try sync.sync()
     let took = now() - started
@@ -162,7 +186,8 @@ if catchUp > 0 {
     let held = try local.count(FetchRequest<Note>())
     print("")
     print("catch-up into an empty \(localKind) replica: \(held) records in \(String(format: "%.2f", took)) s, "
-          + "\(Int(Double(held) / took)) records/s, peak resident \(usage.ru_maxrss / 1024) MiB (\(events.map(\.description).joined(separator: "; ")))")
+          + "\(Int(Double(held) / took)) records/s, peak resident \(usage.ru_maxrss / 1024) MiB (\(filled.ru_maxrss / 1024) MiB before the sync, "
+          + "after filling the server; \(sync.status.pendingChanges) local changes waiting after it) (\(events.map(\.description).joined(separator: "; ")))")
     sync.stop()
     local.close()
     writer.close()
