@@ -39,9 +39,11 @@ public struct SyncClientKill: Sendable {
         public var serverEdits = 0
         /// Rounds the clients reported finished before they were killed.
         public var rounds = 0
+        /// The test's own server reads and edits that failed while the server was down.
+        public var editsLostToOutages = 0
         public var description: String {
             "\(trials) trials, \(kills) clients killed, \(rounds) rounds finished, \(recordsWritten) records written by clients, "
-                + "\(serverEdits) edits on the server, all on the server and every client equal to it at the end"
+                + "\(serverEdits) edits on the server (\(editsLostToOutages) failed during outages), all on the server and every client equal to it at the end"
         }
     }
 
@@ -49,15 +51,17 @@ public struct SyncClientKill: Sendable {
     /// configuration strings) against `remote` (the clients' configuration string for it; the
     /// test writes through `direct`, the same store).
     /// `disturb` runs at the start of each trial with a random number: to cut the network the
-    /// clients reach the remote through, say.
-    public func run(remote: String, direct: String, locals: [String], trials: Int, seed: UInt64,
+    /// clients reach the remote through, or to crash and restart the server, say (then pass
+    /// `serverOutages`: the test's own edits that fail meanwhile are left out of the checks, and
+    /// `disturb(0)`, before the last rounds, must leave the server up).
+    public func run(remote: String, direct: String, locals: [String], trials: Int, seed: UInt64, serverOutages: Bool = false,
                     disturb: @escaping @Sendable (UInt64) -> Void = { _ in }) async throws -> Report {
         try await onOwnThread {
-            Result { try runTrials(remote: remote, direct: direct, locals: locals, trials: trials, seed: seed, disturb: disturb) }
+            Result { try runTrials(remote: remote, direct: direct, locals: locals, trials: trials, seed: seed, outages: serverOutages, disturb: disturb) }
         }.get()
     }
 
-    private func runTrials(remote: String, direct: String, locals: [String], trials: Int, seed: UInt64,
+    private func runTrials(remote: String, direct: String, locals: [String], trials: Int, seed: UInt64, outages: Bool,
                            disturb: (UInt64) -> Void) throws -> Report {
         var g = SeededGenerator(seed: seed)
         var report = Report()
@@ -83,14 +87,25 @@ public struct SyncClientKill: Sendable {
             let until = Date().addingTimeInterval(0.05 + Double(g.next() % 400) / 1000)
             var edit = 0
             while Date() < until {
-                let onServer = try server.read { try $0.rows(try Query(entity: Self.entity)) }.compactMap { row -> Int64? in
-                    if case let .integer(id)? = row["id"] { return id } else { return nil }
-                }
-                if let id = onServer.randomElement(using: &g) {
-                    let body = "server edit \(trial).\(edit)"
-                    try server.write { tx in try tx.putRow(Row(columns: ["id", "body"], values: [.integer(id), .text(body)]), in: Self.entity) }
-                    edits[id] = body
-                    edit += 1
+                do {
+                    let onServer = try server.read { try $0.rows(try Query(entity: Self.entity)) }.compactMap { row -> Int64? in
+                        if case let .integer(id)? = row["id"] { return id } else { return nil }
+                    }
+                    if let id = onServer.randomElement(using: &g) {
+                        let body = "server edit \(trial).\(edit)"
+                        edit += 1
+                        do {
+                            try server.write { tx in try tx.putRow(Row(columns: ["id", "body"], values: [.integer(id), .text(body)]), in: Self.entity) }
+                            edits[id] = body
+                        } catch is ReservoirError where outages {
+                            // Down: whether it committed is unknown, so the record's edits are
+                            // no longer checked (a later edit of it may be again).
+                            edits[id] = nil
+                            report.editsLostToOutages += 1
+                        }
+                    }
+                } catch is ReservoirError where outages {
+                    report.editsLostToOutages += 1
                 }
                 usleep(UInt32(1000 + g.next() % 20_000))
             }
