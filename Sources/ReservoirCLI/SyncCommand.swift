@@ -42,10 +42,11 @@ struct SyncCommand: ParsableCommand {
             let localStore = try Store.open(local, registry: Backends.registry, migrations: Todo.migrations)
             defer { localStore.close() }
             // The remote too, so that one the replicas fill is stamped as theirs (a store without
-            // the record would be taken for version 1 by the todo commands).
-            let remoteStore = try Store.open(remote, registry: Backends.registry, migrations: Todo.migrations)
-            defer { remoteStore.close() }
-            let sync = try Sync(local: localStore, remote: remoteStore, shapes: shape.map { SyncShape(entity: $0) })
+            // the record would be taken for version 1 by the todo commands). It is opened by the
+            // first round: following, a server that is down is waited for (each failed round is
+            // printed and tried again), while --once says so and fails.
+            let sync = try Sync(local: localStore, remote: remote, shapes: shape.map { SyncShape(entity: $0) },
+                                registry: Backends.registry, migrations: Todo.migrations)
             defer { sync.stop() }
             guard follow else {
                 for event in try sync.sync() { emit(event.description) }

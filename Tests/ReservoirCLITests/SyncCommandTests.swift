@@ -68,6 +68,12 @@ struct SyncCommandTests {
         #expect(offline.status != 0 && offline.errors.split(separator: "\n").count == 1, "\(offline.output) \(offline.errors)")
         let list = try await CLIProcess.run(["todo", "list", "--store", "sqlite:./phone.sqlite"], in: scratch.url)
         #expect(list.output.contains("Water the plants"), "the to-do stays on the phone: \(list.output)")
+        // Following while the server is away: it says so and keeps trying, until Ctrl-C.
+        let waiting = try CLIProcess(["sync", "--follow", "--local", "sqlite:./phone.sqlite", "--remote", awayURL], in: scratch.url)
+        try await waiting.waitForLines(2)
+        #expect(waiting.lines.prefix(2).allSatisfy { $0.hasPrefix("failed:") }, "\(waiting.output) \(waiting.errors)")
+        waiting.interrupt()
+        #expect(try await waiting.waitForExit(seconds: 30) == 0, "\(waiting.errors)")
 
         // Back online: one sync, and the laptop's watch shows it.
         let back = try await CLIProcess.run(["sync", "--once"] + phone, in: scratch.url)

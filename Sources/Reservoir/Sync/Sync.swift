@@ -41,7 +41,7 @@ public final class Sync: @unchecked Sendable {
     /// make its replica, write and observe while offline.
     public var remote: Store? { remoteStore.withLock { $0 } }
     private let remoteStore: Locked<Store?>
-    private let remoteConfiguration: (text: String, registry: BackendRegistry)?
+    private let remoteConfiguration: (text: String, registry: BackendRegistry, migrations: Migrations?)?
     /// The shapes mirrored; empty: every entity the remote holds.
     public let shapes: [SyncShape]
     /// Decides conflicts instead of the default rule (nil: ``SyncConflict/fieldwise``).
@@ -93,15 +93,17 @@ public final class Sync: @unchecked Sendable {
     }
 
     /// A replica of the store `remote` names, opened through `registry` when first needed (and
-    /// closed by ``stop()``). Throws `.invalidConfiguration` for a malformed string at once; a
-    /// store that cannot be reached fails the pushes and pulls until it can.
+    /// closed by ``stop()``), brought to `migrations`' newest version when given (as
+    /// ``Store/open(_:registry:migrations:progress:)`` does). Throws `.invalidConfiguration` for a
+    /// malformed string at once; a store that cannot be reached fails the pushes and pulls
+    /// until it can (following, they are tried again, see ``start()``).
     public init(local: Store, remote configuration: String, shapes: [SyncShape] = [], resolver: SyncResolver? = nil,
-                registry: BackendRegistry = .shared) throws {
+                registry: BackendRegistry = .shared, migrations: Migrations? = nil) throws {
         try Self.checkShapes(shapes)
         _ = try StoreConfiguration(configuration)
         self.local = local
         remoteStore = Locked(nil)
-        remoteConfiguration = (configuration, registry)
+        remoteConfiguration = (configuration, registry, migrations)
         self.shapes = shapes
         self.resolver = resolver
         ownsRemote = true
@@ -128,7 +130,8 @@ public final class Sync: @unchecked Sendable {
     func reachRemote() throws -> Store {
         if let store = remoteStore.withLock({ $0 }) { return store }
         guard let configuration = remoteConfiguration else { throw ReservoirError.closed(store: "the sync's remote store") }
-        let store = try Store.open(configuration.text, registry: configuration.registry)
+        let store = try configuration.migrations.map { try Store.open(configuration.text, registry: configuration.registry, migrations: $0) }
+            ?? Store.open(configuration.text, registry: configuration.registry)
         do {
             try Self.checkDistinct(local, store)
         } catch {
