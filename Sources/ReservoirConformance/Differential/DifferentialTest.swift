@@ -166,32 +166,16 @@ public struct DifferentialTest: Sendable {
     /// Removes chunks of steps, then operations inside steps, while the sequence still fails.
     /// Bounded by `maxRuns` runs of the backends.
     func shrink(_ failing: [DifferentialStep], runs: inout Int, maxRuns: Int = 600) -> [DifferentialStep] {
-        var current = failing
-        func stillFails(_ candidate: [DifferentialStep]) -> Bool {
-            guard runs < maxRuns else { return false }
-            runs += 1
-            guard let failure = firstFailure(candidate) else { return false }
-            current = Array(candidate.prefix(failure.stepIndex + 1))
-            return true
-        }
-        var chunk = max(1, current.count / 2)
-        while chunk >= 1 && runs < maxRuns {
-            var start = 0
-            var removed = false
-            while start < current.count && runs < maxRuns {
-                var candidate = current
-                candidate.removeSubrange(start..<min(current.count, start + chunk))
-                if !candidate.isEmpty, stillFails(candidate) { removed = true } else { start += chunk }
-            }
-            if !removed { chunk /= 2 }
-        }
+        var current = SequenceShrinker.removingChunks(failing, runs: &runs, maxRuns: maxRuns) { firstFailure($0)?.stepIndex }
         var index = 0
         while index < current.count && runs < maxRuns {
             var simplified = false
-            for simpler in current[index].simpler {
+            for simpler in current[index].simpler where runs < maxRuns {
                 var candidate = current
                 candidate[index] = simpler
-                if stillFails(candidate) {
+                runs += 1
+                if let failure = firstFailure(candidate) {
+                    current = Array(candidate.prefix(failure.stepIndex + 1))
                     simplified = true
                     break
                 }

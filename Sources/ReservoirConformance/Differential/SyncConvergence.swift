@@ -14,7 +14,8 @@ import Reservoir
 /// the server with the value it wrote (its change reached the server last), each record it
 /// deleted is gone there, or the sync reported the change as rejected (a delete wins over a
 /// concurrent update). At the end, after rounds until nothing moves, every replica holds exactly
-/// what the server holds.
+/// what the server holds. A failing run is shrunk to a few steps, reported as a test calling
+/// ``replay(_:)``.
 public struct SyncConvergenceTest {
     public let backends: [DifferentialBackend]
 
@@ -26,76 +27,97 @@ public struct SyncConvergenceTest {
     static let columns = ["a", "b", "c"]
 
     /// Runs `steps` random steps from `seed`; throws a ``SyncConvergenceFailure`` naming the
-    /// seed, the step and the steps before it.
+    /// seed, the step and the steps before it, with the failing steps shrunk to a short sequence
+    /// that still fails (as a test calling ``replay(_:)`` to paste).
     public func run(seed: UInt64, steps: Int) throws {
         var random = SeededGenerator(seed: seed)
+        let plan = (0..<steps).map { Self.draw(&random, replicas: backends.count, written: $0 + 1) }
+        guard var failure = execute(plan) else { return }
+        failure.seed = seed
+        failure.generatedCount = plan.count
+        var runs = 0
+        failure.shrunk = SequenceShrinker.removingChunks(Array(plan.prefix(failure.stepIndex + 1)), runs: &runs, maxRuns: 300) {
+            execute($0)?.stepIndex
+        }
+        failure.shrinkRuns = runs
+        throw failure
+    }
+
+    /// Runs `steps` (a shrunk failure's, say); throws the ``SyncConvergenceFailure`` they cause.
+    public func replay(_ steps: [SyncConvergenceStep]) throws {
+        if let failure = execute(steps) { throw failure }
+    }
+
+    /// One step drawn from `random`: the value it writes is the `written`th, new to the run,
+    /// so a write always changes its column and the check after a push cannot mistake an older
+    /// write's value for it.
+    static func draw(_ random: inout SeededGenerator, replicas: Int, written: Int) -> SyncConvergenceStep {
+        let replica = Int.random(in: 0..<replicas, using: &random)
+        let id = Int64.random(in: 1...8, using: &random)
+        let column = columns[Int.random(in: 0..<columns.count, using: &random)]
+        let value: Value = Bool.random(using: &random) ? .integer(Int64(written)) : .text("t\(written)")
+        let action: SyncConvergenceStep.Action = switch Int.random(in: 0..<100, using: &random) {
+        case 0..<30: .set(column, value)
+        case 30..<36: .delete
+        case 36..<50: .serverSet(column, value)
+        case 50..<53: .serverDelete
+        case 53..<68: .push
+        case 68..<80: .pull
+        case 80..<92: .round
+        case 92..<95: .pushLostBeforeCommit
+        case 95..<98: .pushAnswerLost
+        default: .restart
+        }
+        return SyncConvergenceStep(replica: replica, id: id, action: action)
+    }
+
+    /// Runs `plan` on fresh replicas and a fresh server, then settles; the failure, if any,
+    /// with the index of the step it came at (the last, when settling failed).
+    func execute(_ plan: [SyncConvergenceStep]) -> SyncConvergenceFailure? {
         let server = MemoryBackend()
-        let other = try Store(backend: SharedServer(server), pollInterval: .seconds(3600), usesCommitSignal: false)
         var replicas: [SyncConvergenceReplica] = []
         var log: [String] = []
-        var written = 0
         defer {
             for replica in replicas { replica.finish() }
-            other.close()
             server.close()
         }
-        func fail(_ message: String) -> SyncConvergenceFailure {
-            SyncConvergenceFailure(seed: seed, step: log.count, message: message, log: log)
+        func failure(_ index: Int, _ message: String) -> SyncConvergenceFailure {
+            SyncConvergenceFailure(stepIndex: index, message: message, log: log)
         }
+        let other: Store
         do {
+            other = try Store(backend: SharedServer(server), pollInterval: .seconds(3600), usesCommitSignal: false)
             for backend in backends { replicas.append(try SyncConvergenceReplica(backend, server: server)) }
         } catch {
-            throw fail("opening a replica failed: \(error)")
+            return failure(0, "opening a replica failed: \(error)")
         }
-        for _ in 0..<steps {
-            let replica = replicas[Int.random(in: 0..<replicas.count, using: &random)]
-            let id = Value.integer(Int64.random(in: 1...8, using: &random))
-            let column = Self.columns[Int.random(in: 0..<Self.columns.count, using: &random)]
-            // Every value written is new, so a write always changes its column, and the check
-            // after a push cannot mistake an older write's value for it.
-            written += 1
-            let value: Value = Bool.random(using: &random) ? .integer(Int64(written)) : .text("t\(written)")
-            let roll = Int.random(in: 0..<100, using: &random)
+        defer { other.close() }
+        for (index, step) in plan.enumerated() {
+            guard replicas.indices.contains(step.replica) else { return failure(index, "step \(step) names replica \(step.replica) of \(replicas.count)") }
+            let replica = replicas[step.replica]
+            let id = Value.integer(step.id)
+            log.append(step.line(replica.name))
             do {
-                switch roll {
-                case 0..<30:
-                    log.append("\(replica.name): set \(id).\(column) = \(value)")
-                    try replica.set(id, column, value)
-                case 30..<36:
-                    log.append("\(replica.name): delete \(id)")
-                    try replica.delete(id)
-                case 36..<50:
-                    log.append("server: set \(id).\(column) = \(value)")
-                    try Self.set(id, column, value, on: other)
-                case 50..<53:
-                    log.append("server: delete \(id)")
-                    _ = try other.write { try $0.deleteRow(id: id, in: Self.entity) }
-                case 53..<68:
-                    log.append("\(replica.name): push")
-                    try replica.push(checkingOn: other)
-                case 68..<80:
-                    log.append("\(replica.name): pull")
-                    try replica.pull(checkingOn: other)
-                case 80..<92:
-                    log.append("\(replica.name): round")
-                    try replica.round(checkingOn: other)
-                case 92..<95:
-                    log.append("\(replica.name): push, its write lost before COMMIT")
-                    try replica.failingPush(.beforeCommit, checkingOn: other)
-                case 95..<98:
-                    log.append("\(replica.name): push, its COMMIT's answer lost")
-                    try replica.failingPush(.afterCommit, checkingOn: other)
-                default:
-                    log.append("\(replica.name): restart")
-                    try replica.restart()
+                switch step.action {
+                case let .set(column, value): try replica.set(id, column, value)
+                case .delete: try replica.delete(id)
+                case let .serverSet(column, value): try Self.set(id, column, value, on: other)
+                case .serverDelete: _ = try other.write { try $0.deleteRow(id: id, in: Self.entity) }
+                case .push: try replica.push(checkingOn: other)
+                case .pull: try replica.pull(checkingOn: other)
+                case .round: try replica.round(checkingOn: other)
+                case .pushLostBeforeCommit: try replica.failingPush(.beforeCommit, checkingOn: other)
+                case .pushAnswerLost: try replica.failingPush(.afterCommit, checkingOn: other)
+                case .restart: try replica.restart()
                 }
             } catch let message as SyncConvergenceMismatch {
-                throw fail(message.text)
+                return failure(index, message.text)
             } catch {
-                throw fail("the step threw: \(error)")
+                return failure(index, "the step threw: \(error)")
             }
         }
         // Quiet: rounds until every replica has nothing to send, then all hold the server's rows.
+        let last = max(0, plan.count - 1)
         do {
             for _ in 0..<2 {
                 for replica in replicas {
@@ -114,10 +136,11 @@ public struct SyncConvergenceTest {
                 }
             }
         } catch let message as SyncConvergenceMismatch {
-            throw fail(message.text)
+            return failure(last, message.text)
         } catch {
-            throw fail("settling threw: \(error)")
+            return failure(last, "settling threw: \(error)")
         }
+        return nil
     }
 
     /// The record `id`, raw, in `snapshot`.
@@ -146,14 +169,109 @@ public struct SyncConvergenceTest {
 
 /// Why a run failed: the seed, the step, and the steps up to it.
 public struct SyncConvergenceFailure: Error, CustomStringConvertible {
-    public let seed: UInt64
-    public let step: Int
+    /// The index of the failing step in the steps run (the last, when settling failed).
+    public let stepIndex: Int
     public let message: String
+    /// The steps run, as lines, and the settling rounds after them.
     public let log: [String]
+    public internal(set) var seed: UInt64?
+    public internal(set) var generatedCount = 0
+    public internal(set) var shrunk: [SyncConvergenceStep] = []
+    public internal(set) var shrinkRuns = 0
+
+    init(stepIndex: Int, message: String, log: [String]) {
+        self.stepIndex = stepIndex
+        self.message = message
+        self.log = log
+    }
 
     public var description: String {
-        "sync convergence, seed 0x\(String(seed, radix: 16)) (RESERVOIR_FUZZ_SEED), step \(step): \(message)\nsteps:\n"
-            + log.suffix(60).joined(separator: "\n")
+        var text = "sync convergence"
+        if let seed { text += ", seed 0x\(String(seed, radix: 16)) (RESERVOIR_FUZZ_SEED)" }
+        text += ", step \(stepIndex + 1)"
+        if generatedCount > 0 { text += " of \(generatedCount)" }
+        text += ": \(message)\nsteps:\n" + log.suffix(60).joined(separator: "\n")
+        if !shrunk.isEmpty {
+            text += "\nShrunk to \(shrunk.count) step\(shrunk.count == 1 ? "" : "s") in \(shrinkRuns) runs; as a test (with `backends` the ones this run used):\n\n"
+            text += "@Test func syncConvergenceRegression() throws {\n    try SyncConvergenceTest(backends: backends).replay([\n"
+            text += shrunk.map { "        \($0)," }.joined(separator: "\n")
+            text += "\n    ])\n}\n"
+        }
+        return text
+    }
+}
+
+/// One step of a ``SyncConvergenceTest`` run, replayable (``SyncConvergenceTest/replay(_:)``).
+public struct SyncConvergenceStep: Sendable, CustomStringConvertible {
+    public enum Action: Sendable {
+        /// The replica writes one column of the record.
+        case set(String, Value)
+        /// The replica deletes the record.
+        case delete
+        /// The other client writes one column of the record on the server.
+        case serverSet(String, Value)
+        /// The other client deletes the record on the server.
+        case serverDelete
+        case push, pull, round
+        /// The replica pushes, and its server write is lost before its `COMMIT`.
+        case pushLostBeforeCommit
+        /// The replica pushes, and the answer to its server write's `COMMIT` is lost.
+        case pushAnswerLost
+        /// The replica's `Sync` is made again (an app restarting).
+        case restart
+    }
+
+    /// The replica (its index in the test's backends) taking the step.
+    public var replica: Int
+    /// The record a write or delete touches.
+    public var id: Int64
+    public var action: Action
+
+    public init(replica: Int, id: Int64, action: Action) {
+        self.replica = replica
+        self.id = id
+        self.action = action
+    }
+
+    /// The step as Swift source, for a shrunk failure's test.
+    public var description: String {
+        let action: String = switch self.action {
+        case let .set(column, value): ".set(\"\(column)\", \(Self.source(value)))"
+        case .delete: ".delete"
+        case let .serverSet(column, value): ".serverSet(\"\(column)\", \(Self.source(value)))"
+        case .serverDelete: ".serverDelete"
+        case .push: ".push"
+        case .pull: ".pull"
+        case .round: ".round"
+        case .pushLostBeforeCommit: ".pushLostBeforeCommit"
+        case .pushAnswerLost: ".pushAnswerLost"
+        case .restart: ".restart"
+        }
+        return "SyncConvergenceStep(replica: \(replica), id: \(id), action: \(action))"
+    }
+
+    private static func source(_ value: Value) -> String {
+        switch value {
+        case let .integer(number): ".integer(\(number))"
+        case let .text(text): ".text(\"\(text)\")"
+        default: "\(value)"
+        }
+    }
+
+    /// The step as a log line, with the replica's name.
+    func line(_ name: String) -> String {
+        switch action {
+        case let .set(column, value): "\(name): set \(id).\(column) = \(value)"
+        case .delete: "\(name): delete \(id)"
+        case let .serverSet(column, value): "server: set \(id).\(column) = \(value)"
+        case .serverDelete: "server: delete \(id)"
+        case .push: "\(name): push"
+        case .pull: "\(name): pull"
+        case .round: "\(name): round"
+        case .pushLostBeforeCommit: "\(name): push, its write lost before COMMIT"
+        case .pushAnswerLost: "\(name): push, its COMMIT's answer lost"
+        case .restart: "\(name): restart"
+        }
     }
 }
 
