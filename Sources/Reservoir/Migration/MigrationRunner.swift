@@ -1,10 +1,13 @@
 /// Runs one version's steps in a write transaction, through the SPI every backend has: each
-/// step reads the entity's rows, rewrites them, and puts them back under the entity's new
-/// description (which makes backends add columns and build or drop indexes), so the whole
-/// version commits or rolls back with the transaction. Afterwards it asks the backend to drop
-/// what no row holds any more (``WriteTransaction/dropColumns(_:from:)``,
-/// ``WriteTransaction/dropEntity(_:)``), which plain-SQL tables otherwise keep, and an index
-/// dropped (``WriteTransaction/dropIndex(on:in:)``), which PostgreSQL otherwise keeps.
+/// step reads the entity's rows a page at a time in id order (``pageSize``), rewrites them, and
+/// puts back those it changed under the entity's new description (the first put carries it,
+/// which makes backends add columns and build or drop indexes), so the whole version commits or
+/// rolls back with the transaction and the step holds one page of rows, not the entity. A field
+/// rename asks the backend to rename in place first (``WriteTransaction/renameColumns(_:in:to:)``)
+/// and rewrites the rows only when it cannot. Afterwards it asks the backend to drop what no row
+/// holds any more (``WriteTransaction/dropColumns(_:from:)``, ``WriteTransaction/dropEntity(_:)``),
+/// which plain-SQL tables otherwise keep, and an index dropped
+/// (``WriteTransaction/dropIndex(on:in:)``), which PostgreSQL otherwise keeps.
 struct MigrationRunner {
     let writer: any WriteTransaction
     let version: SchemaVersion
@@ -12,6 +15,14 @@ struct MigrationRunner {
 
     /// Records between two progress reports within a step.
     static let progressInterval = 1000
+
+    /// Records a step reads at a time from a persistent backend: `id > last` in id order,
+    /// limited, so a step's memory does not grow with its entity.
+    static let pageSize = 1000
+    /// Records a step reads at a time; nil reads the entity in one page, which suits a backend
+    /// that holds its rows in memory anyway (its rows share their storage with the fetched ones,
+    /// and a page it cannot narrow by id would cost a scan of the entity).
+    var pageSize: Int? = Self.pageSize
 
     /// Runs every step; returns how many records each touched.
     func run() throws -> [Int] {
@@ -31,19 +42,30 @@ struct MigrationRunner {
     private func run(step index: Int) throws -> Int {
         let step = version.steps[index]
         guard let stored = try stored(step.entity) else { return 0 }
-        var rows: [Row] = []
-        try writer.fetch(Query(entity: stored)) { rows.append($0) }
+        let total = try writer.count(Query(entity: stored))
         switch step.action {
         case let .splitEntity(fields, into):
-            return try split(stored, rows: rows, fields: fields, into: into, step: index)
+            return try split(stored, total: total, fields: fields, into: into, step: index)
         case let .mergeEntity(into):
-            return try merge(stored, rows: rows, into: into, step: index)
+            return try merge(stored, total: total, into: into, step: index)
         default:
             break
         }
-        let target = try describe(stored, after: step, index: index, rows: rows)
+        let target = try describe(stored, after: step, index: index)
+        if case let .renameField(field, newName) = step.action {
+            let renames = zip(Self.columns(of: field, in: stored), Self.columns(of: newName, in: target)).map { (old: $0, new: $1) }
+            if try writer.renameColumns(renames, in: stored, to: target) {
+                report(index, entity: stored.name, done: 0, of: total)
+                report(index, entity: stored.name, done: total, of: total)
+                return total
+            }
+        }
         let idColumn = stored.idColumn
-        try each(rows, step: index, entity: stored.name) { row in
+        // A description change (columns, indexes) reaches the backend with the first put: its
+        // own "description changed" path builds or drops indexes over every row, so a row the
+        // step left as it was is not written again.
+        var described = target == stored
+        try each(stored, total: total, step: index) { row in
             let id = row.value(idColumn)
             var changed = row
             do {
@@ -58,8 +80,9 @@ struct MigrationRunner {
             if target.name != stored.name {
                 try writer.put(target, id: id, row: changed)
                 try writer.delete(stored, id: id)
-            } else if target != stored || changed != row {
+            } else if !described || changed != row {
                 try writer.put(target, id: id, row: changed)
+                described = true
             }
         }
         switch step.action {
@@ -72,7 +95,7 @@ struct MigrationRunner {
         default:
             break
         }
-        return rows.count
+        return total
     }
 
     private func report(_ index: Int, entity: String, done: Int, of total: Int) {
@@ -80,26 +103,70 @@ struct MigrationRunner {
                                     entity: entity, recordsDone: done, recordsTotal: total))
     }
 
-    /// Runs `body` on each row, reporting progress at the start, every ``progressInterval``
-    /// rows and at the end.
-    func each(_ rows: [Row], step index: Int, entity: String, _ body: (Row) throws -> Void) throws {
-        report(index, entity: entity, done: 0, of: rows.count)
-        for (position, row) in rows.enumerated() {
-            if position > 0, position % Self.progressInterval == 0 {
-                report(index, entity: entity, done: position, of: rows.count)
+    /// Runs `body` on each row of `entity`, a page at a time in id order (``pageSize``), reporting
+    /// progress at the start, every ``progressInterval`` rows and at the end. `body` may write
+    /// the row under the same id, or delete it: the next page starts after the last id read.
+    func each(_ entity: EntityDescription, total: Int, step index: Int, _ body: (Row) throws -> Void) throws {
+        report(index, entity: entity.name, done: 0, of: total)
+        var done = 0
+        try pages(of: entity) { page in
+            for row in page {
+                if done > 0, done % Self.progressInterval == 0 {
+                    report(index, entity: entity.name, done: done, of: total)
+                }
+                try body(row)
+                done += 1
             }
-            try body(row)
+            return true
         }
-        report(index, entity: entity, done: rows.count, of: rows.count)
+        report(index, entity: entity.name, done: done, of: total)
+    }
+
+    /// Reads `entity`'s rows a page at a time in id order until `body` returns false.
+    func pages(of entity: EntityDescription, _ body: ([Row]) throws -> Bool) throws {
+        var last: Value?
+        var page: [Row] = []
+        page.reserveCapacity(pageSize ?? 0)
+        repeat {
+            page.removeAll(keepingCapacity: true)
+            let query = try Query(entity: entity, predicate: last.map { .compare(column: entity.idColumn, .greater, $0) },
+                                  sort: [SortTerm(column: entity.idColumn)], limit: pageSize)
+            try writer.fetch(query) { page.append($0) }
+            guard let final = page.last, try body(page) else { return }
+            last = final.value(entity.idColumn)
+        } while pageSize.map { page.count == $0 } ?? false
+    }
+
+    /// Whether any row of `entity` satisfies `test`, reading a page at a time.
+    func anyRow(of entity: EntityDescription, _ test: (Row) -> Bool) throws -> Bool {
+        var found = false
+        try pages(of: entity) { page in
+            found = page.contains(where: test)
+            return !found
+        }
+        return found
+    }
+
+    /// The columns the rows of `entity` hold beyond its description's fields, in the order met.
+    func undeclaredColumns(of entity: EntityDescription) throws -> [String] {
+        var seen = Set(entity.fields)
+        var columns: [String] = []
+        try pages(of: entity) { page in
+            for row in page {
+                for column in row.columns where seen.insert(column).inserted { columns.append(column) }
+            }
+            return true
+        }
+        return columns
     }
 
     /// Throws unless `field` is a field of `stored` (declared, or held by a row) other than its id.
-    func requireField(_ field: String, of stored: EntityDescription, rows: [Row], step index: Int) throws {
+    func requireField(_ field: String, of stored: EntityDescription, step index: Int) throws {
         guard field != stored.idColumn else {
             throw failure(index, "\"\(field)\" is the id column of entity \"\(stored.name)\", which a migration cannot rename, drop, convert or move")
         }
-        guard stored.fields.contains(field) || rows.contains(where: { $0.index(of: field) != nil }) else {
-            let known = Set(stored.fields + rows.flatMap(\.columns)).sorted().joined(separator: ", ")
+        guard try stored.fields.contains(field) || anyRow(of: stored, { $0.index(of: field) != nil }) else {
+            let known = Set(stored.fields + (try undeclaredColumns(of: stored))).sorted().joined(separator: ", ")
             throw failure(index, "entity \"\(stored.name)\" has no field \"\(field)\"; its fields are \(known)")
         }
     }
@@ -111,10 +178,10 @@ struct MigrationRunner {
     }
 
     /// The entity's description once `step` ran, after checking that the step fits it.
-    private func describe(_ stored: EntityDescription, after step: MigrationStep, index: Int, rows: [Row]) throws -> EntityDescription {
+    private func describe(_ stored: EntityDescription, after step: MigrationStep, index: Int) throws -> EntityDescription {
         var entity = stored
         func requireField(_ field: String) throws {
-            try self.requireField(field, of: stored, rows: rows, step: index)
+            try self.requireField(field, of: stored, step: index)
         }
         switch step.action {
         case let .addField(field, indexed, _):
@@ -122,7 +189,7 @@ struct MigrationRunner {
             if indexed, !entity.indexes.contains(field) { entity.indexes.append(field) }
         case let .renameField(field, newName):
             try requireField(field)
-            guard !stored.fields.contains(newName), !rows.contains(where: { !$0.value(newName).isNull }) else {
+            guard try !stored.fields.contains(newName) && !anyRow(of: stored, { !$0.value(newName).isNull }) else {
                 throw failure(index, "entity \"\(stored.name)\" already has a field \"\(newName)\"; drop it first or pick another name")
             }
             let renames = Dictionary(uniqueKeysWithValues: zip(Self.columns(of: field, in: stored), Self.columns(of: newName, in: stored.renaming(field, to: newName))))
@@ -136,7 +203,7 @@ struct MigrationRunner {
         case let .changeType(field, _):
             try requireField(field)
         case let .addIndex(field):
-            guard field == stored.idColumn || stored.fields.contains(field) || rows.contains(where: { $0.index(of: field) != nil }) else {
+            guard try field == stored.idColumn || stored.fields.contains(field) || anyRow(of: stored, { $0.index(of: field) != nil }) else {
                 throw failure(index, "entity \"\(stored.name)\" has no field \"\(field)\" to index; its fields are \(stored.fields.joined(separator: ", "))")
             }
             if !entity.indexes.contains(field) { entity.indexes.append(field) }

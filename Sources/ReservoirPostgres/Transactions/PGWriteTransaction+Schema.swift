@@ -102,8 +102,10 @@ extension PGWriteTransaction {
             try connection.execute("ALTER TABLE \(name) ALTER COLUMN \(quoted) TYPE bytea USING NULL")
             update = "UPDATE \(name) SET \(quoted) = $2::bytea WHERE \(idColumn) = $1::\(oldIDKind.castType)"
         }
+        // Queued: they go out in pipelines, not a round trip each (a migration's type change
+        // sends every row of its entity through here).
         for pair in pairs {
-            try connection.run(update, [pair.id, .bytes(pair.encoded)])
+            try connection.enqueue(update, [pair.id, .bytes(pair.encoded)])
         }
         if isID {
             try connection.execute("""
@@ -161,6 +163,41 @@ extension PGWriteTransaction {
             """, [.text(entity.name)])
         catalog.tables[entity.name] = table
         try connection.dropPrepared()
+    }
+
+    /// `ALTER TABLE … RENAME COLUMN` for each column (its index renamed with it, its row in
+    /// `_reservoir_columns` too) and the description updated: values stay where they are;
+    /// transactional DDL, so it rolls back with the migration. False, changing nothing, when a
+    /// column is not in the table or a new name is taken.
+    func renameColumns(_ renames: [(old: String, new: String)], in entity: EntityDescription,
+                       to renamed: EntityDescription) throws -> Bool {
+        try begin()
+        guard var table = catalog.tables[entity.name], table.entity == entity,
+              renamed.name == entity.name, renamed.idColumn == entity.idColumn else { return false }
+        for (old, new) in renames {
+            guard old != table.entity.idColumn, table.kinds[old] != nil, table.kinds[new] == nil else { return false }
+        }
+        try schemaChanged()
+        let name = layout.table(entity.name)
+        for (old, new) in renames {
+            try connection.execute("ALTER TABLE \(name) RENAME COLUMN \(Layout.quote(old)) TO \(Layout.quote(new))")
+            try connection.execute("ALTER INDEX IF EXISTS \(layout.quotedSchema).\(Self.indexName(entity.name, old)) RENAME TO \(Self.indexName(entity.name, new))")
+            try connection.run("UPDATE \(layout.columns) SET name = $3::text WHERE entity = $1::text AND name = $2::text",
+                               [.text(entity.name), .text(old), .text(new)])
+            table.columns = table.columns.map { $0 == old ? new : $0 }
+            table.kinds[new] = table.kinds[old]
+            table.kinds[old] = nil
+        }
+        try connection.run(
+            "UPDATE \(layout.entities) SET fields = string_to_array($2::text, ','), indexes = string_to_array($3::text, ',') WHERE name = $1::text",
+            [.text(entity.name), .text(renamed.fields.joined(separator: ",")), .text(renamed.indexes.joined(separator: ","))])
+        for index in renamed.indexes where !entity.indexes.contains(index) && !renames.contains(where: { $0.new == index }) && table.kinds[index] != nil {
+            try createIndex(entity.name, index)
+        }
+        table.entity = renamed
+        catalog.tables[entity.name] = table
+        try connection.dropPrepared()
+        return true
     }
 
     /// `DROP INDEX`: a write whose description leaves an index out keeps it (another app
