@@ -22,11 +22,23 @@ enum ReservoirSide {
     static func side(engine: String, label: String) -> Side {
         Side(name: "reservoir-\(engine)", engine: engine, label: label,
              seed: { place, records in try seed(place.configuration(engine), records: records) },
-             migrate: { place in
-                 let store = try Store.open(place.configuration(engine), registry: registry, migrations: migrations)
-                 store.close()
-             },
+             migrate: { place in try migrate(place.configuration(engine)) },
              verify: { place, records in try verify(place.configuration(engine), records: records) })
+    }
+
+    /// `Store.open(url, migrations:)`; BENCH_PROGRESS=1 prints every 10,000th progress report
+    /// with its time, to see where a migration spends it.
+    static func migrate(_ configuration: String) throws {
+        let start = wallTime()
+        var progress: (@Sendable (MigrationProgress) -> Void)?
+        if ProcessInfo.processInfo.environment["BENCH_PROGRESS"] != nil {
+            progress = { report in
+                guard report.recordsDone % 10_000 == 0 || report.recordsDone == report.recordsTotal else { return }
+                FileHandle.standardError.write(Data("\(String(format: "%.2f", wallTime() - start)) s: \(report)\n".utf8))
+            }
+        }
+        let store = try Store.open(configuration, registry: registry, migrations: migrations, progress: progress)
+        store.close()
     }
 
     /// The records at version 1, written 50,000 a transaction.

@@ -58,7 +58,8 @@ public protocol WriteTransaction: ReadTransaction {
     /// `entity` as stored and `renamed`, the description afterwards. Returns true when it did:
     /// then every row holds its values under the new names, an index on an old name is on the
     /// new one, and ``ReadTransaction/entities()`` lists `renamed`. Returns false, changing
-    /// nothing, when it cannot (a storage without named columns, a new name taken): the
+    /// nothing, when it cannot (a storage without named columns, a new name its storage has
+    /// already, even with no value in any row): the
     /// migration then rewrites every row instead, which is the default. A backend with
     /// transactional DDL (SQLite's and PostgreSQL's `ALTER TABLE … RENAME COLUMN`) saves that
     /// rewrite of every row.

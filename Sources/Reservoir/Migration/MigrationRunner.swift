@@ -54,22 +54,55 @@ struct MigrationRunner {
         let target = try describe(stored, after: step, index: index)
         if case let .renameField(field, newName) = step.action {
             let renames = zip(Self.columns(of: field, in: stored), Self.columns(of: newName, in: target)).map { (old: $0, new: $1) }
+            // In place, the backend refuses a new name its storage has, so no row can hold it.
             if try writer.renameColumns(renames, in: stored, to: target) {
                 report(index, entity: stored.name, done: 0, of: total)
                 report(index, entity: stored.name, done: total, of: total)
                 return total
             }
+            if try anyRow(of: stored, { !$0.value(newName).isNull }) {
+                throw failure(index, "entity \"\(stored.name)\" already has a field \"\(newName)\"; drop it first or pick another name")
+            }
         }
+        switch step.action {
+        case .addIndex, .dropIndex:
+            // Only the description changes: one put carries it, and the backend builds or drops
+            // the index over every row.
+            report(index, entity: stored.name, done: 0, of: total)
+            if target != stored, let first = try firstRow(of: stored) {
+                try writer.put(target, id: first.value(stored.idColumn), row: first)
+            }
+            report(index, entity: stored.name, done: total, of: total)
+        default:
+            try rewrite(stored, as: target, total: total, step: index)
+        }
+        switch step.action {
+        case let .renameField(field, _), let .dropField(field):
+            try writer.dropColumns(Self.columns(of: field, in: stored), from: target)
+        case .renameEntity:
+            try writer.dropEntity(stored)
+        case let .dropIndex(field):
+            try writer.dropIndex(on: field, in: target)
+        default:
+            break
+        }
+        return total
+    }
+
+    /// Applies the step to every row of `stored` and puts each one it changed under `target`
+    /// (a renamed entity's rows all, deleting them from the old name). A description change
+    /// (columns, indexes) reaches the backend with the first put: its own "description changed"
+    /// path builds or drops indexes over every row, so a row the step left as it was is not
+    /// written again.
+    private func rewrite(_ stored: EntityDescription, as target: EntityDescription, total: Int, step index: Int) throws {
+        let action = version.steps[index].action
         let idColumn = stored.idColumn
-        // A description change (columns, indexes) reaches the backend with the first put: its
-        // own "description changed" path builds or drops indexes over every row, so a row the
-        // step left as it was is not written again.
         var described = target == stored
         try each(stored, total: total, step: index) { row in
             let id = row.value(idColumn)
             var changed = row
             do {
-                try apply(step.action, to: &changed, entity: stored)
+                try apply(action, to: &changed, entity: stored)
             } catch {
                 let reason = (error as? ReservoirError)?.message ?? "\(error)"
                 throw failure(index, "entity \"\(stored.name)\", record \(id): \(reason)")
@@ -85,17 +118,13 @@ struct MigrationRunner {
                 described = true
             }
         }
-        switch step.action {
-        case let .renameField(field, _), let .dropField(field):
-            try writer.dropColumns(Self.columns(of: field, in: stored), from: target)
-        case .renameEntity:
-            try writer.dropEntity(stored)
-        case let .dropIndex(field):
-            try writer.dropIndex(on: field, in: target)
-        default:
-            break
-        }
-        return total
+    }
+
+    /// The row of `entity` with the lowest id.
+    func firstRow(of entity: EntityDescription) throws -> Row? {
+        var first: Row?
+        try writer.fetch(Query(entity: entity, sort: [SortTerm(column: entity.idColumn)], limit: 1)) { first = $0 }
+        return first
     }
 
     private func report(_ index: Int, entity: String, done: Int, of total: Int) {
@@ -189,7 +218,8 @@ struct MigrationRunner {
             if indexed, !entity.indexes.contains(field) { entity.indexes.append(field) }
         case let .renameField(field, newName):
             try requireField(field)
-            guard try !stored.fields.contains(newName) && !anyRow(of: stored, { !$0.value(newName).isNull }) else {
+            // A row holding the name undeclared is found before any row is rewritten (run(step:)).
+            guard !stored.fields.contains(newName) else {
                 throw failure(index, "entity \"\(stored.name)\" already has a field \"\(newName)\"; drop it first or pick another name")
             }
             let renames = Dictionary(uniqueKeysWithValues: zip(Self.columns(of: field, in: stored), Self.columns(of: newName, in: stored.renaming(field, to: newName))))

@@ -39,6 +39,9 @@ struct PGCompiler {
                     // Without the kind byte: 1 and 1.0 are equal, and the id breaks the tie.
                     key = "substr(\(key), 1, octet_length(\(key)) - 1)"
                 }
+                // The id is the primary key, never null: its plain order is the key's, so the
+                // index serves `ORDER BY id … LIMIT` (a migration's pages) without a sort.
+                if term.column == table.entity.idColumn && kind != .mixed { return key + (term.ascending ? " ASC" : " DESC") }
                 return key + (term.ascending ? " ASC NULLS FIRST" : " DESC NULLS LAST")
             }
             if !order.isEmpty { sql += " ORDER BY " + order.joined(separator: ", ") }
