@@ -13,6 +13,9 @@ struct MigrationRunner {
     let version: SchemaVersion
     var progress: (@Sendable (MigrationProgress) -> Void)?
 
+    /// The renamed column list of the rows a rename rewrites, made once per row shape.
+    let renamedColumns = RenamedColumns()
+
     /// Records between two progress reports within a step.
     static let progressInterval = 1000
 
@@ -264,12 +267,10 @@ struct MigrationRunner {
         case let .addField(field, _, value):
             if row.value(field).isNull { row[field] = try value(row) }
         case let .renameField(field, newName):
-            let renamed = entity.renaming(field, to: newName)
-            for (old, new) in zip(Self.columns(of: field, in: entity), Self.columns(of: newName, in: renamed)) {
-                let value = row[old]
-                row[old] = nil
-                if let value { row[new] = value }
+            let columns = renamedColumns.renaming(row.columns) {
+                Dictionary(uniqueKeysWithValues: zip(Self.columns(of: field, in: entity), Self.columns(of: newName, in: entity.renaming(field, to: newName))))
             }
+            row = Row(columns: columns, values: row.values)
         case let .dropField(field):
             for column in Self.columns(of: field, in: entity) { row[column] = nil }
         case let .changeType(field, convert):
@@ -288,6 +289,23 @@ struct MigrationRunner {
                 row[TextFolding.shadowColumn(for: field, options: options)] = TextFolding.shadowValue(value, options: options)
             }
         }
+    }
+}
+
+/// A rename's new column list for the last row shape it met: rows of one shape (one record
+/// type) then share one array, which a backend can recognise without comparing names (LMDB's
+/// row layouts), and the renames are worked out once per shape, not per row.
+final class RenamedColumns {
+    private var from: [String] = []
+    private var to: [String] = []
+
+    /// `columns` with each name `renames` maps renamed, in place.
+    func renaming(_ columns: [String], _ renames: () -> [String: String]) -> [String] {
+        if columns == from { return to }
+        let map = renames()
+        from = columns
+        to = columns.map { map[$0] ?? $0 }
+        return to
     }
 }
 
