@@ -267,7 +267,7 @@ struct MigrationRunner {
         case let .addField(field, _, value):
             if row.value(field).isNull { row[field] = try value(row) }
         case let .renameField(field, newName):
-            let columns = renamedColumns.renaming(row.columns) {
+            let columns = renamedColumns.renaming(row.columns, field: field, to: newName, in: entity) {
                 Dictionary(uniqueKeysWithValues: zip(Self.columns(of: field, in: entity), Self.columns(of: newName, in: entity.renaming(field, to: newName))))
             }
             row = Row(columns: columns, values: row.values)
@@ -296,16 +296,25 @@ struct MigrationRunner {
 /// type) then share one array, which a backend can recognise without comparing names (LMDB's
 /// row layouts), and the renames are worked out once per shape, not per row.
 final class RenamedColumns {
-    private var from: [String] = []
-    private var to: [String] = []
+    private struct Key: Equatable {
+        var columns: [String]
+        var field: String
+        var newName: String
+        var entity: EntityDescription
+    }
 
-    /// `columns` with each name `renames` maps renamed, in place.
-    func renaming(_ columns: [String], _ renames: () -> [String: String]) -> [String] {
-        if columns == from { return to }
+    private var last: (key: Key, renamed: [String])?
+
+    /// `columns` with each name `renames` maps renamed, in place, for the rename of `field` to
+    /// `newName` in `entity` (which decides the shadow columns that go with it).
+    func renaming(_ columns: [String], field: String, to newName: String, in entity: EntityDescription,
+                  _ renames: () -> [String: String]) -> [String] {
+        let key = Key(columns: columns, field: field, newName: newName, entity: entity)
+        if let last, last.key == key { return last.renamed }
         let map = renames()
-        from = columns
-        to = columns.map { map[$0] ?? $0 }
-        return to
+        let renamed = columns.map { map[$0] ?? $0 }
+        last = (key, renamed)
+        return renamed
     }
 }
 
