@@ -7,6 +7,7 @@
 //     cd Benchmarks && swift run -c release lmdb-open-cost           LMDB open (page check) cost by store size
 //     cd Benchmarks && ../scripts/with-postgres swift run -c release history-catchup   history catch-up vs raw C, log bytes
 //     cd Benchmarks && ../scripts/with-postgres swift run -c release sync-latency      sync: commit to replicas' live fetches, catch-up
+//     cd Benchmarks && ../scripts/with-postgres swift run -c release migration-bench [records]   migrating 1,000,000 records vs hand-written SQL/C, GRDB
 // Each keeps its profiling modes (BENCH_PROFILE=..., `observation-benchmark profile ...`).
 import PackageDescription
 
@@ -82,6 +83,19 @@ let package = Package(
                 .product(name: "ReservoirSQLite", package: "Reservoir"),
                 .product(name: "ReservoirPostgres", package: "Reservoir"),
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
+            ]
+        ),
+        // Migrating records (issue #33): Reservoir on each engine beside the same migration by hand
+        // (raw SQLite C, raw LMDB C, raw libpq) and GRDB's DatabaseMigrator; time and peak memory.
+        .executableTarget(
+            name: "migration-bench",
+            dependencies: [
+                "CSQLiteRaw",
+                .product(name: "Reservoir", package: "Reservoir"),
+                .product(name: "ReservoirSQLite", package: "Reservoir"),
+                .product(name: "ReservoirLMDB", package: "Reservoir"),
+                .product(name: "ReservoirPostgres", package: "Reservoir"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         // Every workload on every side, same data, one run, one Markdown table: `Benchmarks/run`.

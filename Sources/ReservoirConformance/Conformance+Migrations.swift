@@ -97,6 +97,31 @@ extension ConformanceSuite {
             try expectEqual(try store.read { try $0.rows(query) }.map { $0.value("id") }, [.integer(2), .integer(3)], "query on the new name")
         },
 
+        ConformanceCase("migrations", "rename field again and again: the index follows each name, can be dropped and added under it") { context in
+            let store = try startingStore(context)
+            let version1 = SchemaVersion(1, .addIndex(on: "title", in: "conformance_notes"))
+            let version2 = SchemaVersion(2, .renameField("title", to: "name", in: "conformance_notes"))
+            let version3 = SchemaVersion(3, .dropIndex(on: "name", in: "conformance_notes"))
+            let version4 = SchemaVersion(4, .addIndex(on: "name", in: "conformance_notes"), .renameField("name", to: "heading", in: "conformance_notes"))
+            try store.migrate(Migrations { version1; version2; version3 })
+            try expectEqual(try description(store)?.indexes, [], "indexes once the renamed field's index was dropped")
+            let byName = try Query(entity: try description(store) ?? notes, predicate: .compare(column: "name", .equal, .text("Call Bob")))
+            try expectEqual(try store.read { try $0.rows(byName) }.map { $0.value("id") }, [.integer(2)], "query on the renamed field, unindexed")
+            try store.migrate(Migrations { version1; version2; version3; version4 })
+            let stored = try description(store)
+            try expectEqual(stored?.fields, ["id", "heading", "priority"], "fields")
+            try expectEqual(stored?.indexes, ["heading"], "indexes")
+            let after = try rows(store)
+            try expectEqual(after.mapValues { $0.value("heading") }, [1: .text("Buy milk"), 2: .text("Call Bob"), 3: .text("Write report")], "values under the last name")
+            try expect(after.values.allSatisfy { $0.index(of: "title") == nil && $0.index(of: "name") == nil }, "no row holds an earlier name: \(after.values.map(\.description))")
+            try expectEqual(after[2]?.value("priority"), .text("10"), "other fields stay")
+            let query = try Query(entity: stored ?? notes, predicate: .compare(column: "heading", .greaterOrEqual, .text("Call Bob")), sort: [SortTerm(column: "heading", ascending: false)])
+            try expectEqual(try store.read { try $0.rows(query) }.map { $0.value("id") }, [.integer(3), .integer(2)], "query and sort on the last name")
+            try store.write { tx in _ = try tx.putRow(Row(columns: ["id", "heading", "priority"], values: [.integer(4), .text("Anew"), .text("5")]), in: stored ?? notes) }
+            try expectEqual(try store.read { try $0.rows(query) }.map { $0.value("id") }, [.integer(3), .integer(2)], "a write under the last name keeps the index right")
+            try expectEqual(try rows(store)[4]?.value("heading"), .text("Anew"), "the written record")
+        },
+
         ConformanceCase("migrations", "drop field: gone from every record and from the index list") { context in
             let store = try startingStore(context)
             try store.migrate(upToVersion2(.dropField("title", from: "conformance_notes")))

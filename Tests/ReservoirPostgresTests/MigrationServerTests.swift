@@ -17,16 +17,21 @@ struct MigrationServerTests {
                              on: try TestServer.url())
     }
 
-    @Test func aDropIndexStepDropsTheIndexAndAFailedVersionKeepsIt() throws {
-        let configuration = try TestServer.freshStore()
-        defer { TestServer.drop(configuration) }
-        let store = try Store.open(configuration, registry: TestServer.registry)
-        defer { store.close() }
+    /// Notes 1 to 3, `title` "note N" and `priority` N.
+    static func writeNotes(_ store: Store) throws {
         try store.write { tx in
             for id in 1...3 {
                 _ = try tx.putRow(Row(columns: ["id", "title", "priority"], values: [.integer(Int64(id)), .text("note \(id)"), .integer(Int64(id))]), in: Self.notes)
             }
         }
+    }
+
+    @Test func aDropIndexStepDropsTheIndexAndAFailedVersionKeepsIt() throws {
+        let configuration = try TestServer.freshStore()
+        defer { TestServer.drop(configuration) }
+        let store = try Store.open(configuration, registry: TestServer.registry)
+        defer { store.close() }
+        try Self.writeNotes(store)
         try store.migrate(Migrations { SchemaVersion(1) })
         #expect(try Self.indexes(on: "notes", configuration) == ["notes_pkey", "notes_priority_idx", "notes_title_idx"])
 
@@ -47,5 +52,38 @@ struct MigrationServerTests {
         let byTitle = try Query(entity: EntityDescription(name: "notes", fields: ["id", "title", "priority"], indexes: ["priority"], integerIDs: true),
                                 predicate: .compare(column: "title", .equal, .text("note 2")))
         #expect(try store.read { try $0.rows(byTitle) }.map { $0.value("id") } == [.integer(2)], "queries on the field still work")
+    }
+
+    /// A rename is `ALTER TABLE … RENAME COLUMN`: psql sees the column and its index under the
+    /// new name with the values in place, and a failed version leaves the old name.
+    @Test func aRenamedFieldIsARenamedColumnWithItsIndex() throws {
+        let configuration = try TestServer.freshStore()
+        defer { TestServer.drop(configuration) }
+        let store = try Store.open(configuration, registry: TestServer.registry)
+        defer { store.close() }
+        try Self.writeNotes(store)
+        let version1 = SchemaVersion(1)
+        try store.migrate(Migrations { version1 })
+        let schema = PlainSQLTests.schema(of: configuration)
+        let columns = "SELECT column_name FROM information_schema.columns WHERE table_schema = '\(schema)' AND table_name = 'notes' ORDER BY ordinal_position"
+        #expect(throws: ReservoirError.self) {
+            try store.migrate(Migrations {
+                version1
+                SchemaVersion(2, .renameField("title", to: "name", in: "notes"), .transform("notes") { _ in throw ReservoirError(.misuse, "deliberate failure") })
+            })
+        }
+        #expect(try PSQL.rows(columns, on: try TestServer.url()) == ["id", "title", "priority"], "a failed version leaves the old name")
+        #expect(try Self.indexes(on: "notes", configuration) == ["notes_pkey", "notes_priority_idx", "notes_title_idx"])
+
+        try store.migrate(Migrations {
+            version1
+            SchemaVersion(2, .renameField("title", to: "name", in: "notes"))
+        })
+        #expect(try PSQL.rows(columns, on: try TestServer.url()) == ["id", "name", "priority"], "the column renamed in place")
+        #expect(try Self.indexes(on: "notes", configuration) == ["notes_name_idx", "notes_pkey", "notes_priority_idx"], "its index renamed with it")
+        #expect(try PSQL.rows("SELECT id || ':' || name FROM \"\(schema)\".notes ORDER BY id", on: try TestServer.url()) == ["1:note 1", "2:note 2", "3:note 3"])
+        let stored = try store.read { try $0.entities().first { $0.name == "notes" } }
+        let byName = try Query(entity: stored ?? Self.notes, predicate: .compare(column: "name", .equal, .text("note 3")))
+        #expect(try store.read { try $0.rows(byName) }.map { $0.value("id") } == [.integer(3)], "queries on the new name")
     }
 }

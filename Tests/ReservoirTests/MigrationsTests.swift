@@ -93,6 +93,35 @@ struct MigrationsTests {
         }
     }
 
+    /// Rows rewritten by a rename share one renamed column list per row shape: two entities of
+    /// one shape renamed differently in one version (and a field renamed back and forth) each
+    /// get their own names.
+    @Test func renamesOfRowsOfOneShapeStayApart() throws {
+        let store = try Self.store(records: 3)
+        let tasks = EntityDescription(name: "tasks", fields: ["id", "title"], integerIDs: true)
+        try store.write { tx in
+            for id in 0..<3 { _ = try tx.putRow(Row(columns: ["id", "title"], values: [.integer(Int64(id)), .text("task \(id)")]), in: tasks) }
+        }
+        try store.migrate(Migrations {
+            SchemaVersion(1,
+                .renameField("title", to: "name", in: "notes"),
+                .renameField("title", to: "heading", in: "tasks"),
+                .renameField("name", to: "title", in: "notes"),
+                .renameField("title", to: "label", in: "notes"))
+        })
+        let rows = try store.read { snapshot -> [String: [Row]] in
+            var byEntity: [String: [Row]] = [:]
+            for entity in try snapshot.entities() where ["notes", "tasks"].contains(entity.name) {
+                byEntity[entity.name] = try snapshot.rows(Query(entity: entity))
+            }
+            return byEntity
+        }
+        #expect(rows["notes"]?.map { Set($0.columns) } == Array(repeating: ["id", "label"], count: 3))
+        #expect(rows["notes"]?.map { $0.value("label") } == [.text("note 0"), .text("note 1"), .text("note 2")])
+        #expect(rows["tasks"]?.map { Set($0.columns) } == Array(repeating: ["id", "heading"], count: 3))
+        #expect(rows["tasks"]?.map { $0.value("heading") } == [.text("task 0"), .text("task 1"), .text("task 2")])
+    }
+
     @Test func thePlanSaysWhatWouldRun() throws {
         let store = try Self.store(records: 3)
         let migrations = Migrations {

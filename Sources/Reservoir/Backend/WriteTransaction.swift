@@ -51,6 +51,20 @@ public protocol WriteTransaction: ReadTransaction {
     /// that keeps indexes a put leaves out (PostgreSQL, so that apps of several versions
     /// sharing a server do not drop and rebuild each other's) drops it here.
     func dropIndex(on column: String, in entity: EntityDescription) throws
+
+    /// Renames columns of the entity's storage in place, keeping every value and index: a
+    /// migration's ``MigrationStep/renameField(_:to:in:)`` calls it, in its transaction, with the
+    /// field's column and its folded shadow columns (`renames`, each old name with its new one),
+    /// `entity` as stored and `renamed`, the description afterwards. Returns true when it did:
+    /// then every row holds its values under the new names, an index on an old name is on the
+    /// new one, and ``ReadTransaction/entities()`` lists `renamed`. Returns false, changing
+    /// nothing, when it cannot (a storage without named columns, a new name its storage has
+    /// already, even with no value in any row): the
+    /// migration then rewrites every row instead, which is the default. A backend with
+    /// transactional DDL (SQLite's and PostgreSQL's `ALTER TABLE … RENAME COLUMN`) saves that
+    /// rewrite of every row.
+    func renameColumns(_ renames: [(old: String, new: String)], in entity: EntityDescription,
+                       to renamed: EntityDescription) throws -> Bool
 }
 
 extension WriteTransaction {
@@ -62,4 +76,8 @@ extension WriteTransaction {
 
     /// Nothing to do: the put under the description without the index dropped it.
     public func dropIndex(on column: String, in entity: EntityDescription) throws {}
+
+    /// Renames nothing: the migration rewrites every row under the new names.
+    public func renameColumns(_ renames: [(old: String, new: String)], in entity: EntityDescription,
+                              to renamed: EntityDescription) throws -> Bool { false }
 }

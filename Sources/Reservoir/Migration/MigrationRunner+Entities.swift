@@ -11,11 +11,11 @@ extension MigrationRunner {
     }
 
     /// Moves `fields` of every row of `stored` into a row of `newName` with the same id.
-    func split(_ stored: EntityDescription, rows: [Row], fields: [String], into newName: String, step index: Int) throws -> Int {
+    func split(_ stored: EntityDescription, total: Int, fields: [String], into newName: String, step index: Int) throws -> Int {
         guard newName != stored.name else {
             throw failure(index, "entity \"\(stored.name)\" cannot be split into itself; name a new entity")
         }
-        for field in fields { try requireField(field, of: stored, rows: rows, step: index) }
+        for field in fields { try requireField(field, of: stored, step: index) }
         try requireUnused(newName, step: index, by: "split \"\(stored.name)\" into")
         var moved: [String] = []
         for column in fields.flatMap({ Self.columns(of: $0, in: stored) }) where !moved.contains(column) { moved.append(column) }
@@ -24,7 +24,7 @@ extension MigrationRunner {
         source.indexes.removeAll(where: moved.contains)
         let target = EntityDescription(name: newName, idColumn: stored.idColumn, fields: [stored.idColumn] + moved,
                                        indexes: stored.indexes.filter(moved.contains), integerIDs: stored.integerIDs)
-        try each(rows, step: index, entity: stored.name) { row in
+        try each(stored, total: total, step: index) { row in
             let id = row.value(stored.idColumn)
             var part = Row(columns: [stored.idColumn], values: [id])
             var rest = row
@@ -36,11 +36,11 @@ extension MigrationRunner {
             try writer.put(source, id: id, row: rest)
         }
         try writer.dropColumns(moved, from: source)
-        return rows.count
+        return total
     }
 
     /// Moves every row of `stored` into the row of `targetName` with the same id, then removes `stored`.
-    func merge(_ stored: EntityDescription, rows: [Row], into targetName: String, step index: Int) throws -> Int {
+    func merge(_ stored: EntityDescription, total: Int, into targetName: String, step index: Int) throws -> Int {
         guard targetName != stored.name else {
             throw failure(index, "entity \"\(stored.name)\" cannot be merged into itself; name another entity")
         }
@@ -48,7 +48,7 @@ extension MigrationRunner {
             throw failure(index, "entity \"\(targetName)\" holds no records to merge the records of \"\(stored.name)\" into")
         }
         var moved: [String] = []
-        for column in stored.fields + rows.flatMap(\.columns) where column != stored.idColumn && !moved.contains(column) { moved.append(column) }
+        for column in stored.fields + (try undeclaredColumns(of: stored)) where column != stored.idColumn && !moved.contains(column) { moved.append(column) }
         let shared = moved.filter { $0 == target.idColumn || target.fields.contains($0) }
         guard shared.isEmpty else {
             throw failure(index, "entities \"\(stored.name)\" and \"\(targetName)\" both have \(shared.map { "\"\($0)\"" }.joined(separator: ", ")); rename or drop one first")
@@ -56,7 +56,7 @@ extension MigrationRunner {
         var merged = target
         merged.fields += moved
         merged.indexes += stored.indexes.filter { $0 != stored.idColumn && !merged.indexes.contains($0) }
-        try each(rows, step: index, entity: stored.name) { row in
+        try each(stored, total: total, step: index) { row in
             let id = row.value(stored.idColumn)
             guard var into = try writer.row(targetName, id: id) else {
                 throw failure(index, "entity \"\(stored.name)\", record \(id): entity \"\(targetName)\" has no record with that id to merge it into")
@@ -72,6 +72,6 @@ extension MigrationRunner {
             try writer.delete(stored, id: id)
         }
         try writer.dropEntity(stored)
-        return rows.count
+        return total
     }
 }

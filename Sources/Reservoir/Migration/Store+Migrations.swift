@@ -141,7 +141,9 @@ extension Store {
                     if entries.isEmpty, try writer.entities().isEmpty {
                         applying = pending  // a new store: its records will be written in the newest shape
                     } else {
-                        _ = try MigrationRunner(writer: writer, version: next, progress: progress).run()
+                        // A backend holding its rows in memory reads each entity in one page.
+                        let pageSize = backend.capabilities.contains(.persistent) ? MigrationRunner.pageSize : nil
+                        _ = try MigrationRunner(writer: writer, version: next, progress: progress, pageSize: pageSize).run()
                         applying = [next]
                     }
                     var changes = EntityChanges(entity: SchemaLedger.entityName)

@@ -148,6 +148,9 @@ extension LMDBTransaction {
                 let start = min(query.offset, order.count)
                 return start..<(query.limit.map { start + min($0, order.count - start) } ?? order.count)
             }
+            if let ranged = try idRangeScan(query) {
+                return ranged
+            }
             if let ordered = try orderedIndexScan(query) {
                 return Array(ordered[window(ordered.indices)])
             }
@@ -274,6 +277,37 @@ extension LMDBTransaction {
             }
         }
         return (stored, true)
+    }
+
+    /// For a query reading rows in id order from a lower bound on the id (`id > x`, `id >= x`,
+    /// or none) with a limit and no offset: the rows read along the row database from the
+    /// bound, stopping at the limit, so a page (a migration reads its entity in pages of
+    /// `id > last`) costs its own size, not the entity's. Nil when the query is not of that shape.
+    private func idRangeScan(_ query: Query) throws -> [StoredRow]? {
+        let idColumn = query.entity.idColumn
+        guard let limit = query.limit, query.offset == 0,
+              query.sort.allSatisfy({ $0.column == idColumn && $0.ascending }) else { return nil }
+        var start: [UInt8]?
+        var exclusive = false
+        switch query.predicate {
+        case nil:
+            break
+        case let .compare(column, op, value)? where column == idColumn && (op == .greater || op == .greaterOrEqual):
+            // Ordering comparisons never match null; keys are in the contract's order.
+            guard !value.isNull, fitsKey(value) else { return nil }
+            start = KeyEncoding.encode(value)
+            exclusive = op == .greater
+        default:
+            return nil
+        }
+        guard limit > 0, let rowsDB = try rowsDatabase(query.entity.name) else { return [] }
+        var rows: [StoredRow] = []
+        try scan(rowsDB, from: start) { key, bytes in
+            if exclusive, let start, key.elementsEqual(start) { return true }
+            rows.append(StoredRow(key: key, bytes: bytes))
+            return rows.count < limit
+        }
+        return rows
     }
 
     /// For a limited query sorted first by an indexed column whose predicate no index

@@ -39,8 +39,9 @@ struct PGCompiler {
                     // Without the kind byte: 1 and 1.0 are equal, and the id breaks the tie.
                     key = "substr(\(key), 1, octet_length(\(key)) - 1)"
                 }
-                // The id is never null: plain ASC/DESC, which its primary key's index can serve
-                // (NULLS FIRST would have every window of an id-ordered read sort the table).
+                // The id is the primary key, never null: plain ASC/DESC, which its index serves, so
+                // `ORDER BY id … LIMIT` (a migration's or a first sync's pages) needs no sort of the
+                // rest of the table per page, as NULLS FIRST did.
                 if term.column == table.entity.idColumn, kind != .mixed { return key + (term.ascending ? " ASC" : " DESC") }
                 return key + (term.ascending ? " ASC NULLS FIRST" : " DESC NULLS LAST")
             }

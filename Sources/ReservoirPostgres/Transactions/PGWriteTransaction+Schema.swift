@@ -71,8 +71,11 @@ extension PGWriteTransaction {
         return try makeMixed(column, in: table)
     }
 
-    /// Rewrites `column` as mixed: its values re-encoded here (``KeyEncoding`` is Swift),
-    /// then stored back by id. Runs once per column, when a second kind first arrives.
+    /// Rewrites `column` as mixed: its values re-encoded here (``KeyEncoding`` is Swift) into a
+    /// new `bytea` column, read a page of ``mixedPage`` rows at a time in id order, so the client
+    /// holds one page however large the table; then the column takes the new one's values in
+    /// its place (`ALTER COLUMN … TYPE bytea USING`). Runs once per column, when a second kind
+    /// first arrives (a migration's type change sends every row of its entity through here).
     func makeMixed(_ column: String, in table: TableInfo) throws -> TableInfo {
         try schemaChanged()
         // Waits for readers (of every process) to finish; new ones wait for this commit.
@@ -84,33 +87,30 @@ extension PGWriteTransaction {
         let isID = column == table.entity.idColumn
         let oldKind = table.kinds[column] ?? .mixed
         let oldIDKind = table.idKind
-        let current = try connection.run("SELECT \(idColumn), \(quoted) FROM \(name) WHERE \(quoted) IS NOT NULL")
-        var pairs: [(id: PGParameter, encoded: [UInt8])] = []
-        for row in 0..<current.rowCount {
-            guard let id = ColumnCodec.value(current.bytes(row, 0), kind: oldIDKind),
-                  let idParameter = ColumnCodec.parameter(id, kind: oldIDKind, isID: true),
-                  let value = ColumnCodec.value(current.bytes(row, 1), kind: oldKind) else {
-                throw ReservoirError(.corrupt, "\(connection.name): table \(table.entity.name), column \(column): a stored value does not decode")
+        try connection.execute("ALTER TABLE \(name) ADD COLUMN _reservoir_new bytea")
+        let select = "SELECT \(idColumn), \(quoted) FROM \(name) WHERE \(quoted) IS NOT NULL"
+        let order = " ORDER BY \(idColumn) LIMIT \(Self.mixedPage)"
+        let update = "UPDATE \(name) SET _reservoir_new = $2::bytea WHERE \(idColumn) = $1::\(oldIDKind.castType)"
+        var after: PGParameter?
+        repeat {
+            let page = try after.map { try connection.run(select + " AND \(idColumn) > $1::\(oldIDKind.castType)" + order, [$0]) }
+                ?? connection.run(select + order)
+            after = nil
+            for row in 0..<page.rowCount {
+                guard let id = ColumnCodec.value(page.bytes(row, 0), kind: oldIDKind),
+                      let idParameter = ColumnCodec.parameter(id, kind: oldIDKind, isID: true),
+                      let value = ColumnCodec.value(page.bytes(row, 1), kind: oldKind) else {
+                    throw ReservoirError(.corrupt, "\(connection.name): table \(table.entity.name), column \(column): a stored value does not decode")
+                }
+                // Queued: they go out in pipelines, not a round trip each.
+                try connection.enqueue(update, [idParameter, .bytes(ColumnCodec.mixed(value))])
+                if row == Self.mixedPage - 1 { after = idParameter }
             }
-            pairs.append((idParameter, ColumnCodec.mixed(value)))
-        }
-        let update: String
-        if isID {
-            try connection.execute("ALTER TABLE \(name) ADD COLUMN _reservoir_new bytea")
-            update = "UPDATE \(name) SET _reservoir_new = $2::bytea WHERE \(idColumn) = $1::\(oldIDKind.castType)"
-        } else {
-            try connection.execute("ALTER TABLE \(name) ALTER COLUMN \(quoted) TYPE bytea USING NULL")
-            update = "UPDATE \(name) SET \(quoted) = $2::bytea WHERE \(idColumn) = $1::\(oldIDKind.castType)"
-        }
-        for pair in pairs {
-            try connection.run(update, [pair.id, .bytes(pair.encoded)])
-        }
-        if isID {
-            try connection.execute("""
-                ALTER TABLE \(name) ALTER COLUMN \(quoted) TYPE bytea USING _reservoir_new;
-                ALTER TABLE \(name) DROP COLUMN _reservoir_new
-                """)
-        }
+        } while after != nil
+        try connection.execute("""
+            ALTER TABLE \(name) ALTER COLUMN \(quoted) TYPE bytea USING _reservoir_new;
+            ALTER TABLE \(name) DROP COLUMN _reservoir_new
+            """)
         try connection.run("UPDATE \(layout.columns) SET kind = 'm' WHERE entity = $1::text AND name = $2::text",
                            [.text(table.entity.name), .text(column)])
         table.kinds[column] = .mixed
@@ -119,6 +119,9 @@ extension PGWriteTransaction {
         try connection.dropPrepared()
         return table
     }
+
+    /// Rows ``makeMixed(_:in:)`` reads at a time.
+    static let mixedPage = 10_000
 
     func recordColumn(_ entity: String, _ column: String, position: Int, kind: ColumnKind) throws {
         try connection.run(
@@ -161,6 +164,41 @@ extension PGWriteTransaction {
             """, [.text(entity.name)])
         catalog.tables[entity.name] = table
         try connection.dropPrepared()
+    }
+
+    /// `ALTER TABLE … RENAME COLUMN` for each column (its index renamed with it, its row in
+    /// `_reservoir_columns` too) and the description updated: values stay where they are;
+    /// transactional DDL, so it rolls back with the migration. False, changing nothing, when a
+    /// column is not in the table or a new name is taken.
+    func renameColumns(_ renames: [(old: String, new: String)], in entity: EntityDescription,
+                       to renamed: EntityDescription) throws -> Bool {
+        try begin()
+        guard var table = catalog.tables[entity.name], table.entity == entity,
+              renamed.name == entity.name, renamed.idColumn == entity.idColumn else { return false }
+        for (old, new) in renames {
+            guard old != table.entity.idColumn, table.kinds[old] != nil, table.kinds[new] == nil else { return false }
+        }
+        try schemaChanged()
+        let name = layout.table(entity.name)
+        for (old, new) in renames {
+            try connection.execute("ALTER TABLE \(name) RENAME COLUMN \(Layout.quote(old)) TO \(Layout.quote(new))")
+            try connection.execute("ALTER INDEX IF EXISTS \(layout.quotedSchema).\(Self.indexName(entity.name, old)) RENAME TO \(Self.indexName(entity.name, new))")
+            try connection.run("UPDATE \(layout.columns) SET name = $3::text WHERE entity = $1::text AND name = $2::text",
+                               [.text(entity.name), .text(old), .text(new)])
+            table.columns = table.columns.map { $0 == old ? new : $0 }
+            table.kinds[new] = table.kinds[old]
+            table.kinds[old] = nil
+        }
+        try connection.run(
+            "UPDATE \(layout.entities) SET fields = string_to_array($2::text, ','), indexes = string_to_array($3::text, ',') WHERE name = $1::text",
+            [.text(entity.name), .text(renamed.fields.joined(separator: ",")), .text(renamed.indexes.joined(separator: ","))])
+        for index in renamed.indexes where !entity.indexes.contains(index) && !renames.contains(where: { $0.new == index }) && table.kinds[index] != nil {
+            try createIndex(entity.name, index)
+        }
+        table.entity = renamed
+        catalog.tables[entity.name] = table
+        try connection.dropPrepared()
+        return true
     }
 
     /// `DROP INDEX`: a write whose description leaves an index out keeps it (another app

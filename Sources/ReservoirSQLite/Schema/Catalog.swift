@@ -38,6 +38,14 @@ final class Catalog {
             columnSet.remove(column)
             foldedColumns.remove(SQL.fold(column))
         }
+
+        mutating func renameColumn(_ column: String, to newName: String) {
+            columns = columns.map { $0 == column ? newName : $0 }
+            columnSet.remove(column)
+            columnSet.insert(newName)
+            foldedColumns.remove(SQL.fold(column))
+            foldedColumns.insert(SQL.fold(newName))
+        }
     }
 
     private(set) var tables: [String: Table] = [:]

@@ -243,6 +243,14 @@ enum Metadata {
         )
     }
 
+    /// Renames a column in place (SQLite 3.25 and later): values, indexes and triggers follow it.
+    static func renameColumn(_ column: String, to newName: String, in entity: String, _ connection: Connection) throws {
+        try connection.execute(
+            "ALTER TABLE \(SQL.identifier(entity)) RENAME COLUMN \(SQL.identifier(column)) TO \(SQL.identifier(newName))",
+            action: "rename column \"\(column)\" of the table of entity \"\(entity)\" to \"\(newName)\""
+        )
+    }
+
     /// Drops an entity's table (with its indexes and change-log triggers) and its description.
     static func dropTable(_ entity: String, _ connection: Connection) throws {
         try connection.execute("DROP TABLE IF EXISTS \(SQL.identifier(entity))", action: "drop the table of entity \"\(entity)\"")

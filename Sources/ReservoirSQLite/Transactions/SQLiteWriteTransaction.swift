@@ -111,6 +111,37 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
         forgetStatements()
     }
 
+    /// `ALTER TABLE … RENAME COLUMN` for each column, values left where they are, and the
+    /// description saved; an index on a renamed column is made again under its new name (index
+    /// names carry the column). False, changing nothing, when a column is not in the table or a
+    /// new name is taken (SQLite compares column names ignoring case).
+    func renameColumns(_ renames: [(old: String, new: String)], in entity: EntityDescription,
+                       to renamed: EntityDescription) throws -> Bool {
+        try checkOpen()
+        guard var table = try table(entity.name), table.entity == entity,
+              renamed.name == entity.name, renamed.idColumn == entity.idColumn else { return false }
+        for (old, new) in renames {
+            guard old != table.entity.idColumn, table.columnSet.contains(old), !table.foldedColumns.contains(SQL.fold(new)) else { return false }
+            try SQL.checkName(new, kind: "column", entity: entity.name, path: session.path)
+        }
+        for (old, new) in renames {
+            if entity.indexes.contains(old) { try Metadata.dropIndex(old, on: entity.name, connection) }
+            try Metadata.renameColumn(old, to: new, in: entity.name, connection)
+            table.renameColumn(old, to: new)
+        }
+        for column in renamed.indexes where !entity.indexes.contains(column) {
+            try Metadata.createIndex(column, on: entity.name, connection)
+        }
+        for column in entity.indexes where !renamed.indexes.contains(column) && !renames.contains(where: { $0.old == column }) {
+            try Metadata.dropIndex(column, on: entity.name, connection)
+        }
+        try Metadata.saveEntity(renamed, connection)
+        table.entity = renamed
+        session.catalog.update(table)
+        forgetStatements()
+        return true
+    }
+
     /// `DROP TABLE` (its indexes and triggers go with it) and the stored description.
     func dropEntity(_ entity: EntityDescription) throws {
         try checkOpen()
