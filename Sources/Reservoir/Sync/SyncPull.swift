@@ -61,11 +61,9 @@ extension Sync {
             if settled.withLock({ $0 }) { settledLocally.withLock { $0 = position } }
         }) { tx in
             var rejected: [SyncRejection] = []
-            let head = try tx.writer.lastCommit()
             let before = try replica.state(tx.writer)
             let clean = try replica.outbox(tx.writer) == nil
-                && (before?.pushed == HistoryToken(store: try tx.writer.storeIdentity(), position: head).description
-                    || self.settledLocally.withLock { $0?.isSameCommit(as: head) ?? false })
+                && (try before?.pushed.map { try self.nothingToPush(after: $0, tx.writer, lagging: .max) } ?? false)
             settled.withLock { $0 = clean }
             let described = try Self.entityMap(tx.writer.entities())
             for change in page.changes {
@@ -105,16 +103,23 @@ extension Sync {
             for entityChanges in changeSet.entities where shape(for: entityChanges.entity) != nil {
                 guard let entity = described[entityChanges.entity] else { return nil }
                 for change in entityChanges.inserted + entityChanges.updated {
-                    guard change.row.columns.allSatisfy({ $0 == entity.idColumn || entity.fields.contains($0) }) else { return nil }
+                    guard Self.describes(entity, change.row) else { return nil }
                     note(entityChanges.entity, change.id, change.row)
                 }
                 for id in entityChanges.deleted { note(entityChanges.entity, id, nil) }
             }
         }
         let token = HistoryToken(store: token.store ?? last.store, position: last.position)
+        let touched = Set(changes.map(\.entity))
         let page = RemotePage(changeSets: heard.count, token: token, changes: changes,
-                              entities: described.filter { entity in changes.contains { $0.entity == entity.key } })
+                              entities: described.filter { touched.contains($0.key) })
         return (page, reachesEnd)
+    }
+
+    /// Whether `entity` has every column of `row` (a description read before the remote's
+    /// entity gained a field does not).
+    private static func describes(_ entity: EntityDescription, _ row: Row) -> Bool {
+        row.columns.allSatisfy { $0 == entity.idColumn || entity.fields.contains($0) }
     }
 
     static func entityMap(_ entities: [EntityDescription]) -> [String: EntityDescription] {
@@ -148,7 +153,7 @@ extension Sync {
         let known = describedRemotely.withLock { $0 }
         let current = changes.allSatisfy { change in
             guard let entity = known[change.entity] else { return false }
-            return change.row.map { row in row.columns.allSatisfy { $0 == entity.idColumn || entity.fields.contains($0) } } ?? true
+            return change.row.map { Self.describes(entity, $0) } ?? true
         }
         if current { return known.filter { touched.contains($0.key) } }
         let described = Self.entityMap(try snapshot.entities())
@@ -177,7 +182,7 @@ extension Sync {
             // A shape's entity the remote holds no rows of: none of its records are the server's.
             let absent = try self.local.read { try $0.entities() }.filter { !remoteNames.contains($0.name) && self.isNamed($0.name) }
             for entity in absent {
-                rejected += try self.settleStretch(entity, server: [], after: nil, through: nil, replica)
+                rejected += try self.settle(entity, server: [], locals: .between(nil, nil), replica)
             }
             // The local records in a stretch of ids are found by a query where the local backend
             // answers one from an index (SQLite); elsewhere by one pass after the pages, against
@@ -193,17 +198,13 @@ extension Sync {
                     let rows = try snapshot.rows(try Query(entity: entity, predicate: predicate,
                                                            sort: [SortTerm(column: entity.idColumn)], limit: resyncPageSize))
                     let last = rows.count == resyncPageSize ? rows.last?[entity.idColumn] : nil
-                    if ranged {
-                        rejected += try self.settleStretch(entity, server: rows, after: after, through: last, replica)
-                    } else {
-                        for row in rows { if let id = row[entity.idColumn] { serverIDs.insert(id) } }
-                        rejected += try self.settleStretch(entity, server: rows, locals: false, replica)
-                    }
+                    if !ranged { for row in rows { if let id = row[entity.idColumn] { serverIDs.insert(id) } } }
+                    rejected += try self.settle(entity, server: rows, locals: ranged ? .between(after, last) : .none, replica)
                     records += rows.count
                     guard let last else { break }
                     after = last
                 }
-                if !ranged { rejected += try self.settleLocalOnly(entity, besides: serverIDs, replica) }
+                if !ranged { rejected += try self.settle(entity, server: [], locals: .besides(serverIDs), replica) }
             }
             return token
         }
@@ -219,45 +220,49 @@ extension Sync {
     }
 
 
-    /// One local write settling the records of `entity` with ids after `after` and up to
-    /// `through` (nil: no bound) to the server's rows among `server` (the rest: not the
-    /// server's), the local ones in that stretch included. Returns the local changes dropped.
-    private func settleStretch(_ entity: EntityDescription, server rows: [Row], after: Value? = nil, through: Value? = nil,
-                               locals: Bool = true, _ replica: SyncReplica) throws -> [SyncRejection] {
+    /// Which local records a ``settle(_:server:locals:_:)`` takes along with the server's rows.
+    private enum LocalRecords {
+        case none
+        /// Those with ids after the first bound and up to the second (nil: unbounded).
+        case between(Value?, Value?)
+        /// Those whose ids are not among these (the server's, in the shape).
+        case besides(Set<Value>)
+    }
+
+    /// One local write settling `rows` (the server's, of `entity`, in its shape) and the local
+    /// records `locals` names that are not among them (made locally, they stay; the server's
+    /// before, they go). Returns the local changes dropped.
+    private func settle(_ entity: EntityDescription, server rows: [Row], locals: LocalRecords,
+                        _ replica: SyncReplica) throws -> [SyncRejection] {
         var server: [Value: Row] = [:]
         var ids: [Value] = []
         for row in rows {
             guard let id = row[entity.idColumn], server.updateValue(row, forKey: id) == nil else { continue }
             ids.append(id)
         }
-        var bounds: [RowPredicate] = []
-        if let after { bounds.append(.compare(column: entity.idColumn, .greater, after)) }
-        if let through { bounds.append(.compare(column: entity.idColumn, .lessOrEqual, through)) }
+        let query: Query?
+        switch locals {
+        case .none:
+            query = nil
+        case let .between(after, through):
+            var bounds: [RowPredicate] = []
+            if let after { bounds.append(.compare(column: entity.idColumn, .greater, after)) }
+            if let through { bounds.append(.compare(column: entity.idColumn, .lessOrEqual, through)) }
+            query = try Query(entity: entity, predicate: bounds.isEmpty ? nil : .and(bounds))
+        case .besides:
+            query = try Query(entity: entity)
+        }
         return try write(local) { tx in
-            if locals {
-                try tx.writer.fetch(try Query(entity: entity, predicate: bounds.isEmpty ? nil : .and(bounds))) { row in
-                    if let id = row[entity.idColumn], server[id] == nil { ids.append(id) }
+            if let query {
+                try tx.writer.fetch(query) { row in
+                    guard let id = row[entity.idColumn], server[id] == nil else { return }
+                    if case let .besides(known) = locals, known.contains(id) { return }
+                    ids.append(id)
                 }
             }
             var rejected: [SyncRejection] = []
             for id in ids {
                 if let rejection = try replica.settle(entity, id: id, server: server[id], tx) { rejected.append(rejection) }
-            }
-            return rejected
-        }
-    }
-
-    /// One local write settling the local records of `entity` whose ids the server's shape
-    /// does not hold (`serverIDs`): made locally, they stay; the server's before, they go.
-    private func settleLocalOnly(_ entity: EntityDescription, besides serverIDs: Set<Value>, _ replica: SyncReplica) throws -> [SyncRejection] {
-        try write(local) { tx in
-            var ids: [Value] = []
-            try tx.writer.fetch(try Query(entity: entity)) { row in
-                if let id = row[entity.idColumn], !serverIDs.contains(id) { ids.append(id) }
-            }
-            var rejected: [SyncRejection] = []
-            for id in ids {
-                if let rejection = try replica.settle(entity, id: id, server: nil, tx) { rejected.append(rejection) }
             }
             return rejected
         }

@@ -185,7 +185,7 @@ extension Sync {
     /// Whether the local history after the pushed token holds nothing to push: it is the
     /// newest commit, or only the pulls' own writes follow it (``settledLocally``), at most
     /// `lagging` change sets of them.
-    private func nothingToPush(after pushed: String, _ reader: any ReadTransaction, lagging: UInt64) throws -> Bool {
+    func nothingToPush(after pushed: String, _ reader: any ReadTransaction, lagging: UInt64) throws -> Bool {
         let head = try reader.lastCommit()
         if pushed == HistoryToken(store: try reader.storeIdentity(), position: head).description { return true }
         guard settledLocally.withLock({ $0?.isSameCommit(as: head) ?? false }),
