@@ -68,6 +68,7 @@ let package = Package(
         .executableTarget(
             name: "history-catchup",
             dependencies: [
+                "BenchSupport",
                 "CSQLiteRaw",
                 .product(name: "Reservoir", package: "Reservoir"),
                 .product(name: "ReservoirSQLite", package: "Reservoir"),
@@ -85,11 +86,17 @@ let package = Package(
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
             ]
         ),
+        // The benchmarks' error and raw libpq's connection (CLibPQ comes through ReservoirPostgres).
+        .target(
+            name: "BenchSupport",
+            dependencies: [.product(name: "ReservoirPostgres", package: "Reservoir")]
+        ),
         // Migrating records (issue #33): Reservoir on each engine beside the same migration by hand
         // (raw SQLite C, raw LMDB C, raw libpq) and GRDB's DatabaseMigrator; time and peak memory.
         .executableTarget(
             name: "migration-bench",
             dependencies: [
+                "BenchSupport",
                 "CSQLiteRaw",
                 .product(name: "Reservoir", package: "Reservoir"),
                 .product(name: "ReservoirSQLite", package: "Reservoir"),
@@ -103,6 +110,7 @@ let package = Package(
         .executableTarget(
             name: "reservoir-bench-table",
             dependencies: [
+                "BenchSupport",
                 "CSQLiteRaw",
                 .product(name: "Reservoir", package: "Reservoir"),
                 .product(name: "ReservoirMacros", package: "Reservoir"),

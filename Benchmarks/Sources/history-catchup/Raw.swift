@@ -1,3 +1,4 @@
+import BenchSupport
 import CLMDB
 import CLibPQ
 import CSQLiteRaw
@@ -166,17 +167,6 @@ final class RawPostgres {
     private let connection: OpaquePointer
     private let table: String
 
-    static func connect(_ url: String) throws -> OpaquePointer {
-        guard let connection = PQconnectdb(url) else { throw BenchError("raw libpq: out of memory") }
-        guard PQstatus(connection) == CONNECTION_OK else {
-            let message = String(cString: PQerrorMessage(connection))
-            PQfinish(connection)
-            throw BenchError("raw libpq: cannot connect: \(message)")
-        }
-        reservoir_pq_silence(connection)
-        return connection
-    }
-
     static func run(_ connection: OpaquePointer, _ sql: String) throws -> OpaquePointer {
         guard let result = PQexec(connection, sql) else { throw BenchError("raw libpq: out of memory") }
         let status = PQresultStatus(result)
@@ -190,7 +180,7 @@ final class RawPostgres {
 
     /// The pairs are made by the server (entry `e` is change set `e / shape`, record `e % records`).
     init(url: String, schema: String, pairs: Int, shape: Int, records: Int, firstSequence: UInt64) throws {
-        connection = try Self.connect(url)
+        connection = try RawLibPQ.connect(url)
         table = "\"\(schema)\".raw_log"
         PQclear(try Self.run(connection, """
             CREATE TABLE \(table) (entry bigint PRIMARY KEY, sequence bigint NOT NULL, id bigint NOT NULL);
@@ -237,7 +227,7 @@ final class RawPostgres {
 
     /// The store's change-log table with its indexes and TOAST, in bytes.
     static func logBytes(schema: String, url: String) throws -> Int {
-        let connection = try connect(url)
+        let connection = try RawLibPQ.connect(url)
         defer { PQfinish(connection) }
         PQclear(try run(connection, "VACUUM \"\(schema)\"._reservoir_changes"))
         let result = try run(connection, "SELECT pg_total_relation_size('\"\(schema)\"._reservoir_changes')")
@@ -246,7 +236,7 @@ final class RawPostgres {
     }
 
     static func drop(schema: String, url: String) {
-        guard let connection = try? connect(url) else { return }
+        guard let connection = try? RawLibPQ.connect(url) else { return }
         PQclear(PQexec(connection, "DROP SCHEMA IF EXISTS \"\(schema)\" CASCADE"))
         PQfinish(connection)
     }

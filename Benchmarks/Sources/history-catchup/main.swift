@@ -1,3 +1,4 @@
+import BenchSupport
 import Foundation
 import Reservoir
 import ReservoirLMDB
@@ -54,11 +55,6 @@ func best<R>(_ body: () throws -> R) throws -> (wall: Double, cpu: Double, resul
     }
     guard let outcome else { throw BenchError("no rounds") }
     return outcome
-}
-
-struct BenchError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
 }
 
 /// Where one backend's stores of this run live.

@@ -1,3 +1,4 @@
+import BenchSupport
 import CLibPQ
 import Foundation
 
@@ -6,17 +7,6 @@ import Foundation
 /// `ALTER TABLE … RENAME COLUMN`, `ALTER COLUMN priority TYPE text USING priority::text` (which
 /// rewrites the table), `CREATE INDEX` and the version row.
 enum RawPostgres {
-    static func connect(_ url: String) throws -> OpaquePointer {
-        guard let connection = PQconnectdb(url) else { throw BenchError("raw libpq: out of memory") }
-        guard PQstatus(connection) == CONNECTION_OK else {
-            let message = String(cString: PQerrorMessage(connection))
-            PQfinish(connection)
-            throw BenchError("raw libpq: cannot connect: \(message)")
-        }
-        reservoir_pq_silence(connection)
-        return connection
-    }
-
     /// Runs `sql`; the text of the first column of each row.
     @discardableResult
     static func run(_ connection: OpaquePointer, _ sql: String) throws -> [String] {
@@ -31,7 +21,7 @@ enum RawPostgres {
 
     static func withConnection<R>(_ body: (OpaquePointer) throws -> R) throws -> R {
         guard let postgresURL else { throw BenchError("raw libpq: no server (RESERVOIR_TEST_POSTGRES)") }
-        let connection = try connect(postgresURL)
+        let connection = try RawLibPQ.connect(postgresURL)
         defer { PQfinish(connection) }
         return try body(connection)
     }
@@ -78,7 +68,7 @@ enum RawPostgres {
     }
 
     static func drop(schema: String, url: String) {
-        guard let connection = try? connect(url) else { return }
+        guard let connection = try? RawLibPQ.connect(url) else { return }
         PQclear(PQexec(connection, "DROP SCHEMA IF EXISTS \"\(schema)\" CASCADE"))
         PQfinish(connection)
     }

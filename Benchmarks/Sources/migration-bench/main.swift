@@ -1,3 +1,4 @@
+import BenchSupport
 import Foundation
 
 // Migrating 1,000,000 records (issue #33): one entity, `bench_notes(id, title, priority)`, and one
@@ -16,11 +17,6 @@ import Foundation
 // (`--verify`) checks the result. BENCH_MIGRATION_SIDES=reservoir-sqlite,raw-sqlite,... chooses
 // sides (all by default; the PostgreSQL ones need RESERVOIR_TEST_POSTGRES or
 // RESERVOIR_BENCH_POSTGRES).
-
-struct BenchError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
 
 let environment = ProcessInfo.processInfo.environment
 let postgresURL = environment["RESERVOIR_BENCH_POSTGRES"] ?? environment["RESERVOIR_TEST_POSTGRES"]

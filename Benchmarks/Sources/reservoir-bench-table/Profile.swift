@@ -1,3 +1,4 @@
+import BenchSupport
 import Foundation
 
 /// `BENCH_PROFILE=WORKLOAD:SIDE` runs one workload on one side alone, for a profiler or

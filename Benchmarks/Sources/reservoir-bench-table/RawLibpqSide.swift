@@ -1,3 +1,4 @@
+import BenchSupport
 import CLibPQ
 import Foundation
 
@@ -23,7 +24,7 @@ final class BenchPostgres: @unchecked Sendable {
     func connection() throws -> OpaquePointer {
         if let admin { return admin }
         guard let url else { throw BenchError("no PostgreSQL server: set RESERVOIR_BENCH_POSTGRES") }
-        let connection = try RawLibpqSide.connect(url)
+        let connection = try RawLibPQ.connect(url)
         admin = connection
         return connection
     }
@@ -68,17 +69,6 @@ final class RawLibpqSide: BenchSide {
     private var conn: OpaquePointer?
     private var prepared: Set<String> = []
 
-    static func connect(_ url: String) throws -> OpaquePointer {
-        guard let connection = PQconnectdb(url) else { throw BenchError("raw libpq: out of memory") }
-        guard PQstatus(connection) == CONNECTION_OK else {
-            let message = String(cString: PQerrorMessage(connection))
-            PQfinish(connection)
-            throw BenchError("raw libpq: cannot connect: \(message)")
-        }
-        reservoir_pq_silence(connection)
-        return connection
-    }
-
     private func failure(_ what: String) -> BenchError {
         BenchError("raw libpq: \(what): \(conn.map { String(cString: PQerrorMessage($0)) } ?? "not connected")")
     }
@@ -96,7 +86,7 @@ final class RawLibpqSide: BenchSide {
     func reset() throws {
         if conn == nil {
             guard let url = BenchPostgres.shared.url else { throw BenchError("no PostgreSQL server") }
-            conn = try Self.connect(url)
+            conn = try RawLibPQ.connect(url)
         }
         try exec("DEALLOCATE ALL")
         prepared = []

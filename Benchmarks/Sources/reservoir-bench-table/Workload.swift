@@ -65,11 +65,6 @@ extension CodableBenchRecord: BenchStorable {
 }
 
 /// What a benchmark run failed on, said in words (a benchmark on scratch files).
-struct BenchError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
-
 /// The generated records and the order the point reads and commits visit them in, made once
 /// per run with a fixed seed, so every side and every run sees the same data.
 final class Dataset: Sendable {
