@@ -72,10 +72,9 @@ extension PostgresBackend {
 
     /// The writer's `BEGIN`, creating the store's tables in the transaction when they do not
     /// exist yet, then the meta row `FOR UPDATE` (the write lock) and the transaction's id.
-    func beginCreating(_ connection: PGConnection) throws -> (CommitPosition, Catalog) {
+    func beginCreating(_ connection: PGConnection) throws -> (CommitPosition, Catalog, UUID?) {
         guard !created.withLock({ $0 }) else {
-            let (position, catalog, _) = try begin(connection, "BEGIN", lock: " FOR UPDATE")
-            return (position, catalog)
+            return try begin(connection, "BEGIN", lock: " FOR UPDATE")
         }
         do {
             try connection.execute("BEGIN")
@@ -84,7 +83,6 @@ extension PostgresBackend {
             if connection.inTransaction { _ = try? connection.execute("ROLLBACK") }
             throw error
         }
-        let (position, catalog, _) = try begin(connection, "SELECT 1", lock: " FOR UPDATE")
-        return (position, catalog)
+        return try begin(connection, "SELECT 1", lock: " FOR UPDATE")
     }
 }

@@ -18,6 +18,11 @@ extension PostgresBackend {
         }
         guard let listener else { return token }
         _ = takeOthersNotifications()
+        do {
+            try listenForAnnouncements(on: listener)
+        } catch let error as ReservoirError {
+            throw gone(error) ?? error
+        }
         // With the socket watched, NOTIFY wakes the store and a broken listener is noticed at
         // once; the read then only guards against a connection that died silently.
         let now = ContinuousClock.now
@@ -29,9 +34,13 @@ extension PostgresBackend {
                 let exists = try created.withLock { $0 }
                     || listener.execute("SELECT to_regclass(\(Layout.literal(layout.meta))) IS NOT NULL").text(0, 0) == "t"
                 let sequence = exists ? try listener.execute("SELECT sequence FROM \(layout.meta)").text(0, 0).flatMap { Int64($0) } ?? 0 : 0
+                // A sequence just announced was heard already, and everything before it.
                 if sequence != probedSequence {
                     probedSequence = sequence
-                    token &+= 1
+                    if !recentlyAnnounced.contains(UInt64(clamping: sequence)) {
+                        token &+= 1
+                        heardIsComplete = false
+                    }
                 }
             } catch let error as ReservoirError {
                 throw gone(error) ?? error
@@ -41,13 +50,65 @@ extension PostgresBackend {
     }
 
     /// Takes the notifications the listener has received; moves the token and returns true
-    /// when one came from another client. Call under `listenerLock`.
+    /// when one came from another client. Keeps the commits announced with their change sets
+    /// for ``takeHeardCommits()``; a plain signal is skipped when its commit was just announced,
+    /// and any other (plain SQL, an announcement too large to send, an older writer) marks what
+    /// was heard incomplete. Call under `listenerLock`.
     func takeOthersNotifications() -> Bool {
         guard let listener else { return false }
         let own = writerPID.withLock { $0 }
-        guard listener.takeNotifications().contains(where: { $0.sender != own }) else { return false }
-        token &+= 1
-        return true
+        var moved = false
+        for notification in listener.takeNotifications() where notification.sender != own {
+            if notification.channel == layout.channel {
+                if let sequence = UInt64(notification.payload), recentlyAnnounced.contains(sequence) { continue }
+                heardIsComplete = false
+            } else {
+                do {
+                    // Nil: a copy of this store in another schema, sharing its identity.
+                    guard let announcement = try layout.announcement(in: notification.payload) else { continue }
+                    heard.append(announcement)
+                    recentlyAnnounced.append(announcement.changeSet.sequence)
+                    if recentlyAnnounced.count > 64 { recentlyAnnounced.removeFirst(recentlyAnnounced.count - 64) }
+                } catch {
+                    heardIsComplete = false
+                }
+            }
+            moved = true
+        }
+        // A store that stopped taking them reads the log instead of holding them all.
+        if heard.count > Self.heardLimit {
+            heard.removeAll()
+            heardIsComplete = false
+        }
+        if moved { token &+= 1 }
+        return moved
+    }
+
+    /// Announced commits kept for the store at most.
+    static var heardLimit: Int { 1024 }
+
+    /// What the listener heard since the last call (see ``StorageBackend/takeHeardCommits()``).
+    public func takeHeardCommits() -> HeardCommits {
+        listenerLock.lock()
+        defer { listenerLock.unlock() }
+        defer {
+            heard = []
+            heardIsComplete = true
+        }
+        return HeardCommits(announcements: heard, isComplete: heardIsComplete)
+    }
+
+    /// Listens on the channel commits are announced on, once the store's identity is known
+    /// (and again should it change: the store dropped and made anew). Call under `listenerLock`.
+    func listenForAnnouncements(on connection: PGConnection) throws {
+        guard let identity = knownIdentity.withLock({ $0 }) else { return }
+        let channel = Layout.announcementChannel(identity)
+        guard channel != announcementChannel else { return }
+        let previous = announcementChannel.map { "UNLISTEN \(Layout.quote($0)); " } ?? ""
+        try connection.execute(previous + "LISTEN \(Layout.quote(channel))")
+        announcementChannel = channel
+        // Commits before the LISTEN were heard only by their plain signal.
+        heardIsComplete = false
     }
 
     /// NOTIFY arrives on the listener's socket as soon as another client commits: the store
@@ -75,6 +136,12 @@ extension PostgresBackend {
         listener = connection
         token &+= 1
         lastSequenceCheck = nil
+        // Whatever the old connection heard or missed, the store reads the log now.
+        heard = []
+        heardIsComplete = false
+        recentlyAnnounced = []
+        announcementChannel = nil
+        try listenForAnnouncements(on: connection)
         if wake != nil { watchSocket(of: connection) }
     }
 

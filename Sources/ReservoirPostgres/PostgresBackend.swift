@@ -41,6 +41,16 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
     /// listener's socket has input: both under `listenerLock`.
     var wake: (@Sendable () -> Void)?
     var listenerThread: PGNotifyThread?
+    /// Commits other writers announced (``takeHeardCommits()``), whether nothing else moved the
+    /// token since the store last took them, the announcement channel listened on, and the
+    /// sequences announced lately, whose plain signal follows and is skipped: under `listenerLock`.
+    var heard: [CommitAnnouncement] = []
+    var heardIsComplete = false
+    var announcementChannel: String?
+    var recentlyAnnounced: [UInt64] = []
+    /// The store's identity, once a transaction's meta row brought it: it names the channel
+    /// commits are announced on (``Layout/announcementChannel(_:)``).
+    let knownIdentity = Locked<UUID?>(nil)
     /// The writer connection's server process, whose notifications are this store's own.
     let writerPID = Locked<Int32>(0)
     /// Whether the store's tables exist. A store is created by its first write, in that
@@ -232,6 +242,7 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
                     writerTransaction = results[1].text(0, 3).flatMap { Int64($0) } ?? 0
                     let (position, catalog) = try opened(results[1], connection)
                     return .init(connection: connection, position: position, catalog: catalog,
+                                 identity: learnt(results[1].text(0, 4).flatMap(UUID.init(uuidString:))),
                                  read: catalog.version == read.catalog ? results[2] : nil)
                 }
             } else if let failure, connection.isConnected || failure.code == .timeout {
@@ -245,18 +256,18 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
         }
         // A call above timed out (preparing the read, say): the bound is spent, no retry.
         if connection.broken { throw connection.timedOut() }
-        let (position, catalog): (CommitPosition, Catalog)
+        let (position, catalog, identity): (CommitPosition, Catalog, UUID?)
         do {
-            (position, catalog) = try beginCreating(connection)
+            (position, catalog, identity) = try beginCreating(connection)
         } catch let error as ReservoirError where !connection.isConnected && error.code != .timeout {
             // The server restarted since the last write: nothing was sent, so one fresh try.
             // (Not after a timeout: the call has used its time.)
             writer = nil
             connection = try makeWriter()
             writer = connection
-            (position, catalog) = try beginCreating(connection)
+            (position, catalog, identity) = try beginCreating(connection)
         }
-        return .init(connection: connection, position: position, catalog: catalog, read: nil)
+        return .init(connection: connection, position: position, catalog: catalog, identity: identity, read: nil)
     }
 
     /// Starts a transaction and reads the meta row in it (one round trip): the newest
@@ -268,7 +279,7 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
             // The writer also reads its transaction's id, to ask the server later whether it
             // committed should the connection be lost during COMMIT; a reader, the store's
             // identity (a history read asks for it, and a round trip of its own costs more).
-            let more = lock.isEmpty ? ", store_id::text" : ", txid_current()"
+            let more = lock.isEmpty ? ", store_id::text" : ", txid_current(), store_id::text"
             meta = try connection.execute("\(command); SELECT sequence, catalog, commit_id\(more) FROM \(layout.meta)\(lock)")
             if !lock.isEmpty { writerTransaction = meta.text(0, 3).flatMap { Int64($0) } ?? 0 }
         } catch let error as ReservoirError {
@@ -276,7 +287,13 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
             throw gone(error) ?? error
         }
         let (position, catalog) = try opened(meta, connection)
-        return (position, catalog, lock.isEmpty ? meta.text(0, 3).flatMap(UUID.init(uuidString:)) : nil)
+        return (position, catalog, learnt(meta.text(0, lock.isEmpty ? 3 : 4).flatMap(UUID.init(uuidString:))))
+    }
+
+    /// Keeps the store's identity a meta row brought, and returns it.
+    private func learnt(_ identity: UUID?) -> UUID? {
+        if let identity { knownIdentity.withLock { $0 = identity } }
+        return identity
     }
 
     /// The sequence and catalog a transaction's meta-row read (`meta`, text results) names;

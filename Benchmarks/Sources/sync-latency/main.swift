@@ -8,7 +8,8 @@ import ReservoirSQLite
 //
 // 1. Latency: a commit on the server until a live fetch on each replica's local store holds it,
 //    with 1, 10 and 50 replicas following the server (each a `Sync` with `start()` and a local
-//    store of its own, all in this process), median and p99 over the commits; the server's CPU
+//    store of its own, all in this process), median and p99 over the commits (and the same for
+//    one plain store on the server, no replica: the server-to-store part); the server's CPU
 //    per commit (its postgres processes, read through /proc) and this process's (the replicas
 //    and the one writing store; the writer's share is the one-replica row's, nearly).
 // 2. Catch-up: a server store of N records read into an empty replica by its first sync
@@ -105,8 +106,8 @@ func milliseconds(_ seconds: Double) -> String { String(format: "%.2f ms", secon
 /// Off the main actor: the live fetches' closures run on the stores' threads.
 nonisolated func measureLatency() throws {
 
-    print("| replicas (\(localKind) local stores) | commits | median | p99 | max | server CPU per commit | replicas' CPU per commit |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| replicas (\(localKind) local stores) | commits | median | p99 | max | server CPU per commit | replicas' CPU per commit | a plain store following the server: median, p99 |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for clients in clientCounts {
         let url = freshServerStore("latency")
         let writer = try Store.open(url, registry: registry)
@@ -125,6 +126,15 @@ nonisolated func measureLatency() throws {
             sync.start()
             replicas.append((local, sync, live))
         }
+        // A plain store following the server (no replica): its live fetch's latency is the
+        // server-to-store part of a replica's.
+        let follower = try Store.open(url, registry: registry)
+        let followed = Locked<[Int: Double]>([:])
+        let following = follower.differencesPublisher(for: FetchRequest<Note>(sortBy: [.ascending(\.id)]), isolation: nil)
+            .sink(receiveCompletion: { _ in }, receiveValue: { difference in
+                let at = now()
+                for case let .insert(_, note, _) in difference { followed.withLock { $0[note.id] = at } }
+            })
         Thread.sleep(forTimeInterval: 0.5)
         let cpuBefore = serverCPUSeconds()
         let ownBefore = ownCPUSeconds()
@@ -149,8 +159,12 @@ nonisolated func measureLatency() throws {
         }
         let latencies = arrivals.withLock { all in all.flatMap { id, times in times.compactMap { time in sent[id].map { time - $0 } } } }
         let missing = commits * clients - latencies.count
+        let plain = followed.withLock { all in all.compactMap { id, time in sent[id].map { time - $0 } } }
         print("| \(clients) | \(commits) | \(milliseconds(percentile(latencies, 0.5))) | \(milliseconds(percentile(latencies, 0.99))) | "
-              + "\(milliseconds(latencies.max() ?? 0)) | \(milliseconds(cpu / Double(commits))) | \(milliseconds(own / Double(commits)))\(missing > 0 ? " (\(missing) arrivals missing)" : "") |")
+              + "\(milliseconds(latencies.max() ?? 0)) | \(milliseconds(cpu / Double(commits))) | \(milliseconds(own / Double(commits)))\(missing > 0 ? " (\(missing) arrivals missing)" : "") | "
+              + "\(plain.isEmpty ? "none" : milliseconds(percentile(plain, 0.5)) + ", " + milliseconds(percentile(plain, 0.99))) |")
+        following.cancel()
+        follower.close()
         for (local, sync, live) in replicas {
             live.cancel()
             sync.stop()

@@ -81,6 +81,13 @@ public protocol StorageBackend: AnyObject, Sendable {
     /// backends.
     func watchCommits(_ wake: @escaping @Sendable () -> Void) -> (any CommitWatch)?
 
+    /// The commits other writers announced with their change sets (``CommitAnnouncement``)
+    /// since the last call, and whether they are everything that moved ``commitToken()`` since
+    /// then. ``Store`` asks once the token moved, before reading the change log: when the
+    /// announcements are complete and follow on from the last commit it published, it publishes
+    /// them and reads nothing. The default, ``HeardCommits/unknown``, always has it read.
+    func takeHeardCommits() -> HeardCommits
+
     /// Releases the engine's resources; idempotent. Later calls throw `.closed`. Inside a
     /// backend class this name hides the C library's `close(_:)`: call that `Glibc.close`.
     func close()
@@ -113,6 +120,8 @@ extension StorageBackend {
 extension StorageBackend {
     /// No commit signal: the store probes ``commitToken()`` every 50 ms instead.
     public func watchCommits(_ wake: @escaping @Sendable () -> Void) -> (any CommitWatch)? { nil }
+
+    public func takeHeardCommits() -> HeardCommits { .unknown }
 }
 
 extension ReadTransaction {

@@ -105,6 +105,19 @@ extension Store {
             // Another store's write may have created this one (PostgreSQL's first write).
             hub.identity = try? backend.read { try $0.storeIdentity() }
         }
+        // Commits announced with their change sets need no read when nothing else was heard.
+        // Nothing heard at all needs the read: a timer's probe or a follow-up looks for what no
+        // signal told of. (With a target, a write of this store waits: announcements may
+        // already go past the commit it follows.)
+        guard target == nil else { return try enqueueLoggedChanges(through: target) }
+        let heard = enqueueHeardCommits()
+        if heard.complete && heard.progressed { return true }
+        // What the announcements enqueued counts as found even when the log holds nothing newer.
+        return try enqueueLoggedChanges(through: nil) || heard.progressed
+    }
+
+    /// ``enqueueExternalChanges(through:)`` from the change log.
+    private func enqueueLoggedChanges(through target: CommitPosition?) throws -> Bool {
         var target = target
         var checked = false
         while true {
@@ -159,6 +172,29 @@ extension Store {
             // ends the catch-up too.
             guard progressed, hub.lastEnqueued < sequence else { return true }
         }
+    }
+
+    /// Enqueues the commits the backend heard announced (``StorageBackend/takeHeardCommits()``)
+    /// that follow on, one from the other, from the last one this store announced. Complete when
+    /// they were everything the backend heard and each followed on: with some enqueued, nothing
+    /// newer to read. An announcement at or before the last position that is not that very
+    /// commit (one a read found first, or a rewound history) leaves the check to the read.
+    private func enqueueHeardCommits() -> (complete: Bool, progressed: Bool) {
+        let heard = backend.takeHeardCommits()
+        var progressed = false
+        for announcement in heard.announcements {
+            let last = hub.lastPosition
+            let changeSet = announcement.changeSet
+            if changeSet.position.isSameCommit(as: last) { continue }
+            guard changeSet.sequence > last.sequence, announcement.previous.isSameCommit(as: last) else { return (false, progressed) }
+            if changeSet.entities.isEmpty {
+                hub.skip(through: changeSet.position)
+            } else {
+                _ = hub.enqueue(changeSet)
+            }
+            progressed = true
+        }
+        return (heard.isComplete, progressed)
     }
 
     /// Whether the commit this store announced last (`announced`) is gone from the history

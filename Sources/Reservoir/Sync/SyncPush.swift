@@ -88,8 +88,8 @@ extension Sync {
             try self.hold(replica, at: collected.through, writer)
             guard !collected.items.isEmpty else { return collected.reachedEnd ? .done : .advanced }
             let batch = OutboxBatch(token: collected.through.description, items: collected.items.map { item in
-                OutboxBatch.Item(entity: item.entity, id: SyncCoding.encode(item.id), local: item.local.map(SyncCoding.encode),
-                                 base: item.base.map(SyncCoding.encode), changed: item.changed)
+                OutboxBatch.Item(entity: item.entity, id: ExactCoding.encode(item.id), local: item.local.map(ExactCoding.encode),
+                                 base: item.base.map(ExactCoding.encode), changed: item.changed)
             })
             try replica.setOutbox(batch, writer)
             return .batch(batch)
@@ -241,9 +241,9 @@ extension Sync {
     private func decode(_ batch: OutboxBatch) throws -> [DecodedItem] {
         try batch.items.map { item in
             let what = "an item of the replica's outbox (\(item.entity))"
-            return DecodedItem(entity: item.entity, id: try SyncCoding.decodeValue(item.id, what),
-                               local: try item.local.map { try SyncCoding.decodeRow($0, what) },
-                               base: try item.base.map { try SyncCoding.decodeRow($0, what) }, changed: item.changed)
+            return DecodedItem(entity: item.entity, id: try ExactCoding.decodeValue(item.id, what),
+                               local: try item.local.map { try ExactCoding.decodeRow($0, what) },
+                               base: try item.base.map { try ExactCoding.decodeRow($0, what) }, changed: item.changed)
         }
     }
 

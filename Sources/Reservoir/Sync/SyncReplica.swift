@@ -29,7 +29,7 @@ struct SyncReplica: Equatable {
     /// `id` as key text: its exact bytes in base64, or for a long id a 128-bit hash of them
     /// (keys stay short enough for every backend's metadata; LMDB's keys end at 511 bytes).
     static func idText(_ id: Value) -> String {
-        let bytes = SyncCoding.encode(id)
+        let bytes = ExactCoding.encode(id)
         guard bytes.count > 192 else { return bytes.base64EncodedString() }
         func fnv(_ seed: UInt64) -> UInt64 {
             bytes.reduce(seed) { ($0 ^ UInt64($1)) &* 0x100_0000_01B3 }
@@ -39,11 +39,11 @@ struct SyncReplica: Equatable {
 
     func base(_ entity: String, id: Value, _ reader: any ReadTransaction) throws -> Row? {
         guard let data = try reader.metadata(baseKey(entity, id)) else { return nil }
-        return try SyncCoding.decodeRow(data, "the replica's base row of \(entity) \(id)")
+        return try ExactCoding.decodeRow(data, "the replica's base row of \(entity) \(id)")
     }
 
     func setBase(_ row: Row?, _ entity: String, id: Value, _ writer: any WriteTransaction) throws {
-        try writer.setMetadata(baseKey(entity, id), to: row.map(SyncCoding.encode))
+        try writer.setMetadata(baseKey(entity, id), to: row.map(ExactCoding.encode))
     }
 
     func state(_ reader: any ReadTransaction) throws -> SyncState? {

@@ -152,11 +152,11 @@ final class PGConnection {
         PQconsumeInput(handle) == 1
     }
 
-    /// The notifications received so far, each as (sender process, payload).
-    func takeNotifications() -> [(sender: Int32, payload: String)] {
-        var received: [(Int32, String)] = []
+    /// The notifications received so far, each as (sender process, channel, payload).
+    func takeNotifications() -> [(sender: Int32, channel: String, payload: String)] {
+        var received: [(Int32, String, String)] = []
         while let notification = PQnotifies(handle) {
-            received.append((notification.pointee.be_pid, String(cString: notification.pointee.extra)))
+            received.append((notification.pointee.be_pid, String(cString: notification.pointee.relname), String(cString: notification.pointee.extra)))
             PQfreemem(notification)
         }
         return received

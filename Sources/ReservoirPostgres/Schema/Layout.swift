@@ -1,3 +1,4 @@
+import Foundation
 import Reservoir
 
 /// The tables of one store, all in its schema:
@@ -34,7 +35,7 @@ struct Layout: Sendable {
     /// `_reservoir_metadata`, made by the first metadata written, and the statement making it.
     let metadata: String
     let createMetadata: String
-    /// The NOTIFY channel commits to this store are announced on.
+    /// The NOTIFY channel commits to this store are announced on (the sequence as payload).
     let channel: String
     /// The statements every commit sends, spelled once for the same reason: the writer's
     /// meta-row lock, a change-log row, the meta row's new sequence.
@@ -53,7 +54,7 @@ struct Layout: Sendable {
         createMetadata = "CREATE TABLE IF NOT EXISTS \(metadata) (key text PRIMARY KEY, value bytea NOT NULL)"
         rewriteKeys = "hashtext('reservoir.rewrite'), hashtext(\(Self.literal(schema)))"
         channel = "reservoir." + schema
-        lockMeta = "SELECT sequence, catalog, commit_id, txid_current() FROM \(meta) FOR UPDATE"
+        lockMeta = "SELECT sequence, catalog, commit_id, txid_current(), store_id::text FROM \(meta) FOR UPDATE"
         logInsert = "INSERT INTO \(changes) (sequence, entity, kind, ids, commit_id) VALUES ($1::bigint, $2::text, $3::text, $4::bytea, $5::bigint)"
         metaUpdate = "UPDATE \(meta) SET sequence = $1::bigint, commit_id = $2::bigint, xact = pg_current_xact_id()"
     }
@@ -181,5 +182,28 @@ struct Layout: Sendable {
             FOR EACH ROW WHEN (current_setting('reservoir.writer', true) IS DISTINCT FROM 'on')
             EXECUTE FUNCTION \(function)();
         """
+    }
+}
+
+extension Layout {
+    /// The NOTIFY channel this library's commits also send their change sets on
+    /// (``CommitAnnouncement``), named by the store's identity: any role that may connect can
+    /// `LISTEN`, but only one that can read the meta row knows this name, so the rows travel
+    /// only to roles that could read them anyway. Distinct from ``channel`` (a dot there).
+    static func announcementChannel(_ identity: UUID) -> String {
+        "reservoir:" + identity.uuidString.lowercased().filter { $0 != "-" }
+    }
+
+    /// An announcement's payload: the schema, a colon, the announcement. The schema tells a
+    /// copy of this store in another schema (same identity, same channel) to ignore it.
+    func announcementPayload(_ announcement: CommitAnnouncement) -> String? {
+        // NOTIFY refuses a payload of 8000 bytes or more.
+        announcement.encoded(limit: 7999 - schema.utf8.count - 1).map { schema + ":" + $0 }
+    }
+
+    /// The announcement in `payload` when it names this schema; nil for another schema's.
+    func announcement(in payload: String) throws -> CommitAnnouncement? {
+        guard let colon = payload.lastIndex(of: ":"), payload[..<colon] == schema else { return nil }
+        return try CommitAnnouncement(decoding: String(payload[payload.index(after: colon)...]), from: "PostgreSQL schema \(schema)")
     }
 }

@@ -23,6 +23,8 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
         let connection: PGConnection
         let position: CommitPosition
         let catalog: Catalog
+        /// The store's identity, which names the channel commits are announced on.
+        let identity: UUID?
         let read: PGResult?
     }
 
@@ -54,6 +56,7 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
         connection = start.connection
         sequence = start.position.sequence
         commit = start.position.commit
+        identity = start.identity
         if start.catalog.version != catalog.version || catalog.version < 0 { catalog = start.catalog }
         return start.read
     }
@@ -215,6 +218,12 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
         }
         try connection.enqueue(layout.metaUpdate, [.integer(sequence), .integer(Int64(bitPattern: changeSet.commit))])
         loggedCommit = changeSet.commit
+        // The change set itself first, for this library's listeners; then the plain signal, which
+        // they skip for a sequence just announced, and which psql, triggers and older versions use.
+        if let identity, let announcement = CommitAnnouncement(previous: CommitPosition(sequence: self.sequence, commit: self.commit), changeSet: changeSet),
+           let payload = layout.announcementPayload(announcement) {
+            try connection.enqueue(Self.notify, [.text(Layout.announcementChannel(identity)), .text(payload)])
+        }
         try connection.enqueue(Self.notify, [.text(layout.channel), .text(String(sequence))])
         self.sequence = changeSet.sequence
         self.commit = changeSet.commit

@@ -1,15 +1,15 @@
 import Foundation
 
-/// The bytes a replica keeps rows and ids in (its base rows and its outbox, in the local
-/// store's metadata): exact, so a value reads back as the same case with the same payload
+/// Rows and values as bytes, exact: a value reads back as the same case with the same payload
 /// (`.integer(1)` stays an integer, a real keeps its bits), which the ordering key encoding
-/// (``KeyEncoding``) does not promise.
+/// (``KeyEncoding``) does not promise. A sync replica keeps its base rows and outbox in the local
+/// store's metadata so; a ``CommitAnnouncement`` carries its rows so.
 ///
 ///     value: tag (0 null, 1 integer, 2 real, 3 text, 4 blob), then for integer and real
 ///            8 bytes big-endian (a real's bit pattern), for text and blob a length then bytes
 ///     row:   a column count, then each column's name (as text, without the tag) and value
 ///     length and count: unsigned LEB128
-enum SyncCoding {
+enum ExactCoding {
     static func encode(_ value: Value, into bytes: inout [UInt8]) {
         switch value {
         case .null: bytes.append(0)
@@ -22,12 +22,16 @@ enum SyncCoding {
 
     static func encode(_ row: Row) -> Data {
         var bytes: [UInt8] = []
+        encode(row, into: &bytes)
+        return Data(bytes)
+    }
+
+    static func encode(_ row: Row, into bytes: inout [UInt8]) {
         appendNumber(UInt64(row.count), &bytes)
         for (column, value) in zip(row.columns, row.values) {
             appendBytes(Array(column.utf8), &bytes)
             encode(value, into: &bytes)
         }
-        return Data(bytes)
     }
 
     static func encode(_ value: Value) -> Data {
@@ -39,16 +43,8 @@ enum SyncCoding {
     /// The row in `data`, or `.corrupt` naming `what` when the bytes are not one.
     static func decodeRow(_ data: Data, _ what: @autoclosure () -> String) throws -> Row {
         var reader = ByteReader(bytes: [UInt8](data))
-        guard let count = reader.number(), count <= UInt64(data.count) else { throw corrupt(what()) }
-        var columns: [String] = []
-        var values: [Value] = []
-        for _ in 0..<count {
-            guard let name = reader.chunk().flatMap({ String(validating: $0, as: UTF8.self) }), let value = reader.value() else { throw corrupt(what()) }
-            columns.append(name)
-            values.append(value)
-        }
-        guard reader.isAtEnd, Set(columns).count == columns.count else { throw corrupt(what()) }
-        return Row(columns: columns, values: values)
+        guard let row = reader.row(), reader.isAtEnd else { throw corrupt(what()) }
+        return row
     }
 
     static func decodeValue(_ data: Data, _ what: @autoclosure () -> String) throws -> Value {
@@ -61,11 +57,11 @@ enum SyncCoding {
         ReservoirError(.corrupt, "\(what) in the local store's metadata is damaged; expected the bytes this library writes there (delete the replica's metadata by starting a new replica in a fresh store)")
     }
 
-    private static func appendFixed(_ number: UInt64, _ bytes: inout [UInt8]) {
+    static func appendFixed(_ number: UInt64, _ bytes: inout [UInt8]) {
         for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: number >> UInt64(shift))) }
     }
 
-    private static func appendNumber(_ number: UInt64, _ bytes: inout [UInt8]) {
+    static func appendNumber(_ number: UInt64, _ bytes: inout [UInt8]) {
         var rest = number
         while rest >= 0x80 {
             bytes.append(UInt8(truncatingIfNeeded: rest) | 0x80)
@@ -74,12 +70,12 @@ enum SyncCoding {
         bytes.append(UInt8(rest))
     }
 
-    private static func appendBytes(_ payload: [UInt8], _ bytes: inout [UInt8]) {
+    static func appendBytes(_ payload: [UInt8], _ bytes: inout [UInt8]) {
         appendNumber(UInt64(payload.count), &bytes)
         bytes.append(contentsOf: payload)
     }
 
-    private struct ByteReader {
+    struct ByteReader {
         let bytes: [UInt8]
         var offset = 0
 
@@ -110,6 +106,20 @@ enum SyncCoding {
             guard let count = number(), count <= UInt64(bytes.count - offset) else { return nil }
             defer { offset += Int(count) }
             return Array(bytes[offset..<offset + Int(count)])
+        }
+
+        /// A row (``encode(_:into:)``), nil when the bytes are not one (also a repeated column).
+        mutating func row() -> Row? {
+            guard let count = number(), count <= UInt64(bytes.count - offset) else { return nil }
+            var columns: [String] = []
+            var values: [Value] = []
+            for _ in 0..<count {
+                guard let name = chunk().flatMap({ String(validating: $0, as: UTF8.self) }), let value = value() else { return nil }
+                columns.append(name)
+                values.append(value)
+            }
+            guard Set(columns).count == columns.count else { return nil }
+            return Row(columns: columns, values: values)
         }
 
         mutating func value() -> Value? {
