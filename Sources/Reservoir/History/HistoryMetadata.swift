@@ -18,7 +18,7 @@ struct HistoryHoldRecord: Codable, Hashable, Sendable {
     }
 
     static func write(_ holds: [HistoryHoldRecord], _ writer: any WriteTransaction) throws {
-        try writer.setMetadata(HistoryMetadataKey.holds, to: holds.isEmpty ? nil : try JSONEncoder().encode(holds))
+        try writer.setMetadata(HistoryMetadataKey.holds, to: holds.isEmpty ? nil : try encodedMetadata(holds))
     }
 }
 
@@ -49,7 +49,7 @@ struct HistoryClock: Codable, Hashable, Sendable {
     }
 
     func write(_ writer: any WriteTransaction) throws {
-        try writer.setMetadata(HistoryMetadataKey.clock, to: marks.isEmpty ? nil : try JSONEncoder().encode(self))
+        try writer.setMetadata(HistoryMetadataKey.clock, to: marks.isEmpty ? nil : try encodedMetadata(self))
     }
 }
 
@@ -65,21 +65,24 @@ extension ReadTransaction {
     func decodedMetadata<T: Decodable & Sendable>(_ type: T.Type, _ key: String, _ what: String) throws -> T? {
         guard let data = try metadata(key) else { return nil }
         let cached = DecodedMetadata.Key(type: ObjectIdentifier(type), bytes: data)
-        if data.count <= DecodedMetadata.largest, let value = DecodedMetadata.values.withLock({ $0[cached] }) as? T { return value }
+        if data.count <= DecodedMetadata.largest, let value = DecodedMetadata.values.withLock({ $0.values[cached] }) as? T { return value }
         let value: T
         do {
             value = try JSONDecoder().decode(type, from: data)
         } catch {
             throw ReservoirError(.corrupt, "\(what) (metadata \"\(key)\") cannot be read: \(error)")
         }
-        if data.count <= DecodedMetadata.largest {
-            DecodedMetadata.values.withLock { values in
-                if values.count >= DecodedMetadata.limit { values.removeAll() }
-                values[cached] = value
-            }
-        }
+        DecodedMetadata.remember(value, as: cached)
         return value
     }
+}
+
+/// The JSON bytes the library keeps `value` under in metadata, remembered as decoded: the
+/// next read of them (a following replica's next round) decodes nothing.
+func encodedMetadata<T: Encodable & Sendable>(_ value: T) throws -> Data {
+    let data = try JSONEncoder().encode(value)
+    DecodedMetadata.remember(value, as: DecodedMetadata.Key(type: ObjectIdentifier(T.self), bytes: data))
+    return data
 }
 
 /// Small metadata values already decoded, by their exact bytes (values, not references, so a
@@ -91,8 +94,21 @@ private enum DecodedMetadata {
         let bytes: Data
     }
 
-    static let values = Locked<[Key: any Sendable]>([:])
-    /// Values kept at most (all are dropped when full) and the largest kept, in bytes.
-    static let limit = 256
+    /// The values, and their keys oldest first.
+    static let values = Locked<(values: [Key: any Sendable], order: [Key])>(([:], []))
+    /// Values kept at most (the oldest go first) and the largest kept, in bytes.
+    static let limit = 1024
     static let largest = 4096
+
+    static func remember(_ value: any Sendable, as key: Key) {
+        guard key.bytes.count <= largest else { return }
+        values.withLock { cache in
+            if cache.values.updateValue(value, forKey: key) == nil { cache.order.append(key) }
+            if cache.order.count > limit {
+                let dropped = cache.order.count - limit / 2
+                for old in cache.order.prefix(dropped) { cache.values[old] = nil }
+                cache.order.removeFirst(dropped)
+            }
+        }
+    }
 }

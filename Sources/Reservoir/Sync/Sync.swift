@@ -266,6 +266,12 @@ public final class Sync: @unchecked Sendable {
     /// Counts the local changes waiting to be pushed into the status (left as it is when the
     /// local store cannot say).
     func refreshPending(_ replica: SyncReplica) {
+        // The local store's newest commit is a pull's write made while nothing waited to be
+        // pushed (its outbox empty too): nothing waits now either, and nothing needs reading.
+        if let settled = settledLocally.withLock({ $0 }), local.hub.lastPosition.isSameCommit(as: settled) {
+            update { $0.pendingChanges = 0 }
+            return
+        }
         guard let count = try? local.read({ try self.pendingCount(replica, $0.reader) }) else { return }
         update { $0.pendingChanges = count }
     }

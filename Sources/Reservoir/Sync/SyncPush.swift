@@ -20,8 +20,8 @@ extension Sync {
         var remoteIDs: [String: Set<Value>]?
         while true {
             switch try takeBatch(replica, remoteIDs: remoteIDs) {
-            case .done:
-                let token = try local.read { try replica.state($0.reader)?.pushed }.flatMap { try? HistoryToken(parsing: $0) }
+            case let .done(pushed):
+                let token = pushed.flatMap { try? HistoryToken(parsing: $0) }
                 update { $0.changesPushed += sent }
                 return .pushed(changes: sent, rejected: rejected, token: token)
             case .advanced:
@@ -51,7 +51,8 @@ extension Sync {
         case batch(OutboxBatch)
         /// The pushed token moved on past change sets with nothing to push (the pulls' own).
         case advanced
-        case done
+        /// Nothing (more) to send; the pushed token.
+        case done(String?)
         /// The local history no longer reaches back to the pushed token: every record is
         /// compared with its base, and records deleted locally are found among the server's.
         case needsRemoteIDs
@@ -67,13 +68,13 @@ extension Sync {
     private func takeBatch(_ replica: SyncReplica, remoteIDs: [String: Set<Value>]?) throws -> Step {
         // Most rounds (each remote commit starts one) find nothing to send: said by a read,
         // without a local write.
-        let idle = try local.read { snapshot -> Bool in
+        let idle = try local.read { snapshot -> String? in
             let reader = snapshot.reader
             guard try replica.outbox(reader) == nil, let state = try replica.state(reader), let pushed = state.pushed,
-                  try self.nothingToPush(after: pushed, reader, lagging: Self.settledLag) else { return false }
-            return !self.holdNeedsRenewing(replica, reader)
+                  try self.nothingToPush(after: pushed, reader, lagging: Self.settledLag) else { return nil }
+            return self.holdNeedsRenewing(replica, reader) ? nil : pushed
         }
-        if idle { return .done }
+        if let idle { return .done(idle) }
         return try write(local) { tx in
             let writer = tx.writer
             if let waiting = try replica.outbox(writer) { return .batch(waiting) }
@@ -86,7 +87,7 @@ extension Sync {
             state.pushed = collected.through.description
             if state.pushed != before || !collected.items.isEmpty { try replica.setState(state, writer) }
             try self.hold(replica, at: collected.through, writer)
-            guard !collected.items.isEmpty else { return collected.reachedEnd ? .done : .advanced }
+            guard !collected.items.isEmpty else { return collected.reachedEnd ? .done(state.pushed) : .advanced }
             let batch = OutboxBatch(token: collected.through.description, items: collected.items.map { item in
                 OutboxBatch.Item(entity: item.entity, id: ExactCoding.encode(item.id), local: item.local.map(ExactCoding.encode),
                                  base: item.base.map(ExactCoding.encode), changed: item.changed)

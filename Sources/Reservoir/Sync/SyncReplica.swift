@@ -51,7 +51,7 @@ struct SyncReplica: Equatable {
     }
 
     func setState(_ state: SyncState, _ writer: any WriteTransaction) throws {
-        try writer.setMetadata(stateKey, to: try JSONEncoder().encode(state))
+        try writer.setMetadata(stateKey, to: try encodedMetadata(state))
     }
 
     func outbox(_ reader: any ReadTransaction) throws -> OutboxBatch? {
@@ -59,7 +59,7 @@ struct SyncReplica: Equatable {
     }
 
     func setOutbox(_ batch: OutboxBatch?, _ writer: any WriteTransaction) throws {
-        try writer.setMetadata(outboxKey, to: try batch.map { try JSONEncoder().encode($0) })
+        try writer.setMetadata(outboxKey, to: try batch.map { try encodedMetadata($0) })
     }
 
     /// Makes the local store hold `server` (the server's row, nil: no record) as the record's
