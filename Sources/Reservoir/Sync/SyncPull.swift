@@ -56,15 +56,8 @@ extension Sync {
     /// Applies a page in one local write with its token; returns the local changes dropped.
     /// A write made while nothing waits to be pushed leaves nothing to push (``settledLocally``).
     private func apply(_ page: RemotePage, _ replica: SyncReplica) throws -> [SyncRejection] {
-        let settled = Locked(false)
-        let rejected = try write(local, committed: { [settledLocally] position in
-            if settled.withLock({ $0 }) { settledLocally.withLock { $0 = position } }
-        }) { tx in
+        try pullWrite(replica) { tx, before in
             var rejected: [SyncRejection] = []
-            let before = try replica.state(tx.writer)
-            let clean = try replica.outbox(tx.writer) == nil
-                && (try before?.pushed.map { try self.nothingToPush(after: $0, tx.writer, lagging: .max) } ?? false)
-            settled.withLock { $0 = clean }
             let described = try Self.entityMap(tx.writer.entities())
             for change in page.changes {
                 guard let shape = self.shape(for: change.entity),
@@ -77,7 +70,23 @@ extension Sync {
             try replica.setState(state, tx.writer)
             return rejected
         }
-        return rejected
+    }
+
+    /// A local write of a pull's, given the replica state before it. Made while nothing waits
+    /// to be pushed (the outbox empty, the pushed token at the newest local commit or only such
+    /// writes after it), it leaves nothing to push, and is remembered so (``settledLocally``):
+    /// the next push and the count of waiting changes then read no history.
+    private func pullWrite<R>(_ replica: SyncReplica, _ body: (Transaction, SyncState?) throws -> R) throws -> R {
+        let settled = Locked(false)
+        return try write(local, committed: { [settledLocally] position in
+            if settled.withLock({ $0 }) { settledLocally.withLock { $0 = position } }
+        }) { tx in
+            let before = try replica.state(tx.writer)
+            let clean = try replica.outbox(tx.writer) == nil
+                && (try before?.pushed.map { try self.nothingToPush(after: $0, tx.writer, lagging: .max) } ?? false)
+            settled.withLock { $0 = clean }
+            return try body(tx, before)
+        }
     }
 
     /// The change sets heard from the remote after `token` as one page (nil when there are
@@ -208,8 +217,8 @@ extension Sync {
             }
             return token
         }
-        try write(local) { tx in
-            var state = try replica.state(tx.writer) ?? SyncState()
+        try pullWrite(replica) { tx, before in
+            var state = before ?? SyncState()
             state.token = token.description
             state.shapes = self.shapeText
             try replica.setState(state, tx.writer)
@@ -252,7 +261,7 @@ extension Sync {
         case .besides:
             query = try Query(entity: entity)
         }
-        return try write(local) { tx in
+        return try pullWrite(replica) { tx, _ in
             if let query {
                 try tx.writer.fetch(query) { row in
                     guard let id = row[entity.idColumn], server[id] == nil else { return }
