@@ -81,17 +81,9 @@ enum ExactCoding {
 
         var isAtEnd: Bool { offset == bytes.count }
 
+        /// An unsigned LEB128 number, the varint ``PackedIDs`` reads too.
         mutating func number() -> UInt64? {
-            var result: UInt64 = 0
-            var shift: UInt64 = 0
-            while offset < bytes.count, shift < 64 {
-                let byte = bytes[offset]
-                offset += 1
-                result |= UInt64(byte & 0x7F) << shift
-                if byte & 0x80 == 0 { return result }
-                shift += 7
-            }
-            return nil
+            bytes.withUnsafeBytes { PackedIDs.readVarint($0, at: &offset) }
         }
 
         mutating func fixed() -> UInt64? {
