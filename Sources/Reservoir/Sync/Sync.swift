@@ -65,6 +65,10 @@ public final class Sync: @unchecked Sendable {
     let settledLocally = Locked<CommitPosition?>(nil)
     /// How far the pushed token may lag behind ``settledLocally``, in change sets.
     static let settledLag: UInt64 = 64
+    /// What the last push that found nothing to send read: the pushed token, its sequence and
+    /// when. While only settled pulls have committed locally since, the next push finds the
+    /// same without a read, for up to a second (then it reads, and renews the hold if due).
+    let idlePush = Locked<(pushed: String, sequence: UInt64, at: ContinuousClock.Instant)?>(nil)
     /// The remote's entity descriptions as the pulls last read them (``catchUp()``).
     let describedRemotely = Locked<[String: EntityDescription]>([:])
     /// The remote's change sets heard while following, for the pulls.

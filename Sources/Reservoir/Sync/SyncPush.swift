@@ -67,14 +67,24 @@ extension Sync {
 
     private func takeBatch(_ replica: SyncReplica, remoteIDs: [String: Set<Value>]?) throws -> Step {
         // Most rounds (each remote commit starts one) find nothing to send: said by a read,
-        // without a local write.
+        // without a local write, or by the last such read when only settled pulls followed it.
+        if let idle = idlePush.withLock({ $0 }), let settled = settledLocally.withLock({ $0 }),
+           local.hub.lastPosition.isSameCommit(as: settled), settled.sequence >= idle.sequence,
+           settled.sequence - idle.sequence <= Self.settledLag, ContinuousClock.now - idle.at < .seconds(1) {
+            return .done(idle.pushed)
+        }
         let idle = try local.read { snapshot -> String? in
             let reader = snapshot.reader
             guard try replica.outbox(reader) == nil, let state = try replica.state(reader), let pushed = state.pushed,
                   try self.nothingToPush(after: pushed, reader, lagging: Self.settledLag) else { return nil }
             return self.holdNeedsRenewing(replica, reader) ? nil : pushed
         }
-        if let idle { return .done(idle) }
+        if let idle {
+            let sequence = (try? HistoryToken(parsing: idle))?.sequence
+            idlePush.withLock { $0 = sequence.map { (idle, $0, ContinuousClock.now) } }
+            return .done(idle)
+        }
+        idlePush.withLock { $0 = nil }
         return try write(local) { tx in
             let writer = tx.writer
             if let waiting = try replica.outbox(writer) { return .batch(waiting) }
