@@ -103,3 +103,26 @@ struct AnnouncementTests {
         #expect(try follower.fetch(FetchRequest<Message>(sortBy: [.ascending(\.id)])) == expected)
     }
 }
+
+/// An indexed field's index serves the contract's sort order both ways.
+@Suite("PostgreSQL: indexes in the contract's order")
+struct IndexOrderTests {
+    @Test("a sort on an indexed field, ascending (nulls first) or descending (nulls last), with a limit, is read from the index without a sort")
+    func indexServesBothDirections() async throws {
+        let configuration = try TestServer.freshStore()
+        defer { TestServer.drop(configuration) }
+        let store = try Store.open(configuration, registry: TestServer.registry)
+        defer { store.close() }
+        try await store.write { tx in
+            for id in 1...50 { try tx.insert(Message(id: id, author: id % 7, body: "m\(id)")) }
+        }
+        let table = "\(PlainSQLTests.schema(of: configuration)).messages"
+        // PGCompiler's spelling of each direction; with sequential scans and sorts priced out,
+        // a plan with a Sort node means no index could give the order.
+        for order in ["\"author\" ASC NULLS FIRST", "\"author\" DESC NULLS LAST"] {
+            let plan = try PSQL.rows("SET enable_seqscan = off; SET enable_sort = off; EXPLAIN SELECT * FROM \(table) ORDER BY \(order) LIMIT 5",
+                                     on: try TestServer.url())
+            #expect(!plan.contains { $0.contains("Sort") } && plan.contains { $0.contains("Index") }, "ORDER BY \(order): \(plan)")
+        }
+    }
+}

@@ -129,8 +129,12 @@ extension PGWriteTransaction {
             [.text(entity), .text(column), .integer(Int64(position)), .text(kind.rawValue)])
     }
 
+    /// `NULLS FIRST`, the contract's order: the index then serves `ORDER BY column ASC NULLS
+    /// FIRST` and, scanned backwards, `DESC NULLS LAST` (a default index, `NULLS LAST`, serves
+    /// neither, so a sorted fetch with a limit sorted the whole table). Indexes made before stay
+    /// as they were; they answer comparisons alike.
     func createIndex(_ entity: String, _ column: String) throws {
-        try connection.execute("CREATE INDEX IF NOT EXISTS \(Self.indexName(entity, column)) ON \(layout.table(entity)) (\(Layout.quote(column)))")
+        try connection.execute("CREATE INDEX IF NOT EXISTS \(Self.indexName(entity, column)) ON \(layout.table(entity)) (\(Layout.quote(column)) NULLS FIRST)")
     }
 
     /// The index's name, quoted: `ENTITY_COLUMN_idx`, cut to PostgreSQL's 63 bytes.
