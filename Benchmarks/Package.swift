@@ -5,6 +5,7 @@
 //     cd Benchmarks && swift run -c release lmdb-bench               LMDB backend vs raw LMDB C, in detail
 //     cd Benchmarks && swift run -c release observation-benchmark    live-subscription cost per commit
 //     cd Benchmarks && swift run -c release lmdb-open-cost           LMDB open (page check) cost by store size
+//     cd Benchmarks && swift run -c release commit-notify-latency    one-record commit → 1 subscription, write vs delivery vs seen
 //     cd Benchmarks && ../scripts/with-postgres swift run -c release history-catchup   history catch-up vs raw C, log bytes
 //     cd Benchmarks && ../scripts/with-postgres swift run -c release sync-latency      sync: commit to replicas' live fetches, catch-up
 //     cd Benchmarks && ../scripts/with-postgres swift run -c release migration-bench [records]   migrating 1,000,000 records vs hand-written SQL/C, GRDB
@@ -62,6 +63,17 @@ let package = Package(
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
             ],
             path: "Sources/ObservationBenchmark"
+        ),
+        // The "one-record commit → 1 live subscription notified" row taken apart: when `write`
+        // returns, when the value reaches the subscriber, when the waiting side sees it.
+        .executableTarget(
+            name: "commit-notify-latency",
+            dependencies: [
+                .product(name: "Reservoir", package: "Reservoir"),
+                .product(name: "ReservoirSQLite", package: "Reservoir"),
+                .product(name: "ReservoirLMDB", package: "Reservoir"),
+                .product(name: "OpenCombineShim", package: "OpenCombine"),
+            ]
         ),
         // History catch-up from a token (issue #32) beside each engine's raw C API, and the log's
         // bytes per retained change set. Raw LMDB and libpq come through CLMDB and CLibPQ.
