@@ -141,8 +141,9 @@ extension PostgresBackend {
         heardIsComplete = false
         recentlyAnnounced = []
         announcementChannel = nil
-        try listenForAnnouncements(on: connection)
         if wake != nil { watchSocket(of: connection) }
+        // Failing here leaves the plain signal; the next probe tries again.
+        try? listenForAnnouncements(on: connection)
     }
 
     /// Wakes the store whenever `connection`'s socket has input. Call under `listenerLock`.
