@@ -85,6 +85,9 @@ struct CommitAnnouncementTests {
         #expect(CommitAnnouncement(previous: CommitPosition(sequence: 1, commit: 1), changeSet: ChangeSet(sequence: 2, entities: [], isComplete: false, commit: 2)) == nil)
         #expect(CommitAnnouncement(previous: CommitPosition(sequence: 1, commit: 1), changeSet: ChangeSet(sequence: 2, entities: [], commit: 2, isRewound: true)) == nil)
         #expect(CommitAnnouncement(previous: CommitPosition(sequence: 1, commit: 1), changeSet: ChangeSet(sequence: 2, entities: [], commit: 2, isSchemaChange: true)) == nil)
+        // The record of a schema version marks a migration's change set, as a read of the log takes it.
+        #expect(CommitAnnouncement(previous: CommitPosition(sequence: 1, commit: 1), changeSet: ChangeSet(
+            sequence: 2, entities: [EntityChanges(entity: "reservoir_schema_versions", inserted: [RowChange(id: .integer(1), row: Row())])], commit: 2)) == nil)
     }
 
     @Test("damaged announcement text is refused as corrupt, naming where it came from")

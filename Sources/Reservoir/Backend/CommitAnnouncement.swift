@@ -19,7 +19,10 @@ public struct CommitAnnouncement: Sendable, Equatable {
     /// The announcement of `changeSet`, committed right after `previous`; nil for a change set
     /// that is not announced (a migration's, a rewound or an incomplete one).
     public init?(previous: CommitPosition, changeSet: ChangeSet) {
-        guard changeSet.isComplete, !changeSet.isRewound, !changeSet.isSchemaChange else { return nil }
+        // A change set holding the record of a schema version is a migration's wherever it was
+        // made, as a read of the log takes it (``ChangeLogReader``): the store checks it.
+        guard changeSet.isComplete, !changeSet.isRewound, !changeSet.isSchemaChange,
+              !changeSet.entities.contains(where: { $0.entity == SchemaLedger.entityName }) else { return nil }
         self.previous = previous
         let entities = changeSet.entities.map { EntityChanges(entity: $0.entity, inserted: $0.inserted, updated: $0.updated, deleted: $0.deleted) }
         self.changeSet = ChangeSet(sequence: changeSet.sequence, entities: entities, isExternal: true, commit: changeSet.commit)
