@@ -82,6 +82,8 @@ struct SyncTests {
         #expect(throws: ReservoirError.self) { try phoneSync.sync() }
         #expect(!phoneSync.status.isConnected && phoneSync.status.pendingChanges == 3, "\(phoneSync.status)")
         try await laptop.write { tx in try tx.update(Message(id: 1, author: 7, body: "server 1")) }   // another column, meanwhile
+        // Meanwhile means on the server before the phone is back (the laptop pushes on its own).
+        #expect(await eventually { (try? seed.fetch(FetchRequest<Message>(where: \.id == 1)).first?.author) == 7 }, "the laptop pushes its edit")
 
         cutter.refuseNewConnections(false)
         cutter.disarm()

@@ -183,9 +183,12 @@ final class TCPCutter: @unchecked Sendable {
             }
             switch cut {
             case .afterCommitSent?:
+                // The client is cut before the server gets the chunk: a server answering before
+                // this thread ran on (a busy machine) had its answer forwarded, and the client
+                // heard its COMMIT succeed.
+                pair.closeClient()
                 _ = Self.writeAll(pair.upstream, chunk)
                 pair.endUpstreamWrites()
-                pair.closeClient()
                 return
             case .beforeCommitSent?:
                 pair.endUpstreamWrites()
