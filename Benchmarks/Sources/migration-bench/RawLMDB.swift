@@ -56,19 +56,15 @@ enum RawLMDB {
         value.append(contentsOf: title.utf8)
     }
 
-    static func seed(_ place: Place, records: Int) throws {
+    /// Runs `body` in one write transaction of the environment at `place`: committed when it
+    /// returns, aborted when it throws.
+    static func writing(_ place: Place, _ body: (OpaquePointer?) throws -> Void) throws {
         let env = try open(place)
         defer { mdb_env_close(env) }
         var txn: OpaquePointer?
         try check(mdb_txn_begin(env, nil, 0, &txn), "begin")
         do {
-            let notes = try database(txn, "notes")
-            var value: [UInt8] = []
-            for id in 0..<records {
-                encode(priority: Note.priority(id), title: Note.title(id), into: &value)
-                try put(txn, notes, key: idKey(id), value: value, flags: CLMDB_APPEND)
-            }
-            try put(txn, try database(txn, "meta"), key: Array("version".utf8), value: [1])
+            try body(txn)
             try check(mdb_txn_commit(txn), "commit")
         } catch {
             mdb_txn_abort(txn)
@@ -76,12 +72,20 @@ enum RawLMDB {
         }
     }
 
+    static func seed(_ place: Place, records: Int) throws {
+        try writing(place) { txn in
+            let notes = try database(txn, "notes")
+            var value: [UInt8] = []
+            for id in 0..<records {
+                encode(priority: Note.priority(id), title: Note.title(id), into: &value)
+                try put(txn, notes, key: idKey(id), value: value, flags: CLMDB_APPEND)
+            }
+            try put(txn, try database(txn, "meta"), key: Array("version".utf8), value: [1])
+        }
+    }
+
     static func migrate(_ place: Place) throws {
-        let env = try open(place)
-        defer { mdb_env_close(env) }
-        var txn: OpaquePointer?
-        try check(mdb_txn_begin(env, nil, 0, &txn), "begin")
-        do {
+        try writing(place) { txn in
             let notes = try database(txn, "notes")
             let index = try database(txn, "notes_name")
             var cursor: OpaquePointer?
@@ -117,12 +121,8 @@ enum RawLMDB {
                     return found == 0 ? mdb_cursor_get(cursor, &key, &data, MDB_NEXT) : found
                 }
             }
-            guard rc == CLMDB_NOTFOUND else { try check(rc, "cursor"); return }
+            if rc != CLMDB_NOTFOUND { try check(rc, "cursor") }
             try put(txn, try database(txn, "meta"), key: Array("version".utf8), value: [2])
-            try check(mdb_txn_commit(txn), "commit")
-        } catch {
-            mdb_txn_abort(txn)
-            throw error
         }
     }
 
