@@ -101,12 +101,11 @@ extension PostgresBackend {
     /// Listens on the channel commits are announced on, once the store's identity is known
     /// (and again should it change: the store dropped and made anew). Call under `listenerLock`.
     func listenForAnnouncements(on connection: PGConnection) throws {
-        guard let identity = knownIdentity.withLock({ $0 }) else { return }
-        let channel = Layout.announcementChannel(identity)
-        guard channel != announcementChannel else { return }
-        let previous = announcementChannel.map { "UNLISTEN \(Layout.quote($0)); " } ?? ""
-        try connection.execute(previous + "LISTEN \(Layout.quote(channel))")
-        announcementChannel = channel
+        // Every probe passes here: the identity is compared, the channel's name made only anew.
+        guard let identity = knownIdentity.withLock({ $0 }), identity != announcedIdentity else { return }
+        let previous = announcedIdentity.map { "UNLISTEN \(Layout.quote(Layout.announcementChannel($0))); " } ?? ""
+        try connection.execute(previous + "LISTEN \(Layout.quote(Layout.announcementChannel(identity)))")
+        announcedIdentity = identity
         // Commits before the LISTEN were heard only by their plain signal.
         heardIsComplete = false
     }
@@ -140,7 +139,7 @@ extension PostgresBackend {
         heard = []
         heardIsComplete = false
         recentlyAnnounced = []
-        announcementChannel = nil
+        announcedIdentity = nil
         if wake != nil { watchSocket(of: connection) }
         // Failing here leaves the plain signal; the next probe tries again.
         try? listenForAnnouncements(on: connection)

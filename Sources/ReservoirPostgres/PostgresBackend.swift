@@ -42,11 +42,12 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
     var wake: (@Sendable () -> Void)?
     var listenerThread: PGNotifyThread?
     /// Commits other writers announced (``takeHeardCommits()``), whether nothing else moved the
-    /// token since the store last took them, the announcement channel listened on, and the
-    /// sequences announced lately, whose plain signal follows and is skipped: under `listenerLock`.
+    /// token since the store last took them, the identity whose announcement channel is listened
+    /// on, and the sequences announced lately, whose plain signal follows and is skipped: under
+    /// `listenerLock`.
     var heard: [CommitAnnouncement] = []
     var heardIsComplete = false
-    var announcementChannel: String?
+    var announcedIdentity: UUID?
     var recentlyAnnounced: [UInt64] = []
     /// The store's identity, once a transaction's meta row brought it: it names the channel
     /// commits are announced on (``Layout/announcementChannel(_:)``).
