@@ -63,6 +63,12 @@ public final class Sync: @unchecked Sendable {
     /// pushed. A push then has nothing to do without a write to move the token over them (it
     /// moves when it lags ``settledLag`` change sets, or the hold wants renewing).
     let settledLocally = Locked<CommitPosition?>(nil)
+    /// ``settledLocally`` when it is the local store's newest commit (nothing else committed
+    /// there since, as far as the store has announced).
+    var settledHead: CommitPosition? {
+        guard let settled = settledLocally.withLock({ $0 }), local.hub.lastPosition.isSameCommit(as: settled) else { return nil }
+        return settled
+    }
     /// How far the pushed token may lag behind ``settledLocally``, in change sets.
     static let settledLag: UInt64 = 64
     /// What the last push that found nothing to send read: the pushed token, its sequence and
@@ -272,7 +278,7 @@ public final class Sync: @unchecked Sendable {
     func refreshPending(_ replica: SyncReplica) {
         // The local store's newest commit is a pull's write made while nothing waited to be
         // pushed (its outbox empty too): nothing waits now either, and nothing needs reading.
-        if let settled = settledLocally.withLock({ $0 }), local.hub.lastPosition.isSameCommit(as: settled) {
+        if settledHead != nil {
             update { $0.pendingChanges = 0 }
             return
         }

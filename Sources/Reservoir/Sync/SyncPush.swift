@@ -68,8 +68,7 @@ extension Sync {
     private func takeBatch(_ replica: SyncReplica, remoteIDs: [String: Set<Value>]?) throws -> Step {
         // Most rounds (each remote commit starts one) find nothing to send: said by a read,
         // without a local write, or by the last such read when only settled pulls followed it.
-        if let idle = idlePush.withLock({ $0 }), let settled = settledLocally.withLock({ $0 }),
-           local.hub.lastPosition.isSameCommit(as: settled), settled.sequence >= idle.sequence,
+        if let idle = idlePush.withLock({ $0 }), let settled = settledHead, settled.sequence >= idle.sequence,
            settled.sequence - idle.sequence <= Self.settledLag, ContinuousClock.now - idle.at < .seconds(1) {
             return .done(idle.pushed)
         }
