@@ -66,14 +66,42 @@ extension ReadTransaction {
         guard let data = try metadata(key) else { return nil }
         let cached = DecodedMetadata.Key(type: ObjectIdentifier(type), bytes: data)
         if data.count <= DecodedMetadata.largest, let value = DecodedMetadata.values.withLock({ $0.values[cached] }) as? T { return value }
-        let value: T
+        let value = try Self.decoded(type, data, key, what)
+        DecodedMetadata.remember(value, as: cached)
+        return value
+    }
+
+    /// ``decodedMetadata(_:_:_:)`` for a value one owner writes and reads again and again (a
+    /// replica's state, every round): remembered by `memo`, the owner's own, instead of in the
+    /// cache every store of the process shares (whose lock 50 replicas contended for).
+    func decodedMetadata<T: Decodable & Sendable>(_ type: T.Type, _ key: String, _ what: String, memo: MetadataMemo<T>) throws -> T? {
+        guard let data = try metadata(key) else { return nil }
+        if let value = memo.value(for: data) { return value }
+        let value = try Self.decoded(type, data, key, what)
+        memo.remember(value, as: data)
+        return value
+    }
+
+    private static func decoded<T: Decodable>(_ type: T.Type, _ data: Data, _ key: String, _ what: String) throws -> T {
         do {
-            value = try JSONDecoder().decode(type, from: data)
+            return try JSONDecoder().decode(type, from: data)
         } catch {
             throw ReservoirError(.corrupt, "\(what) (metadata \"\(key)\") cannot be read: \(error)")
         }
-        DecodedMetadata.remember(value, as: cached)
-        return value
+    }
+}
+
+/// The last metadata value one owner wrote or read, with its exact bytes: a read of the same
+/// bytes is that value, without decoding.
+final class MetadataMemo<T: Sendable>: Sendable {
+    private let last = Locked<(bytes: Data, value: T)?>(nil)
+
+    func value(for bytes: Data) -> T? {
+        last.withLock { last in last.flatMap { $0.bytes == bytes ? $0.value : nil } }
+    }
+
+    func remember(_ value: T, as bytes: Data) {
+        last.withLock { $0 = (bytes, value) }
     }
 }
 
@@ -83,6 +111,40 @@ func encodedMetadata<T: Encodable & Sendable>(_ value: T) throws -> Data {
     let data = try JSONEncoder().encode(value)
     DecodedMetadata.remember(value, as: DecodedMetadata.Key(type: ObjectIdentifier(T.self), bytes: data))
     return data
+}
+
+/// JSON text, written by hand: an object's members, strings escaped as JSON requires.
+struct JSONObjectWriter {
+    private(set) var bytes: [UInt8] = [UInt8(ascii: "{")]
+
+    mutating func member(_ name: String, _ value: String?) {
+        guard let value else { return }
+        if bytes.count > 1 { bytes.append(UInt8(ascii: ",")) }
+        string(name)
+        bytes.append(UInt8(ascii: ":"))
+        string(value)
+    }
+
+    private mutating func string(_ text: String) {
+        bytes.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
+                bytes.append(UInt8(ascii: "\\"))
+                bytes.append(byte)
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                bytes.append(contentsOf: Array("\\u00".utf8))
+                bytes.append(hex[Int(byte >> 4)])
+                bytes.append(hex[Int(byte & 0xF)])
+            default:
+                bytes.append(byte)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    var data: Data { Data(bytes + [UInt8(ascii: "}")]) }
 }
 
 /// Small metadata values already decoded, by their exact bytes (values, not references, so a

@@ -79,7 +79,8 @@ public final class Sync: @unchecked Sendable {
     let describedRemotely = Locked<[String: EntityDescription]>([:])
     /// The remote's change sets heard while following, for the pulls.
     let heardRemotely = Locked(HeardChangeSets())
-    private var pending = false
+    /// A round is queued and has not started (asks until then are that round).
+    private let pending = Locked(false)
     private var retryDelay: TimeInterval = 0.2
 
     /// Change sets read from either store's history per page.
@@ -309,7 +310,7 @@ public final class Sync: @unchecked Sendable {
             for subscription in following { subscription.cancel() }
             following = []
             heardRemotely.withLock { $0.stopHearing() }
-            pending = false
+            pending.withLock { $0 = false }
         }
         if DispatchQueue.getSpecific(key: Self.queueKey) != nil {
             stopping()
@@ -324,13 +325,15 @@ public final class Sync: @unchecked Sendable {
 
     /// Asks for a round soon; rounds asked for while one waits are one round.
     private func schedule() {
+        // One block on the queue for all the asks until it starts (a follower hears a commit
+        // per remote commit; each block is a queue hop).
+        guard pending.withLock({ asked in
+            defer { asked = true }
+            return !asked
+        }) else { return }
         queue.async { [self] in
-            guard !following.isEmpty, !pending else { return }
-            pending = true
-            queue.async { [self] in
-                pending = false
-                runScheduled()
-            }
+            pending.withLock { $0 = false }
+            runScheduled()
         }
     }
 

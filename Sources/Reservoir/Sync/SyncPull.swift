@@ -8,8 +8,14 @@ extension Sync {
         let remote = try reachRemote()
         // A batch waiting in the outbox goes first: its records' bases are already what it
         // sends, so settling them to server rows without it would undo it locally.
-        reportDropped(try finishWaitingBatch(replica))
-        guard let saved = try local.read({ try replica.state($0.reader) }), let savedToken = saved.token else {
+        // One local read for both (most rounds find no batch waiting).
+        let found = try local.read { snapshot in (waiting: try replica.outbox(snapshot.reader), state: try replica.state(snapshot.reader)) }
+        var saved = found.state
+        if let waiting = found.waiting {
+            reportDropped(try finish(waiting, replica))
+            saved = try local.read { try replica.state($0.reader) }
+        }
+        guard let saved, let savedToken = saved.token else {
             return try resync(.firstSync, replica)
         }
         guard saved.shapes == shapeText else { return try resync(.shapesChanged, replica) }

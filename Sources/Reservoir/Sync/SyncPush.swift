@@ -37,9 +37,8 @@ extension Sync {
         }
     }
 
-    /// Sends the batch waiting in the outbox, if any (and nothing newer); returns its rejections.
-    func finishWaitingBatch(_ replica: SyncReplica) throws -> [SyncRejection] {
-        guard let batch = try local.read({ try replica.outbox($0.reader) }) else { return [] }
+    /// Sends `batch`, the one waiting in the outbox (and nothing newer); returns its rejections.
+    func finish(_ batch: OutboxBatch, _ replica: SyncReplica) throws -> [SyncRejection] {
         let refused = try confirm(batch, try applyRemotely(batch, replica), replica)
         update { $0.changesPushed += batch.items.count - refused.count }
         return refused

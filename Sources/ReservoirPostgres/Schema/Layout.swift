@@ -203,7 +203,10 @@ extension Layout {
 
     /// The announcement in `payload` when it names this schema; nil for another schema's.
     func announcement(in payload: String) throws -> CommitAnnouncement? {
-        guard let colon = payload.lastIndex(of: ":"), payload[..<colon] == schema else { return nil }
-        return try CommitAnnouncement(decoding: String(payload[payload.index(after: colon)...]), from: "PostgreSQL schema \(schema)")
+        // Base64 has no colon: the last one ends the schema. (Scanned as bytes: a scan by
+        // characters over the whole payload was a sixth of the listener's time.)
+        let bytes = payload.utf8
+        guard let colon = bytes.lastIndex(of: UInt8(ascii: ":")), bytes[..<colon].elementsEqual(schema.utf8) else { return nil }
+        return try CommitAnnouncement(decoding: String(payload[bytes.index(after: colon)...]), from: "PostgreSQL schema \(schema)")
     }
 }
