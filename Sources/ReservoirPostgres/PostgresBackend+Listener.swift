@@ -196,4 +196,8 @@ final class NotifyWatch: CommitWatch {
     /// The server delivers a NOTIFY only after the notifying transaction committed and is
     /// visible to new snapshots.
     var wakesAfterCommitIsVisible: Bool { true }
+
+    /// The wake-up is called on the listener's own thread (``PGNotifyThread``), one per
+    /// store, with no lock held.
+    var wakesOnItsOwnThread: Bool { true }
 }

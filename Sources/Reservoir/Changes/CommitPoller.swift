@@ -93,24 +93,29 @@ final class CommitPoller: @unchecked Sendable {
 
     /// Another process may have committed: probe now, then settle (see the type's summary).
     /// Cheap to call often; wake-ups that arrive before the probe runs are folded into it.
+    /// From a signal that ``CommitWatch/wakesOnItsOwnThread``, the probe runs on the caller's
+    /// thread (after any probe under way) and this returns once it is done.
     func wake() {
         let now = DispatchTime.now().uptimeNanoseconds
         // nil: a wake-up is already queued (or the poller stopped); 0: probe at once; else the
         // uptime to probe at. (Plain integers: `DispatchTime(uptimeNanoseconds: 0)` means "now".)
-        let deadline = control.withLock { control -> UInt64? in
+        let decided = control.withLock { control -> (deadline: UInt64, inline: Bool)? in
             guard !control.stopped, !control.wakeQueued else { return nil }
             control.wakeQueued = true
             let quietUntil = control.ownCommit + Self.ownCommitQuiet
-            return control.ownCommit > 0 && quietUntil > now ? quietUntil : 0
+            return (control.ownCommit > 0 && quietUntil > now ? quietUntil : 0, control.watch?.wakesOnItsOwnThread ?? false)
         }
-        guard let deadline else { return }
+        guard let (deadline, inline) = decided else { return }
         let work: @Sendable () -> Void = { [weak self] in
             guard let self else { return }
             control.withLock { $0.wakeQueued = false }
             generation &+= 1
             settle(step: -1, generation: generation)
         }
-        if deadline == 0 {
+        if deadline == 0, inline {
+            // The signal's own thread (``CommitWatch/wakesOnItsOwnThread``) waits for the probe.
+            queue.sync(execute: work)
+        } else if deadline == 0 {
             queue.async(execute: work)
         } else {
             queue.asyncAfter(deadline: DispatchTime(uptimeNanoseconds: deadline), execute: work)
