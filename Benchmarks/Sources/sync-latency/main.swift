@@ -157,6 +157,14 @@ nonisolated func measureLatency() throws {
             print("no arrivals: local holds \((try? replicas.first?.0.count(FetchRequest<Note>())) ?? -1), status \(replicas.first.map { "\($0.1.status)" } ?? "")")
             exit(1)
         }
+        if environment["BENCH_SYNC_DETAIL"] != nil {
+            // Each commit's slowest and median arrival, in commit order, to see whether the tail
+            // is a few slow commits (every replica late) or spread over all of them.
+            let perCommit = arrivals.withLock { all in (1...commits).map { id in (all[id] ?? []).map { $0 - (sent[id] ?? 0) } } }
+            for (index, times) in perCommit.enumerated() where !times.isEmpty {
+                FileHandle.standardError.write(Data("commit \(index + 1): median \(milliseconds(percentile(times, 0.5))), max \(milliseconds(times.max() ?? 0))\n".utf8))
+            }
+        }
         let latencies = arrivals.withLock { all in all.flatMap { id, times in times.compactMap { time in sent[id].map { time - $0 } } } }
         let missing = commits * clients - latencies.count
         let plain = followed.withLock { all in all.compactMap { id, time in sent[id].map { time - $0 } } }
