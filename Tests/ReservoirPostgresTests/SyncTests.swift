@@ -5,6 +5,15 @@ import ReservoirPostgres
 import ReservoirTestRecords
 import Testing
 
+/// The calling thread, as a number.
+private func threadNumber() -> UInt {
+    #if canImport(Darwin)
+    UInt(bitPattern: pthread_self())
+    #else
+    UInt(pthread_self())
+    #endif
+}
+
 /// A local replica of a PostgreSQL store (Backends.md, "Sync"): the remote's commits, this
 /// library's and psql's, arrive in the local store live, and a replica resumes after a restart.
 @Suite("PostgreSQL: a local replica")
@@ -45,6 +54,57 @@ struct SyncTests {
         }
         #expect(changeSets == 1, "only the change set after the saved token: \(event)")
         #expect(try local.fetch(Message.self).map(\.id).sorted() == [1, 10])
+    }
+
+    /// A following replica's round for a remote commit runs on the remote store's listener
+    /// thread, which delivered the commit (``CommitWatch/wakesOnItsOwnThread``): no hop to the
+    /// replica's queue. An events subscriber there may stop the replica: it stops without
+    /// waiting for the round it is in, and the remote's later commits are not pulled.
+    @Test func aRemoteCommitsRoundRunsOnTheListenerThreadAndMayStopThere() async throws {
+        let configuration = try TestServer.freshStore()
+        defer { TestServer.drop(configuration) }
+        let remote = try Store.open(configuration, registry: TestServer.registry)
+        let writer = try Store.open(configuration, registry: TestServer.registry)
+        defer {
+            remote.close()
+            writer.close()
+        }
+        try await writer.write { tx in try tx.insert(Message(id: 1, author: 1, body: "before")) }
+        let local = try Store.open("memory:")
+        defer { local.close() }
+        let sync = try Sync(local: local, remote: remote)
+        // The thread each remote change set was delivered on, by record id.
+        let deliveredOn = Locked<[Int: UInt]>([:])
+        let heard = remote.changeSets.sink { changeSet in
+            for entity in changeSet.entities {
+                for change in entity.inserted { if case let .integer(id) = change.id { deliveredOn.withLock { $0[Int(id)] = threadNumber() } } }
+            }
+        }
+        defer { heard.cancel() }
+        let pulledOn = Locked<[(records: Int, thread: UInt)]>([])
+        let stopped = Locked(false)
+        let events = sync.events.sink { event in
+            guard case let .pulled(changeSets, records, _) = event, changeSets > 0 else { return }
+            pulledOn.withLock { $0.append((records, threadNumber())) }
+            if (try? local.get(Message.self, id: 2)) != nil {
+                sync.stop()
+                stopped.withLock { $0 = true }
+            }
+        }
+        defer { events.cancel() }
+        sync.start()
+        #expect(await eventually { (try? local.get(Message.self, id: 1)) != nil }, "the first pull")
+        try await writer.write { tx in try tx.insert(Message(id: 2, author: 2, body: "heard live")) }
+        #expect(await eventually { stopped.withLock { $0 } }, "stopped from the events subscriber")
+        #expect(!sync.status.isFollowing)
+        let thread = deliveredOn.withLock { $0[2] }
+        #expect(thread != nil && pulledOn.withLock { $0.last?.thread } == thread,
+                "the round that pulled record 2 ran where the remote delivered it: \(pulledOn.withLock { $0.map(\.thread) }) against \(String(describing: thread))")
+        // Stopped: a later remote commit is not pulled.
+        try await writer.write { tx in try tx.insert(Message(id: 3, author: 3, body: "after the stop")) }
+        #expect(await eventually { (try? remote.get(Message.self, id: 3)) != nil })
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(try local.get(Message.self, id: 3) == nil)
     }
 
     /// Two devices on one PostgreSQL store: one writes while its network is gone, then syncs;

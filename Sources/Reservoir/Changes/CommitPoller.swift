@@ -69,6 +69,11 @@ final class CommitPoller: @unchecked Sendable {
     private var lastToken: UInt64?
     private var generation: UInt64 = 0
     private var hooks: Hooks?
+    /// The signal's thread while it probes (``wake()`` from a signal that wakes on its own thread).
+    private let probingThread = Locked<UInt?>(nil)
+
+    /// Whether the caller is the signal's own thread, probing (and delivering what it found).
+    var isProbingOnCurrentThread: Bool { probingThread.withLock { $0 } == currentThreadID() }
 
     /// Starts probing: on `watch`'s wake-ups (see ``wake()``) if there is one, and every `interval`.
     func start(every interval: Duration, watch: (any CommitWatch)?, hooks: Hooks) {
@@ -114,7 +119,11 @@ final class CommitPoller: @unchecked Sendable {
         }
         if deadline == 0, inline {
             // The signal's own thread (``CommitWatch/wakesOnItsOwnThread``) waits for the probe.
-            queue.sync(execute: work)
+            queue.sync {
+                probingThread.withLock { $0 = currentThreadID() }
+                defer { probingThread.withLock { $0 = nil } }
+                work()
+            }
         } else if deadline == 0 {
             queue.async(execute: work)
         } else {

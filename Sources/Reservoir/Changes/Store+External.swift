@@ -36,6 +36,11 @@ extension Store {
         poller.start(every: interval ?? (watch == nil ? .milliseconds(50) : .seconds(1)), watch: watch, hooks: hooks)
     }
 
+    /// Whether the caller is this store's commit signal's own thread, delivering what its probe
+    /// found (``CommitWatch/wakesOnItsOwnThread``): a thread kept for this store, which its
+    /// observers may keep busy.
+    var isDeliveringOnItsSignalThread: Bool { poller.isProbingOnCurrentThread }
+
     /// The store's files are gone (``ReservoirError/Code/gone``): stop probing and end every
     /// live subscription with the error, instead of watching a file nobody writes any more.
     func stop(_ error: ReservoirError) {

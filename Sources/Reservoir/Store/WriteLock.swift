@@ -42,3 +42,12 @@ final class WriteLock: @unchecked Sendable {
         return try body()
     }
 }
+
+/// The calling thread, as a number (to compare with one taken earlier).
+func currentThreadID() -> UInt {
+    #if canImport(Darwin)
+    UInt(bitPattern: pthread_self())
+    #else
+    UInt(pthread_self())
+    #endif
+}

@@ -33,8 +33,8 @@ import OpenCombineShim
 /// that no longer reaches back to its token make it read its shapes whole instead, and say so
 /// (``SyncEvent/resynced(reason:records:token:)``): it never silently diverges.
 public final class Sync: @unchecked Sendable {
-    // @unchecked: mutable state is in `state` and `identity` (locks) and `following` (touched on
-    // `queue` only); pushes and pulls are one at a time (`cycling`).
+    // @unchecked: mutable state is in locks (`state`, `identity`, `following` …); pushes and
+    // pulls are one at a time (`cycling`).
     public let local: Store
     /// The remote store, once reached: a replica made from a configuration string opens it at
     /// its first push or pull (and tries again at each one until it is reached), so an app can
@@ -53,7 +53,12 @@ public final class Sync: @unchecked Sendable {
     private let subject = PassthroughSubject<SyncEvent, Never>()
     private let queue = DispatchQueue(label: "reservoir.sync")
     let cycling = NSLock()
-    private var following: [AnyCancellable] = []
+    /// The subscriptions to both stores' change sets while following (changed on `queue`, or by
+    /// ``stop()`` within a round).
+    private let following = Locked<[AnyCancellable]>([])
+    /// The thread running a round where the remote's change set was delivered (see
+    /// ``roundWhereHeard()``), while it runs.
+    private let heardRoundThread = Locked<UInt?>(nil)
     /// The identities of the commits this replica made in either store and has not yet heard
     /// of from that store: their change sets start no round (the round that made them has seen
     /// them). Bounded: a commit heard of by no one (not following) is forgotten soon.
@@ -81,7 +86,7 @@ public final class Sync: @unchecked Sendable {
     let heardRemotely = Locked(HeardChangeSets())
     /// A round is queued and has not started (asks until then are that round).
     private let pending = Locked(false)
-    private var retryDelay: TimeInterval = 0.2
+    private let retryDelay = Locked<TimeInterval>(0.2)
 
     /// Change sets read from either store's history per page.
     public static let pageSize = 500
@@ -151,7 +156,9 @@ public final class Sync: @unchecked Sendable {
         }
         remoteStore.withLock { $0 = store }
         queue.async { [self] in
-            if !following.isEmpty { following.append(hear(store)) }
+            guard !following.withLock({ $0.isEmpty }) else { return }
+            let hearing = hear(store)
+            following.withLock { $0.append(hearing) }
         }
         return store
     }
@@ -191,6 +198,11 @@ public final class Sync: @unchecked Sendable {
     public func sync() throws -> [SyncEvent] {
         cycling.lock()
         defer { cycling.unlock() }
+        return try round()
+    }
+
+    /// ``sync()`` with `cycling` held.
+    private func round() throws -> [SyncEvent] {
         // The waiting changes are counted once, after both (the pull can change them too).
         let pushed = try reporting(counting: false) { try sendOutbox() }
         let pulled = try reporting { try catchUp() }
@@ -232,18 +244,43 @@ public final class Sync: @unchecked Sendable {
     /// Follows the remote store's change sets: kept for the pulls, and a round for each.
     private func hear(_ remote: Store) -> AnyCancellable {
         heardRemotely.withLock { $0 = HeardChangeSets(isHearing: true) }
-        return remote.changeSets.sink { [weak self] changeSet in
+        return remote.changeSets.sink { [weak self, weak remote] changeSet in
             guard let self else { return }
             heardRemotely.withLock { $0.hear(changeSet) }
-            heard(changeSet)
+            guard !isOwn(changeSet) else { return }
+            if remote?.isDeliveringOnItsSignalThread == true, roundWhereHeard() { return }
+            schedule()
         }
+    }
+
+    /// Runs a round here, on the remote store's signal thread that delivered the change set
+    /// (``CommitWatch/wakesOnItsOwnThread``: PostgreSQL's listener, kept for that one store),
+    /// when no round is running: one thread wake-up per remote commit instead of two. Never
+    /// waits for a round (false then, and the caller schedules one): a round elsewhere may be
+    /// waiting for this thread to deliver its push's commit.
+    private func roundWhereHeard() -> Bool {
+        guard DispatchQueue.getSpecific(key: Self.queueKey) == nil, !following.withLock({ $0.isEmpty }), cycling.try() else { return false }
+        defer { cycling.unlock() }
+        heardRoundThread.withLock { $0 = currentThreadID() }
+        defer { heardRoundThread.withLock { $0 = nil } }
+        do {
+            _ = try round()
+            retryDelay.withLock { $0 = 0.2 }
+        } catch {
+            schedule()  // tried again on the queue, waiting longer after each failure there
+        }
+        return true
     }
 
     /// A change set of either store while following: a round, unless this replica made it.
     private func heard(_ changeSet: ChangeSet) {
-        if !changeSet.isExternal, !changeSet.isRewound, changeSet.commit != 0,
-           ownCommits.withLock({ $0.remove(changeSet.commit) != nil }) { return }
-        schedule()
+        if !isOwn(changeSet) { schedule() }
+    }
+
+    /// Whether this replica made the change set (forgotten as its own once heard).
+    private func isOwn(_ changeSet: ChangeSet) -> Bool {
+        !changeSet.isExternal && !changeSet.isRewound && changeSet.commit != 0
+            && ownCommits.withLock { $0.remove(changeSet.commit) != nil }
     }
 
     /// Runs one push or pull, sending its event and keeping the status (the count of waiting
@@ -295,9 +332,10 @@ public final class Sync: @unchecked Sendable {
     /// the local changes wait in the local store, counted in ``SyncStatus/pendingChanges``).
     public func start() {
         queue.async { [self] in
-            guard following.isEmpty else { return }
-            following = [local.changeSets.sink { [weak self] in self?.heard($0) }]
-            if let remote { following.append(hear(remote)) }
+            guard following.withLock({ $0.isEmpty }) else { return }
+            var hearing = [local.changeSets.sink { [weak self] in self?.heard($0) }]
+            if let remote { hearing.append(hear(remote)) }
+            following.withLock { $0 = hearing }
             update { $0.isFollowing = true }
             runScheduled()
         }
@@ -307,12 +345,13 @@ public final class Sync: @unchecked Sendable {
     /// Called from an ``events`` subscriber while following, it stops without waiting.
     public func stop() {
         let stopping = { [self] in
-            for subscription in following { subscription.cancel() }
-            following = []
+            for subscription in following.withLock({ $0 }) { subscription.cancel() }
+            following.withLock { $0 = [] }
             heardRemotely.withLock { $0.stopHearing() }
             pending.withLock { $0 = false }
         }
-        if DispatchQueue.getSpecific(key: Self.queueKey) != nil {
+        // Within a round (an events subscriber): on the queue, or where a change set was heard.
+        if DispatchQueue.getSpecific(key: Self.queueKey) != nil || heardRoundThread.withLock({ $0 }) == currentThreadID() {
             stopping()
         } else {
             queue.sync(execute: stopping)
@@ -339,13 +378,15 @@ public final class Sync: @unchecked Sendable {
 
     /// A round on the queue; on failure, another after the retry delay.
     private func runScheduled() {
-        guard !following.isEmpty else { return }
+        guard !following.withLock({ $0.isEmpty }) else { return }
         do {
             try sync()
-            retryDelay = 0.2
+            retryDelay.withLock { $0 = 0.2 }
         } catch {
-            let delay = retryDelay
-            retryDelay = min(30, retryDelay * 2)
+            let delay = retryDelay.withLock { delay in
+                defer { delay = min(30, delay * 2) }
+                return delay
+            }
             queue.asyncAfter(deadline: .now() + delay) { [weak self] in self?.runScheduled() }
         }
     }
