@@ -13,7 +13,10 @@ import Reservoir
 /// Checked after every push that commits: each column a replica wrote since its last push is on
 /// the server with the value it wrote (its change reached the server last), each record it
 /// deleted is gone there, or the sync reported the change as rejected (a delete wins over a
-/// concurrent update). At the end, after rounds until nothing moves, every replica holds exactly
+/// concurrent update). And after every step, the server holds exactly what a model of the
+/// documented rule holds (``ServerModel``: the other client's writes, and each committed push's
+/// columns and deletes laid over the rows in server order), so a push that overwrote a column
+/// it did not change, or brought back a deleted record, fails at that step. At the end, after rounds until nothing moves, every replica holds exactly
 /// what the server holds. A failing run is shrunk to a few steps, reported as a test calling
 /// ``replay(_:)``.
 public struct SyncConvergenceTest {
@@ -85,9 +88,10 @@ public struct SyncConvergenceTest {
             SyncConvergenceFailure(stepIndex: index, message: message, log: log)
         }
         let other: Store
+        let model = ServerModel()
         do {
             other = try Store(backend: SharedServer(server), pollInterval: .seconds(3600), usesCommitSignal: false)
-            for backend in backends { replicas.append(try SyncConvergenceReplica(backend, server: server)) }
+            for backend in backends { replicas.append(try SyncConvergenceReplica(backend, server: server, model: model)) }
         } catch {
             return failure(0, "opening a replica failed: \(error)")
         }
@@ -101,14 +105,22 @@ public struct SyncConvergenceTest {
                 switch step.action {
                 case let .set(column, value): try replica.set(id, column, value)
                 case .delete: try replica.delete(id)
-                case let .serverSet(column, value): try Self.set(id, column, value, on: other)
-                case .serverDelete: _ = try other.write { try $0.deleteRow(id: id, in: Self.entity) }
+                case let .serverSet(column, value):
+                    try Self.set(id, column, value, on: other)
+                    model.write([id: [column: value]])
+                case .serverDelete:
+                    _ = try other.write { try $0.deleteRow(id: id, in: Self.entity) }
+                    model.delete(id)
                 case .push: try replica.push(checkingOn: other)
                 case .pull: try replica.pull(checkingOn: other)
                 case .round: try replica.round(checkingOn: other)
                 case .pushLostBeforeCommit: try replica.failingPush(.beforeCommit, checkingOn: other)
                 case .pushAnswerLost: try replica.failingPush(.afterCommit, checkingOn: other)
                 case .restart: try replica.restart()
+                }
+                let held = try Self.rows(other)
+                if held != model.lines {
+                    throw SyncConvergenceMismatch(text: "the server holds \(held), the model of the conflict rule \(model.lines)")
                 }
             } catch let message as SyncConvergenceMismatch {
                 return failure(index, message.text)
@@ -163,6 +175,35 @@ public struct SyncConvergenceTest {
             guard try snapshot.entities().contains(where: { $0.name == entity.name }) else { return [] }
             return try snapshot.rows(try Query(entity: entity)).sorted { ($0["id"] ?? .null) < ($1["id"] ?? .null) }
                 .map { row in columns.reduce("\(row["id"] ?? .null)") { $0 + " \($1)=\(row[$1] ?? .null)" } }
+        }
+    }
+}
+
+/// What the server should hold by the documented rule (Backends.md, "Sync"): the other
+/// client's writes as made; a push that committed lays each column it sent over the server's
+/// row (field-wise, last writer in server order wins), makes a record the server lacks from the
+/// columns sent (a record made on the replica sends every column), and deletes what it deleted
+/// (a delete wins); a change the sync reported rejected leaves the server as it was.
+final class ServerModel {
+    private var rows: [Value: [String: Value]] = [:]
+
+    func write(_ written: [Value: [String: Value]]) {
+        for (id, columns) in written {
+            rows[id, default: Dictionary(uniqueKeysWithValues: SyncConvergenceTest.columns.map { ($0, Value.null) })]
+                .merge(columns) { _, new in new }
+        }
+    }
+
+    func delete(_ id: Value) {
+        rows[id] = nil
+    }
+
+    func holds(_ id: Value) -> Bool { rows[id] != nil }
+
+    /// The rows as ``SyncConvergenceTest/rows(_:)`` writes a store's.
+    var lines: [String] {
+        rows.sorted { $0.key < $1.key }.map { id, row in
+            SyncConvergenceTest.columns.reduce("\(id)") { $0 + " \($1)=\(row[$1] ?? .null)" }
         }
     }
 }
@@ -297,9 +338,15 @@ final class SyncConvergenceReplica {
     /// The batch waiting in the replica's outbox after a push whose server write failed, and
     /// whether the server applied it (the answer to its COMMIT was lost): the next push or pull
     /// sends it first, before taking anything newer.
-    private var outbox: (changes: Changes, applied: Bool)?
+    private var outbox: (changes: Changes, applied: Bool, made: Set<Value>)?
     /// Records made here (absent locally when written) since the last push that took changes.
     private var made: Set<Value> = []
+    /// What the server should hold, which this replica's committed pushes change.
+    private let model: ServerModel
+    /// The records this replica holds a base for (the server's row as it last saw it): a record
+    /// written here while absent locally is made here (an insert) only without one; with one
+    /// (deleted here, or by the server since) it is an update of the server's record.
+    private var based: Set<Value> = []
 
     /// Columns written, by record, with their values, and records deleted.
     struct Changes {
@@ -321,8 +368,9 @@ final class SyncConvergenceReplica {
         }
     }
 
-    init(_ backend: DifferentialBackend, server memory: MemoryBackend) throws {
+    init(_ backend: DifferentialBackend, server memory: MemoryBackend, model: ServerModel) throws {
         self.backend = backend
+        self.model = model
         configuration = try backend.harness.freshConfiguration()
         do {
             store = try Store.open(configuration, registry: backend.harness.registry)
@@ -359,7 +407,7 @@ final class SyncConvergenceReplica {
     func set(_ id: Value, _ column: String, _ value: Value) throws {
         if try store.read({ try SyncConvergenceTest.row(id, $0) }) == nil {
             // A record made here gets new values in every column.
-            made.insert(id)
+            if !based.contains(id) { made.insert(id) }
             for other in SyncConvergenceTest.columns where other != column {
                 let fresh: Value = switch value {
                 case let .integer(number): .text("\(number) \(other)")
@@ -387,8 +435,10 @@ final class SyncConvergenceReplica {
 
     func push(checkingOn other: Store) throws {
         try sync.push()
-        absorbRejections()
-        try check(sent().then(changes), other)
+        try absorbRejections(other)
+        let pushed = sent().then(changes)
+        try check(pushed, other)
+        noteBases(pushed)
         changes = Changes()
         made = []
     }
@@ -396,20 +446,39 @@ final class SyncConvergenceReplica {
     func round(checkingOn other: Store) throws {
         try push(checkingOn: other)
         try sync.pull()
-        absorbRejections()
+        try absorbRejections(other)
+        try noteBasesAfterPull(other)
+    }
+
+    /// After a push that committed: the server's rows of what it sent are the bases now.
+    private func noteBases(_ pushed: Changes) {
+        based.formUnion(pushed.written.keys)
+        based.subtract(pushed.deleted)
+    }
+
+    /// After a pull, every record the server holds has its base here.
+    private func noteBasesAfterPull(_ other: Store) throws {
+        based = try other.read { snapshot in
+            guard try snapshot.entities().contains(where: { $0.name == SyncConvergenceTest.entity.name }) else { return [] }
+            return Set(try snapshot.rows(try Query(entity: SyncConvergenceTest.entity)).compactMap { $0["id"] })
+        }
     }
 
     /// A pull sends the batch waiting in the outbox first.
     func pull(checkingOn other: Store) throws {
         try sync.pull()
-        absorbRejections()
+        try absorbRejections(other)
         try check(sent(), other)
+        try noteBasesAfterPull(other)
         // A pull measures local changes against the server's rows it brings: a local delete of
         // a record the server deleted too is done (a record of that id made on the server
         // later is another record), and so is a column the server holds the written value of.
         for id in changes.deleted where try other.read({ try SyncConvergenceTest.row(id, $0) }) == nil {
             changes.deleted.remove(id)
         }
+        // A record made here that the server holds too is one record now, with the server's row
+        // as its base: deleting it here deletes it there.
+        made.subtract(based)
         for (id, columns) in changes.written {
             guard let row = try other.read({ try SyncConvergenceTest.row(id, $0) }) else { continue }
             changes.written[id] = columns.filter { column, value in (row[column] ?? Value.null) != value }
@@ -430,18 +499,20 @@ final class SyncConvergenceReplica {
         server.faults.withLock { $0 = [fault] }
         do {
             try sync.push()
-            absorbRejections()
+            try absorbRejections(other)
             if server.faults.withLock({ $0.isEmpty }) {
                 throw SyncConvergenceMismatch(text: "\(name): a push whose server write failed did not throw")
             }
-            try check(sent().then(changes), other)   // it had nothing to send
+            let pushed = sent().then(changes)
+            try check(pushed, other)   // it had nothing to send
+            noteBases(pushed)
             changes = Changes()
             made = []
         } catch is ReservoirError {
-            absorbRejections()
+            try absorbRejections(other)
             // The failed write was the waiting batch's, or else the batch of everything changed
             // since the last push, which now waits.
-            var waiting = outbox ?? (changes, false)
+            var waiting = outbox ?? (changes, false, made)
             if outbox == nil {
                 changes = Changes()
                 made = []
@@ -450,7 +521,13 @@ final class SyncConvergenceReplica {
                 // On the server now: checked at once, as later writes may overwrite it before
                 // the next push learns it was applied. Its rejections went with the lost
                 // answer, so a record the server no longer has is not checked.
-                try check(waiting.changes, other, answerLost: true)
+                try check(waiting.changes, other, answerLost: waiting.made)
+                // What the server took has its base here (the retry learns so); a refused
+                // record, gone there, has none.
+                for id in waiting.changes.written.keys {
+                    if try other.read({ try SyncConvergenceTest.row(id, $0) }) != nil { based.insert(id) } else { based.remove(id) }
+                }
+                based.subtract(waiting.changes.deleted)
                 waiting.applied = true
             }
             outbox = waiting
@@ -463,13 +540,15 @@ final class SyncConvergenceReplica {
         listen()
     }
 
-    /// Forgets the changes the sync reported as rejected (or dropped): the server decided them.
-    private func absorbRejections() {
+    /// Forgets the changes the sync reported as rejected (or dropped): the server decided them,
+    /// and the local record is the server's again (its base too, or none where it holds none).
+    private func absorbRejections(_ other: Store) throws {
         let refused = rejected.withLock { ids -> Set<Value> in
             defer { ids = [] }
             return ids
         }
         for id in refused {
+            if try other.read({ try SyncConvergenceTest.row(id, $0) }) != nil { based.insert(id) } else { based.remove(id) }
             changes.written[id] = nil
             changes.deleted.remove(id)
             outbox?.changes.written[id] = nil
@@ -477,8 +556,16 @@ final class SyncConvergenceReplica {
         }
     }
 
-    /// After a push committed: what this replica wrote is on the server.
-    private func check(_ pushed: Changes, _ other: Store, answerLost: Bool = false) throws {
+    /// After a push committed: what this replica wrote is on the server, and in the model.
+    /// `answerLost`: the push's answer was lost, with its rejections; the records it made (which
+    /// no rejection can refuse).
+    private func check(_ pushed: Changes, _ other: Store, answerLost made: Set<Value>? = nil) throws {
+        let answerLost = made != nil
+        // The model first: the server is compared with it after the step.
+        for id in pushed.deleted { model.delete(id) }
+        // Without its rejections: a change to a record the server no longer holds was refused
+        // (the delete there won), unless the replica made the record (an insert).
+        model.write(pushed.written.filter { id, _ in made.map { $0.contains(id) || model.holds(id) } ?? true })
         for (id, columns) in pushed.written {
             guard let row = try other.read({ try SyncConvergenceTest.row(id, $0) }) else {
                 if answerLost { continue }
