@@ -1,18 +1,9 @@
 import Foundation
-import Reservoir
+@testable import Reservoir
 import ReservoirConformance
 import ReservoirPostgres
 import ReservoirTestRecords
 import Testing
-
-/// The calling thread, as a number.
-private func threadNumber() -> UInt {
-    #if canImport(Darwin)
-    UInt(bitPattern: pthread_self())
-    #else
-    UInt(pthread_self())
-    #endif
-}
 
 /// A local replica of a PostgreSQL store (Backends.md, "Sync"): the remote's commits, this
 /// library's and psql's, arrive in the local store live, and a replica resumes after a restart.
@@ -77,7 +68,7 @@ struct SyncTests {
         let deliveredOn = Locked<[Int: UInt]>([:])
         let heard = remote.changeSets.sink { changeSet in
             for entity in changeSet.entities {
-                for change in entity.inserted { if case let .integer(id) = change.id { deliveredOn.withLock { $0[Int(id)] = threadNumber() } } }
+                for change in entity.inserted { if case let .integer(id) = change.id { deliveredOn.withLock { $0[Int(id)] = currentThreadID() } } }
             }
         }
         defer { heard.cancel() }
@@ -85,7 +76,7 @@ struct SyncTests {
         let stopped = Locked(false)
         let events = sync.events.sink { event in
             guard case let .pulled(changeSets, records, _) = event, changeSets > 0 else { return }
-            pulledOn.withLock { $0.append((records, threadNumber())) }
+            pulledOn.withLock { $0.append((records, currentThreadID())) }
             if (try? local.get(Message.self, id: 2)) != nil {
                 sync.stop()
                 stopped.withLock { $0 = true }

@@ -1,21 +1,12 @@
 import Foundation
 import OpenCombineShim
-import Reservoir
+@testable import Reservoir
 import Testing
 
 private struct Tally: Storable {
     var id: Int
     var count: Int
     static let schema = Schema<Tally>("tallies", fields: [.field(\.count)])
-}
-
-/// The calling thread, as a number.
-private func currentThread() -> UInt {
-    #if canImport(Darwin)
-    UInt(bitPattern: pthread_self())
-    #else
-    UInt(pthread_self())
-    #endif
 }
 
 /// A commit signal the test fires by hand, on a thread of its choosing.
@@ -85,7 +76,7 @@ struct CommitWatchThreadTests {
         let started = DispatchSemaphore(value: 0)
         let subscription = store.differencesPublisher(for: FetchRequest<Tally>(sortBy: [.ascending(\.id)]), isolation: nil)
             .sink(receiveCompletion: { _ in }, receiveValue: { difference in
-                let thread = currentThread()
+                let thread = currentThreadID()
                 for case let .insert(_, tally, _) in difference { seen.withLock { $0.append((tally.count, thread)) } }
                 if difference.isEmpty { started.signal() }
             })
@@ -100,7 +91,7 @@ struct CommitWatchThreadTests {
                 backend.watch.fire()
                 // Returned: the probe ran here and delivered already.
                 let now = seen.withLock { $0 }
-                fired.withLock { $0 = now.last?.count == round && now.last?.thread == currentThread() }
+                fired.withLock { $0 = now.last?.count == round && now.last?.thread == currentThreadID() }
                 done.signal()
             }
             signal.start()
