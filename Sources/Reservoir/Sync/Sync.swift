@@ -345,8 +345,11 @@ public final class Sync: @unchecked Sendable {
     /// Called from an ``events`` subscriber while following, it stops without waiting.
     public func stop() {
         let stopping = { [self] in
-            for subscription in following.withLock({ $0 }) { subscription.cancel() }
-            following.withLock { $0 = [] }
+            let cancelled = following.withLock { following in
+                defer { following = [] }
+                return following
+            }
+            for subscription in cancelled { subscription.cancel() }
             heardRemotely.withLock { $0.stopHearing() }
             pending.withLock { $0 = false }
         }
