@@ -30,7 +30,7 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
     private let writerLock = NSLock()
     private var writer: PGConnection?
     private let idle: Locked<[PGConnection]>
-    private let cachedCatalog: Locked<Catalog?>
+    let cachedCatalog: Locked<Catalog?>
     private let closed = Locked(false)
     let listenerLock = NSLock()
     var listener: PGConnection?
@@ -110,7 +110,7 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
         if !created.withLock({ $0 }) {
             // No write has created the store yet: an empty snapshot, unless one just did.
             do {
-                try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                try connection.execute(Layout.readBegin)
                 if try !tablesExist(connection) {
                     let empty = PGReadTransaction(connection: connection, layout: layout, catalog: Catalog(version: 0, tables: [:]), sequence: 0)
                     empty.absent = true
@@ -137,7 +137,7 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
             try connection.execute("SET lock_timeout = \(options.lockTimeoutMilliseconds)")
             (position, catalog, identity) = try beginRead(connection)
         }
-        let end = "; SELECT pg_advisory_unlock_shared(\(layout.rewriteKeys))"
+        let end = "; " + layout.readUnlock
         let result: R
         do {
             let transaction = PGReadTransaction(connection: connection, layout: layout, catalog: catalog, sequence: position.sequence)
@@ -160,11 +160,11 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
     /// exclusively) before the snapshot, then begins; released when the transaction ends.
     /// Also returns the store's identity, read with the meta row.
     private func beginRead(_ connection: PGConnection) throws -> (CommitPosition, Catalog, UUID?) {
-        try connection.execute("SELECT pg_advisory_lock_shared(\(layout.rewriteKeys))")
+        try connection.execute(layout.readLock)
         do {
-            return try begin(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", lock: "")
+            return try begin(connection, Layout.readBegin, lock: "")
         } catch {
-            _ = try? connection.execute("SELECT pg_advisory_unlock_shared(\(layout.rewriteKeys))")
+            _ = try? connection.execute(layout.readUnlock)
             throw error
         }
     }
@@ -234,19 +234,18 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
     private func beginWrite(_ read: PGWriteTransaction.FirstRead?) throws -> PGWriteTransaction.Start {
         guard var connection = writer else { throw closedError() }
         if let read, read.catalog >= 0, connection.preparedCatalog == read.catalog, created.withLock({ $0 }),
-           case let (results, failure)? = try? connection.pipeline(
-               ["BEGIN", layout.lockMeta], then: (read.sql, read.parameters)) {
-            if results.count >= 2 {
+           let answer = try? connection.pipeline([.plain("BEGIN"), .plain(layout.lockMeta), .prepared(read.sql, read.parameters)]) {
+            if answer.results[0] != nil, let meta = answer.results[1] {
                 // Begun, with the write lock. A failed read (a statement prepared for a table
                 // another client has since changed) is rolled back and begun again below.
-                if failure == nil {
-                    writerTransaction = results[1].text(0, 3).flatMap { Int64($0) } ?? 0
-                    let (position, catalog) = try opened(results[1], connection)
+                if answer.succeeded, let first = answer.results[2] {
+                    writerTransaction = meta.text(0, 3).flatMap { Int64($0) } ?? 0
+                    let (position, catalog) = try opened(meta, connection)
                     return .init(connection: connection, position: position, catalog: catalog,
-                                 identity: learnt(results[1].text(0, 4).flatMap(UUID.init(uuidString:))),
-                                 read: catalog.version == read.catalog ? results[2] : nil)
+                                 identity: learnt(meta.text(0, 4).flatMap(UUID.init(uuidString:))),
+                                 read: catalog.version == read.catalog ? first : nil)
                 }
-            } else if let failure, connection.isConnected || failure.code == .timeout {
+            } else if let failure = answer.error, connection.isConnected || failure.code == .timeout {
                 // BEGIN or the meta row failed (a lock timeout, a dropped schema): reported as
                 // the ordinary begin reports it, not waited for twice.
                 if connection.inTransaction { _ = try? connection.execute("ROLLBACK") }
@@ -292,7 +291,8 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
     }
 
     /// Keeps the store's identity a meta row brought, and returns it.
-    private func learnt(_ identity: UUID?) -> UUID? {
+    @discardableResult
+    func learnt(_ identity: UUID?) -> UUID? {
         if let identity { knownIdentity.withLock { $0 = identity } }
         return identity
     }
@@ -333,14 +333,14 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
                               nativeCode: error.nativeCode, nativeMessage: error.nativeMessage)
     }
 
-    private func acquireReader() throws -> PGConnection {
+    func acquireReader() throws -> PGConnection {
         if let connection = idle.withLock({ $0.popLast() }) { return connection }
         let connection = try connect()
         try connection.execute("SET lock_timeout = \(options.lockTimeoutMilliseconds)")
         return connection
     }
 
-    private func releaseReader(_ connection: PGConnection, healthy: Bool) {
+    func releaseReader(_ connection: PGConnection, healthy: Bool) {
         guard healthy, !closed.withLock({ $0 }) else { return }
         idle.withLock { pool in
             if pool.count < options.readers { pool.append(connection) }

@@ -99,7 +99,15 @@ final class PGConnection {
 
     /// Runs `sql` with `parameters` bound in binary, preparing it on first use.
     @discardableResult
+    /// Writes still queued go out in the same round trip, ahead of it (the first error among
+    /// them is thrown).
     func run(_ sql: String, _ parameters: [PGParameter] = [], binaryResults: Bool = true) throws -> PGResult {
+        if !queued.isEmpty {
+            let answer = try pipeline([.prepared(sql, parameters, binary: binaryResults)])
+            if let error = answer.failure ?? answer.lost { throw error }
+            guard let result = answer.results.last ?? nil else { throw connectionError() }
+            return result
+        }
         if hasPending { try flush() }
         let statement = try statementName(for: sql)
         return try PGParameter.withBound(parameters) { values, lengths, formats in

@@ -41,6 +41,14 @@ struct Layout: Sendable {
     /// meta-row lock, a change-log row, the meta row's new sequence.
     let lockMeta: String
     let logInsert: String
+    /// A reader's statements: the shared rewrite lock (``rewriteKeys``), taken before its
+    /// snapshot and released after its `COMMIT`; and its meta row, the first statement of
+    /// ``readBegin``'s transaction, which takes the snapshot.
+    let readLock: String
+    let readUnlock: String
+    let readMeta: String
+    /// Every read transaction's `BEGIN`.
+    static let readBegin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
     let metaUpdate: String
 
     init(schema: String) {
@@ -55,6 +63,9 @@ struct Layout: Sendable {
         rewriteKeys = "hashtext('reservoir.rewrite'), hashtext(\(Self.literal(schema)))"
         channel = "reservoir." + schema
         lockMeta = "SELECT sequence, catalog, commit_id, txid_current(), store_id::text FROM \(meta) FOR UPDATE"
+        readLock = "SELECT pg_advisory_lock_shared(\(rewriteKeys))"
+        readUnlock = "SELECT pg_advisory_unlock_shared(\(rewriteKeys))"
+        readMeta = "SELECT sequence, catalog, commit_id, store_id::text FROM \(meta)"
         logInsert = "INSERT INTO \(changes) (sequence, entity, kind, ids, commit_id) VALUES ($1::bigint, $2::text, $3::text, $4::bytea, $5::bigint)"
         metaUpdate = "UPDATE \(meta) SET sequence = $1::bigint, commit_id = $2::bigint, xact = pg_current_xact_id()"
     }

@@ -56,19 +56,29 @@ class PGReadTransaction: ReadTransaction {
     /// The statement reading the row stored under `id`, with the table it reads; nil when
     /// no row can match (no table yet, or an id its key column cannot hold).
     func rowStatement(_ entity: String, id: Value) -> (sql: String, parameters: [PGParameter], table: TableInfo)? {
+        let key = StatementKey(entity: entity, kind: .byID, present: 0)
+        guard let (sql, parameters, table) = Self.rowStatement(entity, id: id, in: catalog, layout: layout, cached: statements[key]) else { return nil }
+        statements[key] = sql
+        return (sql, parameters, table)
+    }
+
+    /// The statement reading the row stored under `id` in `catalog`'s table for `entity` (its SQL
+    /// is `cached` when given), with that table; nil when no row can match.
+    static func rowStatement(_ entity: String, id: Value, in catalog: Catalog, layout: Layout,
+                             cached: String? = nil) -> (sql: String, parameters: [PGParameter], table: TableInfo)? {
         guard let table = catalog.tables[entity],
               let match = ColumnCodec.equality(table.entity.idColumn, kind: table.idKind, id.stored) else { return nil }
-        let key = StatementKey(entity: entity, kind: .byID, present: 0)
-        if let cached = statements[key] { return (cached, match.parameters, table) }
-        let sql = "SELECT \(table.selectList) FROM \(layout.table(entity)) WHERE \(match.sql)"
-        statements[key] = sql
-        return (sql, match.parameters, table)
+        return (cached ?? "SELECT \(table.selectList) FROM \(layout.table(entity)) WHERE \(match.sql)", match.parameters, table)
     }
 
     /// The first row of `result` as a ``Row`` of `table`, nil when it has none.
     func decodeFirst(_ result: PGResult, _ table: TableInfo) throws -> Row? {
+        try Self.decodeFirst(result, table, connection: connection)
+    }
+
+    static func decodeFirst(_ result: PGResult, _ table: TableInfo, connection: PGConnection) throws -> Row? {
         guard result.rowCount > 0 else { return nil }
-        return try decodeRow(result, 0, table)
+        return try decodeRow(result, 0, table, connection: connection)
     }
 
     func fetch(_ query: Query) throws -> [Row] {
@@ -213,6 +223,11 @@ class PGReadTransaction: ReadTransaction {
     /// A stored row as ``Row``: the record type's fields in its order (null where the table
     /// has no column yet: never written with a value), then any other columns the table has.
     func decodeRow(_ result: PGResult, _ index: Int, _ table: TableInfo) throws -> Row {
+        try Self.decodeRow(result, index, table, connection: connection)
+    }
+
+    /// ``decodeRow(_:_:_:)`` outside a transaction (`connection` names the store in errors).
+    static func decodeRow(_ result: PGResult, _ index: Int, _ table: TableInfo, connection: PGConnection) throws -> Row {
         let shape = table.rowShape
         var values: [Value] = []
         values.reserveCapacity(shape.columns.count)
