@@ -102,73 +102,6 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
 
     // MARK: - Transactions
 
-    public func read<R>(_ body: (any ReadTransaction) throws -> R) throws -> R {
-        try checkOpen()
-        var connection = try acquireReader()
-        var healthy = false
-        defer { releaseReader(connection, healthy: healthy) }
-        if !created.withLock({ $0 }) {
-            // No write has created the store yet: an empty snapshot, unless one just did.
-            do {
-                try connection.execute(Layout.readBegin)
-                if try !tablesExist(connection) {
-                    let empty = PGReadTransaction(connection: connection, layout: layout, catalog: Catalog(version: 0, tables: [:]), sequence: 0)
-                    empty.absent = true
-                    empty.refusesForeignTables = true
-                    let result = try body(empty)
-                    try connection.execute("COMMIT")
-                    healthy = connection.isHealthy
-                    return result
-                }
-                try connection.execute("COMMIT")
-            } catch {
-                if connection.inTransaction { _ = try? connection.execute("ROLLBACK") }
-                healthy = connection.isHealthy
-                throw error
-            }
-        }
-        let (position, catalog, identity): (CommitPosition, Catalog, UUID?)
-        do {
-            (position, catalog, identity) = try beginRead(connection)
-        } catch let error as ReservoirError where !connection.isConnected && error.code != .timeout {
-            // A pooled connection that outlived a server restart: one fresh try. (Not after a
-            // timeout: the call has used its time.)
-            connection = try connect()
-            try connection.execute("SET lock_timeout = \(options.lockTimeoutMilliseconds)")
-            (position, catalog, identity) = try beginRead(connection)
-        }
-        let end = "; " + layout.readUnlock
-        let result: R
-        do {
-            let transaction = PGReadTransaction(connection: connection, layout: layout, catalog: catalog, sequence: position.sequence)
-            transaction.commit = position.commit
-            transaction.identity = identity
-            transaction.refusesForeignTables = true
-            defer { transaction.end() }
-            result = try body(transaction)
-        } catch {
-            _ = try? connection.execute("ROLLBACK" + end)
-            healthy = connection.isHealthy
-            throw error
-        }
-        try connection.execute("COMMIT" + end)
-        healthy = connection.isHealthy
-        return result
-    }
-
-    /// Takes the readers' shared lock (Layout.rewriteKeys: a column rewrite takes it
-    /// exclusively) before the snapshot, then begins; released when the transaction ends.
-    /// Also returns the store's identity, read with the meta row.
-    private func beginRead(_ connection: PGConnection) throws -> (CommitPosition, Catalog, UUID?) {
-        try connection.execute(layout.readLock)
-        do {
-            return try begin(connection, Layout.readBegin, lock: "")
-        } catch {
-            _ = try? connection.execute(layout.readUnlock)
-            throw error
-        }
-    }
-
     public func write<R>(_ body: (any WriteTransaction) throws -> R) throws -> R {
         writerLock.lock()
         defer { writerLock.unlock() }
@@ -300,7 +233,7 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
     /// The sequence and catalog a transaction's meta-row read (`meta`, text results) names;
     /// loads the catalog when it is not the cached one, and drops statements prepared under
     /// another. Rolls the transaction back when that fails.
-    private func opened(_ meta: PGResult, _ connection: PGConnection) throws -> (CommitPosition, Catalog) {
+    func opened(_ meta: PGResult, _ connection: PGConnection) throws -> (CommitPosition, Catalog) {
         let sequence = UInt64(clamping: meta.text(0, 0).flatMap { Int64($0) } ?? 0)
         let commit = meta.text(0, 2).flatMap { Int64($0) }.map { UInt64(bitPattern: $0) } ?? 0
         let version = meta.text(0, 1).flatMap { Int64($0) } ?? 0

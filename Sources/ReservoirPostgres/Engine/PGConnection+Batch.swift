@@ -62,6 +62,7 @@ extension PGConnection {
     func flush(then final: String? = nil) throws {
         if copyCommand != nil { try finishCopy() }
         guard !queued.isEmpty || final != nil else { return }
+        try settle()
         try checkUsable()
         let batch = queued
         queued.removeAll(keepingCapacity: true)

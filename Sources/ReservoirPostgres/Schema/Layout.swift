@@ -47,6 +47,21 @@ struct Layout: Sendable {
     let readLock: String
     let readUnlock: String
     let readMeta: String
+    /// A read transaction's start, sent in one pipeline with its first statement: the shared
+    /// lock in a transaction of its own, so that it is held before the snapshot is taken (a lock
+    /// taken inside the reading transaction would come after its snapshot, which the lock's
+    /// statement itself takes); then `BEGIN` and the meta row, whose statement takes the
+    /// snapshot. Ends are spelled `END` (PostgreSQL's `COMMIT`) so that a write's `COMMIT` is the
+    /// only one on the wire, as the tests' TCPCutter needs. Results: 0 `BEGIN`, 1 the lock,
+    /// 2 `END`, 3 `BEGIN`, 4 the meta row (``readMetaResult``), then the first statement's.
+    var readStart: [PGPipelineItem] {
+        [.plain("BEGIN"), .prepared(readLock, [], binary: false), .plain("END"),
+         .plain(Self.readBegin), .prepared(readMeta, [], binary: false)]
+    }
+    static let readMetaResult = 4
+    /// Every read transaction's end: `END`, then the unlock, in a segment of their own, so they
+    /// run even after an error in the transaction, whose `END` then rolls back.
+    var readEnd: [PGPipelineItem] { [.plain("END"), .prepared(readUnlock, [], binary: false), .sync] }
     /// Every read transaction's `BEGIN`.
     static let readBegin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
     let metaUpdate: String
