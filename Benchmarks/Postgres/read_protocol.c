@@ -13,9 +13,11 @@
  * Modes, each 20,000 point reads of random ids or 2,000 reads of a random group's 100 rows,
  * three passes interleaved, microseconds per read:
  *   raw       the SELECT alone, prepared, binary results (one round trip)
- *   pipeline  the store's: [shared advisory lock; sync] [BEGIN ISOLATION LEVEL REPEATABLE READ
- *             READ ONLY; the meta row; the SELECT; sync] in one pipeline, then [END; unlock;
- *             sync] sent at once and its answers read at the next read (one round trip)
+ *   store     the store's (PostgresBackend+Read.swift): [BEGIN; the shared advisory lock; END;
+ *             BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; the meta row; the SELECT; sync]
+ *             in one pipeline, then [END; unlock; sync] sent at once and its answers read with
+ *             the next read's (one round trip); lock, unlock and meta row prepared
+ *   no-lock   the store's without the lock's transaction and the unlock: what the lock costs
  *   trips     the same statements one round trip each, as the store sent them before: lock;
  *             BEGIN and the meta row; the SELECT; COMMIT and the unlock (four round trips)
  */
@@ -98,10 +100,18 @@ static PGresult *exec_read(const char *statement, int64_t key) {
 #define BEGIN_READ "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 #define META "SELECT sequence, catalog, commit_id, store_id::text FROM read_protocol._reservoir_meta"
 
-enum mode { RAW, PIPELINE, TRIPS, NOLOCK, LOCKONLY, ONESYNC };
+enum mode { RAW, STORE, NO_LOCK, TRIPS };
+
+static void send_plain(const char *sql) {
+    if (PQsendQueryParams(conn, sql, 0, NULL, NULL, NULL, NULL, 0) != 1) fail(sql);
+}
+
+static void send_named(const char *name) {
+    if (PQsendQueryPrepared(conn, name, 0, NULL, NULL, NULL, 0) != 1) fail(name);
+}
 
 static double measure(enum mode mode, const char *statement, int reads, int keys) {
-    int owed = 0; /* the deferred END and unlock of the last read, still to be read */
+    int owed = 0; /* answers of the last read's deferred end, still to be read */
     double start = now();
     for (int i = 0; i < reads; i++) {
         int64_t key = 1 + random() % keys;
@@ -109,18 +119,16 @@ static double measure(enum mode mode, const char *statement, int reads, int keys
             PGresult *result = exec_read(statement, key);
             consume(result);
             PQclear(result);
-        } else if (mode == ONESYNC) {
+        } else if (mode == STORE || mode == NO_LOCK) {
             PQenterPipelineMode(conn);
-            PQsendQueryParams(conn, "BEGIN", 0, NULL, NULL, NULL, NULL, 0);
-            PQsendQueryParams(conn, LOCK, 0, NULL, NULL, NULL, NULL, 0);
-            PQsendQueryParams(conn, "COMMIT", 0, NULL, NULL, NULL, NULL, 0);
-            PQsendQueryParams(conn, BEGIN_READ, 0, NULL, NULL, NULL, NULL, 0);
-            PQsendQueryParams(conn, META, 0, NULL, NULL, NULL, NULL, 0);
+            int before = 2;
+            if (mode == STORE) { send_plain("BEGIN"); send_named("lock"); send_plain("END"); before += 3; }
+            send_plain(BEGIN_READ);
+            send_named("meta");
             send_read(statement, key);
             PQpipelineSync(conn);
             if (PQflush(conn) != 0) fail("flush");
-            for (int k = 0; k < owed; k++) answer();
-            for (int k = 0; k < 5; k++) answer();
+            for (int k = 0; k < owed + before; k++) answer();
             PGresult *result, *rows = NULL;
             while ((result = PQgetResult(conn))) {
                 if (PQresultStatus(result) == PGRES_TUPLES_OK) rows = result; else PQclear(result);
@@ -129,41 +137,9 @@ static double measure(enum mode mode, const char *statement, int reads, int keys
             answer(); /* sync */
             consume(rows);
             PQclear(rows);
-            PQsendQueryParams(conn, "END", 0, NULL, NULL, NULL, NULL, 0);
-            PQsendQueryParams(conn, "BEGIN", 0, NULL, NULL, NULL, NULL, 0);
-            PQsendQueryParams(conn, UNLOCK, 0, NULL, NULL, NULL, NULL, 0);
-            PQsendQueryParams(conn, "COMMIT", 0, NULL, NULL, NULL, NULL, 0);
-            if (PQflush(conn) != 0) fail("flush");
-            owed = 4;
-        } else if (mode == PIPELINE || mode == NOLOCK || mode == LOCKONLY) {
-            PQenterPipelineMode(conn);
-            int before = 0;
-            if (mode != NOLOCK) {
-                PQsendQueryParams(conn, LOCK, 0, NULL, NULL, NULL, NULL, 0);
-                PQpipelineSync(conn);
-                before += 2;
-            }
-            if (mode != LOCKONLY) {
-                PQsendQueryParams(conn, BEGIN_READ, 0, NULL, NULL, NULL, NULL, 0);
-                PQsendQueryParams(conn, META, 0, NULL, NULL, NULL, NULL, 0);
-                before += 2;
-            }
-            send_read(statement, key);
-            PQpipelineSync(conn);
-            if (PQflush(conn) != 0) fail("flush");
-            for (int k = 0; k < owed; k++) answer();
-            for (int k = 0; k < before; k++) answer();
-            PGresult *result, *rows = NULL;
-            while ((result = PQgetResult(conn))) {
-                if (PQresultStatus(result) == PGRES_TUPLES_OK) rows = result; else PQclear(result);
-            }
-            if (!rows) fail("read");
-            answer(); /* sync */
-            consume(rows);
-            PQclear(rows);
-            owed = 1;
-            if (mode != LOCKONLY) { PQsendQueryParams(conn, "END", 0, NULL, NULL, NULL, NULL, 0); owed++; }
-            if (mode != NOLOCK) { PQsendQueryParams(conn, UNLOCK, 0, NULL, NULL, NULL, NULL, 0); owed++; }
+            send_plain("END");
+            owed = 2;
+            if (mode == STORE) { send_named("unlock"); owed++; }
             PQpipelineSync(conn);
             if (PQflush(conn) != 0) fail("flush");
         } else {
@@ -175,7 +151,7 @@ static double measure(enum mode mode, const char *statement, int reads, int keys
             run("COMMIT; " UNLOCK);
         }
     }
-    if (owed) { if (mode == ONESYNC) PQpipelineSync(conn), owed++; for (int k = 0; k < owed; k++) answer(); PQexitPipelineMode(conn); }
+    if (owed) { for (int k = 0; k < owed; k++) answer(); PQexitPipelineMode(conn); }
     return (now() - start) * 1e6 / reads;
 }
 
@@ -192,13 +168,16 @@ int main(int argc, char **argv) {
     run("INSERT INTO read_protocol.items SELECT i, 'record ' || i, i * 0.5, i % 1000, (i - 1) / 100 FROM generate_series(1, 100000) i");
     run("CREATE INDEX ON read_protocol.items (grp NULLS FIRST)");
     run("VACUUM ANALYZE read_protocol.items");
+    prepare("lock", LOCK);
+    prepare("unlock", UNLOCK);
+    prepare("meta", META);
     prepare("point", "SELECT id, name, score, rank, grp FROM read_protocol.items WHERE id = $1::bigint");
     prepare("group", "SELECT id, name, score, rank, grp FROM read_protocol.items WHERE (grp IS NOT NULL AND grp = $1::bigint) ORDER BY id");
-    const char *names[] = {"raw", "pipeline", "trips", "nolock", "lockonly", "onesync"};
+    const char *names[] = {"raw", "store", "no-lock", "trips"};
     for (int pass = 1; pass <= 3; pass++) {
-        for (int mode = RAW; mode <= ONESYNC; mode++)
+        for (int mode = RAW; mode <= TRIPS; mode++)
             printf("pass %d  point  %-8s %7.1f us/read\n", pass, names[mode], measure(mode, "point", 20000, 100000));
-        for (int mode = RAW; mode <= ONESYNC; mode++)
+        for (int mode = RAW; mode <= TRIPS; mode++)
             printf("pass %d  group  %-8s %7.1f us/read\n", pass, names[mode], measure(mode, "group", 2000, 999));
         fflush(stdout);
     }
