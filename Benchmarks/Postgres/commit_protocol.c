@@ -18,6 +18,14 @@
  *   no-log     two-trips without the change-log row, the meta update and NOTIFY
  * each with nobody listening, with a second connection listening on the store's channel (as
  * the store's own listener does), and with the writing connection itself listening.
+ * Then 1,000 records updated in one transaction, milliseconds for the lot:
+ *   batch-raw    BEGIN, the 1,000 UPDATEs and COMMIT in one pipeline (one round trip), as the
+ *                benchmark table's raw libpq side
+ *   batch-store  the store's: BEGIN, the meta row and the first record's row read in one
+ *                pipeline; then for each next record its row read in the pipeline of the
+ *                previous record's upsert (one round trip a record: `update` must know whether
+ *                the record exists, and its old row, before it returns); then the last upsert,
+ *                change-log row, meta update, NOTIFYs and COMMIT
  */
 #include <libpq-fe.h>
 #include <stdio.h>
@@ -170,6 +178,81 @@ static double measure(const char *conninfo, const char *schema, enum mode mode, 
     return each;
 }
 
+/* One record's row values for update number `i` of batch `round`. */
+static void values(int i, int round, char id[24], char name[32], char value[32], char group[24]) {
+    snprintf(id, 24, "%d", i);
+    snprintf(name, 32, "batch %d %d", round, i);
+    snprintf(value, 32, "%d", i + round);
+    snprintf(group, 24, "%d", i % 100);
+}
+
+static double measure_batch(const char *conninfo, const char *schema, int store, int round) {
+    char sql[512], channel[128];
+    conn = PQconnectdb(conninfo);
+    if (PQstatus(conn) != CONNECTION_OK) { fprintf(stderr, "%s", PQerrorMessage(conn)); exit(1); }
+    snprintf(channel, sizeof channel, "reservoir.%s", schema);
+    run(conn, "SET reservoir.writer = 'on'; SET synchronous_commit = off");
+    snprintf(sql, sizeof sql, "SELECT sequence, catalog, commit_id, txid_current(), store_id::text FROM \"%s\"._reservoir_meta FOR UPDATE", schema);
+    prepare("meta", sql);
+    snprintf(sql, sizeof sql, "SELECT id, name, value, \"group\" FROM \"%s\".bench_items WHERE id = $1::bigint", schema);
+    prepare("row", sql);
+    snprintf(sql, sizeof sql, "UPDATE \"%s\".bench_items SET name = $2::text, value = $3::float8, \"group\" = $4::bigint WHERE id = $1::bigint", schema);
+    prepare("update", sql);
+    snprintf(sql, sizeof sql, "INSERT INTO \"%s\".bench_items (id, name, value, \"group\") VALUES ($1::bigint, $2::text, $3::float8, $4::bigint) "
+             "ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, value = EXCLUDED.value, \"group\" = EXCLUDED.\"group\"", schema);
+    prepare("upsert", sql);
+    snprintf(sql, sizeof sql, "INSERT INTO \"%s\"._reservoir_changes (sequence, entity, kind, ids, commit_id) VALUES ($1::bigint, $2::text, $3::text, $4::bytea, $5::bigint)", schema);
+    prepare("log", sql);
+    snprintf(sql, sizeof sql, "UPDATE \"%s\"._reservoir_meta SET sequence = $1::bigint, commit_id = $2::bigint, xact = pg_current_xact_id()", schema);
+    prepare("meta_update", sql);
+    prepare("notify", "SELECT pg_notify($1::text, $2::text)");
+    snprintf(sql, sizeof sql, "SELECT sequence FROM \"%s\"._reservoir_meta", schema);
+    PGresult *meta = PQexec(conn, sql);
+    char next[24];
+    snprintf(next, sizeof next, "%ld", atol(PQgetvalue(meta, 0, 0)) + 1);
+    PQclear(meta);
+    int records = 1000;
+    char id[24], name[32], value[32], group[24];
+    double start = now();
+    PQenterPipelineMode(conn);
+    PQsendQueryParams(conn, "BEGIN", 0, NULL, NULL, NULL, NULL, 0);
+    if (!store) {
+        for (int i = 0; i < records; i++) {
+            values(i, round, id, name, value, group);
+            send_prepared("update", 4, (const char *const[]){id, name, value, group});
+        }
+        PQsendQueryParams(conn, "COMMIT", 0, NULL, NULL, NULL, NULL, 0);
+        PQpipelineSync(conn);
+        drain(records + 2);
+    } else {
+        send_prepared("meta", 0, NULL);
+        values(0, round, id, name, value, group);
+        send_prepared("row", 1, (const char *const[]){id});
+        PQpipelineSync(conn);
+        drain(3);
+        for (int i = 1; i < records; i++) {
+            values(i - 1, round, id, name, value, group);
+            send_prepared("upsert", 4, (const char *const[]){id, name, value, group});
+            values(i, round, id, name, value, group);
+            send_prepared("row", 1, (const char *const[]){id});
+            PQpipelineSync(conn);
+            drain(2);
+        }
+        values(records - 1, round, id, name, value, group);
+        send_prepared("upsert", 4, (const char *const[]){id, name, value, group});
+        send_prepared("log", 5, (const char *const[]){next, "bench_items", "u", "\\x01", next});
+        send_prepared("meta_update", 2, (const char *const[]){next, next});
+        send_prepared("notify", 2, (const char *const[]){channel, next});
+        PQsendQueryParams(conn, "COMMIT", 0, NULL, NULL, NULL, NULL, 0);
+        PQpipelineSync(conn);
+        drain(5);
+    }
+    PQexitPipelineMode(conn);
+    double elapsed = (now() - start) * 1e3;
+    PQfinish(conn);
+    return elapsed;
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) { fprintf(stderr, "usage: commit_protocol CONNINFO SCHEMA\n"); return 2; }
     const char *modes[] = {"autocommit", "raw", "two-trips", "no-notify", "no-log"};
@@ -179,6 +262,10 @@ int main(int argc, char **argv) {
             if (mode <= RAW && listening != NOBODY) continue;
             printf("%-10s %-30s %8.1f us/commit\n", modes[mode], listenings[listening], measure(argv[1], argv[2], mode, listening));
         }
+    }
+    for (int round = 1; round <= 3; round++) {
+        printf("%-10s %-30s %8.2f ms/1,000\n", "batch-raw", "", measure_batch(argv[1], argv[2], 0, 2 * round));
+        printf("%-10s %-30s %8.2f ms/1,000\n", "batch-store", "", measure_batch(argv[1], argv[2], 1, 2 * round + 1));
     }
     return 0;
 }

@@ -13,10 +13,12 @@
  * Modes, each 20,000 point reads of random ids or 2,000 reads of a random group's 100 rows,
  * three passes interleaved, microseconds per read:
  *   raw       the SELECT alone, prepared, binary results (one round trip)
- *   store     the store's (PostgresBackend+Read.swift): [BEGIN; the shared advisory lock; END;
+ *   store     the store's read transaction (PostgresBackend+Read.swift): [BEGIN; the shared advisory lock; END;
  *             BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; the meta row; the SELECT; sync]
  *             in one pipeline, then [END; unlock; sync] sent at once and its answers read with
  *             the next read's (one round trip); lock, unlock and meta row prepared
+ *   whole     the store's point read (row(_:id:)): the same statements, END and the unlock
+ *             included, in one segment of one pipeline (one sync, so one send)
  *   no-lock   the store's without the lock's transaction and the unlock: what the lock costs
  *   trips     the same statements one round trip each, as the store sent them before: lock;
  *             BEGIN and the meta row; the SELECT; COMMIT and the unlock (four round trips)
@@ -100,7 +102,7 @@ static PGresult *exec_read(const char *statement, int64_t key) {
 #define BEGIN_READ "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 #define META "SELECT sequence, catalog, commit_id, store_id::text FROM read_protocol._reservoir_meta"
 
-enum mode { RAW, STORE, NO_LOCK, TRIPS };
+enum mode { RAW, STORE, NO_LOCK, TRIPS, WHOLE };
 
 static void send_plain(const char *sql) {
     if (PQsendQueryParams(conn, sql, 0, NULL, NULL, NULL, NULL, 0) != 1) fail(sql);
@@ -119,6 +121,24 @@ static double measure(enum mode mode, const char *statement, int reads, int keys
             PGresult *result = exec_read(statement, key);
             consume(result);
             PQclear(result);
+        } else if (mode == WHOLE) {
+            PQenterPipelineMode(conn);
+            send_plain("BEGIN"); send_named("lock"); send_plain("END");
+            send_plain(BEGIN_READ);
+            send_named("meta");
+            send_read(statement, key);
+            send_plain("END"); send_named("unlock");
+            PQpipelineSync(conn);
+            for (int k = 0; k < 5; k++) answer();
+            PGresult *result, *rows = NULL;
+            while ((result = PQgetResult(conn))) {
+                if (PQresultStatus(result) == PGRES_TUPLES_OK) rows = result; else PQclear(result);
+            }
+            if (!rows) fail("read");
+            answer(); answer(); answer(); /* END, unlock, sync */
+            PQexitPipelineMode(conn);
+            consume(rows);
+            PQclear(rows);
         } else if (mode == STORE || mode == NO_LOCK) {
             PQenterPipelineMode(conn);
             int before = 2;
@@ -173,11 +193,11 @@ int main(int argc, char **argv) {
     prepare("meta", META);
     prepare("point", "SELECT id, name, score, rank, grp FROM read_protocol.items WHERE id = $1::bigint");
     prepare("group", "SELECT id, name, score, rank, grp FROM read_protocol.items WHERE (grp IS NOT NULL AND grp = $1::bigint) ORDER BY id");
-    const char *names[] = {"raw", "store", "no-lock", "trips"};
+    const char *names[] = {"raw", "store", "no-lock", "trips", "whole"};
     for (int pass = 1; pass <= 3; pass++) {
-        for (int mode = RAW; mode <= TRIPS; mode++)
+        for (int mode = RAW; mode <= WHOLE; mode++)
             printf("pass %d  point  %-8s %7.1f us/read\n", pass, names[mode], measure(mode, "point", 20000, 100000));
-        for (int mode = RAW; mode <= TRIPS; mode++)
+        for (int mode = RAW; mode <= WHOLE; mode++)
             printf("pass %d  group  %-8s %7.1f us/read\n", pass, names[mode], measure(mode, "group", 2000, 999));
         fflush(stdout);
     }

@@ -22,8 +22,8 @@ import Reservoir
 ///    their answers are read at the connection's next use, in that use's round trip
 ///    (``PGConnection/pipeline(_:deferring:)``).
 ///
-/// So a fetch is one round trip, and `Store.get` (``row(_:id:)``), whose statement is known
-/// before the transaction starts, one as well.
+/// So a fetch is one round trip, and `Store.get` (``row(_:id:)``), whose statements are all
+/// known before the transaction starts, one as well, its end included.
 extension PostgresBackend {
     public func read<R>(_ body: (any ReadTransaction) throws -> R) throws -> R {
         try checkOpen()
@@ -73,8 +73,11 @@ extension PostgresBackend {
         return result
     }
 
-    /// `Store.get`'s point read: the lock, `BEGIN`, the meta row and the `SELECT` in one round
-    /// trip, `COMMIT` and the unlock deferred, as any read's. Answered from here only when
+    /// `Store.get`'s point read: the lock, `BEGIN`, the meta row, the `SELECT`, `END` and the
+    /// unlock in one segment of one round trip. (One segment rather than a deferred end: libpq
+    /// sends at every sync, so a second segment is a second send, and a second wake-up of the
+    /// server.) When anything in it fails, the server skips the rest, so the transaction is
+    /// rolled back and the lock released here, in a round trip of their own. Answered when
     /// everything succeeded and the meta row names the catalog the `SELECT` was built from;
     /// otherwise (a store not created yet, a table the catalog lacks, a connection whose
     /// prepared statements belong to another catalog, an error) the ordinary read runs, which
@@ -87,17 +90,22 @@ extension PostgresBackend {
             var healthy = connection.isHealthy
             defer { releaseReader(connection, healthy: healthy) }
             if connection.preparedCatalog == catalog.version {
-                let answer = try connection.pipeline(layout.readStart + [.prepared(sql, parameters)], deferring: layout.readEnd)
-                healthy = connection.isHealthy
+                let answer = try connection.pipeline(layout.readStart + [.prepared(sql, parameters)] + layout.readEnd)
                 if answer.succeeded, let meta = answer.results[Layout.readMetaResult], let result = answer.results[Layout.readMetaResult + 1],
                    meta.text(0, 1).flatMap({ Int64($0) }) == catalog.version {
+                    healthy = connection.isHealthy
                     learnt(meta.text(0, 3).flatMap(UUID.init(uuidString:)))
                     return try PGReadTransaction.decodeFirst(result, table, connection: connection)
                 }
+                if answer.lost == nil, !answer.succeeded {
+                    // One segment: an error skipped the rest of it, END and the unlock included.
+                    _ = try? connection.execute((connection.inTransaction ? "ROLLBACK; " : "") + layout.readUnlock)
+                }
+                healthy = connection.isHealthy
                 // The call has used its time: no second try.
                 if let lost = answer.lost, lost.code == .timeout { throw lost }
                 // The lock refused (a lock timeout): as the ordinary read reports it, without
-                // waiting a second time. (The deferred END rolls the rest back.)
+                // waiting a second time.
                 if answer.lost == nil, answer.results[0] != nil, answer.results[1] == nil, let failure = answer.failure { throw failure }
             }
         }

@@ -59,8 +59,9 @@ struct Layout: Sendable {
          .plain(Self.readBegin), .prepared(readMeta, [], binary: false)]
     }
     static let readMetaResult = 4
-    /// Every read transaction's end: `END`, then the unlock, in a segment of their own, so they
-    /// run even after an error in the transaction, whose `END` then rolls back.
+    /// Every read transaction's end: `END`, then the unlock, and a sync. Sent at a read's end
+    /// they are a segment of their own, which runs even after an error in the transaction
+    /// (`END` then rolls back); a point read sends them in its single segment.
     var readEnd: [PGPipelineItem] { [.plain("END"), .prepared(readUnlock, [], binary: false), .sync] }
     /// Every read transaction's `BEGIN`.
     static let readBegin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
