@@ -94,7 +94,7 @@ extension PostgresBackend {
                 if answer.succeeded, let meta = answer.results[Layout.readMetaResult], let result = answer.results[Layout.readMetaResult + 1],
                    meta.text(0, 1).flatMap({ Int64($0) }) == catalog.version {
                     healthy = connection.isHealthy
-                    learnt(meta.text(0, 3).flatMap(UUID.init(uuidString:)))
+                    learnt(meta.text(0, 3))
                     return try PGReadTransaction.decodeFirst(result, table, connection: connection)
                 }
                 if answer.lost == nil, !answer.succeeded {
@@ -163,7 +163,7 @@ extension PostgresBackend {
             throw error
         }
         return .init(connection: connection, position: position, catalog: catalog,
-                     identity: learnt(metaRow.text(0, 3).flatMap(UUID.init(uuidString:))),
+                     identity: learnt(metaRow.text(0, 3)),
                      read: rides && catalog.version == first?.catalog ? answer.results[meta + 1] : nil)
     }
 }

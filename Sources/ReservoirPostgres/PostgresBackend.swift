@@ -52,6 +52,8 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
     /// The store's identity, once a transaction's meta row brought it: it names the channel
     /// commits are announced on (``Layout/announcementChannel(_:)``).
     let knownIdentity = Locked<UUID?>(nil)
+    /// The identity's text as the meta row last brought it, with its parse (``learnt(_:)``).
+    private let identityText = Locked<(String, UUID)?>(nil)
     /// The writer connection's server process, whose notifications are this store's own.
     let writerPID = Locked<Int32>(0)
     /// Whether the store's tables exist. A store is created by its first write, in that
@@ -175,7 +177,7 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
                     writerTransaction = meta.text(0, 3).flatMap { Int64($0) } ?? 0
                     let (position, catalog) = try opened(meta, connection)
                     return .init(connection: connection, position: position, catalog: catalog,
-                                 identity: learnt(meta.text(0, 4).flatMap(UUID.init(uuidString:))),
+                                 identity: learnt(meta.text(0, 4)),
                                  read: catalog.version == read.catalog ? first : nil)
                 }
             } else if let failure = answer.error, connection.isConnected || failure.code == .timeout {
@@ -220,13 +222,19 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
             throw gone(error) ?? error
         }
         let (position, catalog) = try opened(meta, connection)
-        return (position, catalog, learnt(meta.text(0, lock.isEmpty ? 3 : 4).flatMap(UUID.init(uuidString:))))
+        return (position, catalog, learnt(meta.text(0, lock.isEmpty ? 3 : 4)))
     }
 
-    /// Keeps the store's identity a meta row brought, and returns it.
+    /// Keeps the store's identity a meta row brought (`store_id` as text), and returns it.
+    /// Parsing a UUID costs more than the rest of a point read's client work, so the text
+    /// last parsed is kept with it.
     @discardableResult
-    func learnt(_ identity: UUID?) -> UUID? {
-        if let identity { knownIdentity.withLock { $0 = identity } }
+    func learnt(_ text: String?) -> UUID? {
+        guard let text else { return nil }
+        if let (known, identity) = identityText.withLock({ $0 }), known == text { return identity }
+        guard let identity = UUID(uuidString: text) else { return nil }
+        knownIdentity.withLock { $0 = identity }
+        identityText.withLock { $0 = (text, identity) }
         return identity
     }
 
