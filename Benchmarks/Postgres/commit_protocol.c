@@ -80,6 +80,33 @@ static void drop_notifications(PGconn *on) {
     while ((notification = PQnotifies(on))) PQfreemem(notification);
 }
 
+/* Makes `conn` a store's writer (reservoir.writer on, asynchronous commit) with the store's
+ * statements prepared; returns the store's newest sequence. */
+static long set_up_writer(const char *schema) {
+    char sql[512];
+    run(conn, "SET reservoir.writer = 'on'; SET synchronous_commit = off");
+    snprintf(sql, sizeof sql, "SELECT sequence, catalog, commit_id, txid_current(), store_id::text FROM \"%s\"._reservoir_meta FOR UPDATE", schema);
+    prepare("meta", sql);
+    snprintf(sql, sizeof sql, "SELECT id, name, value, \"group\" FROM \"%s\".bench_items WHERE id = $1::bigint", schema);
+    prepare("row", sql);
+    snprintf(sql, sizeof sql, "UPDATE \"%s\".bench_items SET name = $2::text, value = $3::float8, \"group\" = $4::bigint WHERE id = $1::bigint", schema);
+    prepare("update", sql);
+    snprintf(sql, sizeof sql, "INSERT INTO \"%s\".bench_items (id, name, value, \"group\") VALUES ($1::bigint, $2::text, $3::float8, $4::bigint) "
+             "ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, value = EXCLUDED.value, \"group\" = EXCLUDED.\"group\"", schema);
+    prepare("upsert", sql);
+    snprintf(sql, sizeof sql, "INSERT INTO \"%s\"._reservoir_changes (sequence, entity, kind, ids, commit_id) VALUES ($1::bigint, $2::text, $3::text, $4::bytea, $5::bigint)", schema);
+    prepare("log", sql);
+    snprintf(sql, sizeof sql, "UPDATE \"%s\"._reservoir_meta SET sequence = $1::bigint, commit_id = $2::bigint, xact = pg_current_xact_id()", schema);
+    prepare("meta_update", sql);
+    prepare("notify", "SELECT pg_notify($1::text, $2::text)");
+    snprintf(sql, sizeof sql, "SELECT sequence FROM \"%s\"._reservoir_meta", schema);
+    PGresult *meta = PQexec(conn, sql);
+    if (PQresultStatus(meta) != PGRES_TUPLES_OK || PQntuples(meta) != 1) { fprintf(stderr, "no store in schema %s: %s", schema, PQerrorMessage(conn)); exit(1); }
+    long sequence = atol(PQgetvalue(meta, 0, 0));
+    PQclear(meta);
+    return sequence;
+}
+
 enum mode { AUTOCOMMIT, RAW, TWO_TRIPS, NO_NOTIFY, NO_LOG };
 enum listening { NOBODY, ANOTHER_CONNECTION, THE_WRITER };
 
@@ -103,26 +130,7 @@ static double measure(const char *conninfo, const char *schema, enum mode mode, 
     PGconn *listener = NULL;
     if (listening == ANOTHER_CONNECTION) { listener = PQconnectdb(conninfo); run(listener, listen); }
     if (listening == THE_WRITER) run(conn, listen);
-    run(conn, "SET reservoir.writer = 'on'; SET synchronous_commit = off");
-    snprintf(sql, sizeof sql, "SELECT sequence, catalog, commit_id, txid_current(), store_id::text FROM \"%s\"._reservoir_meta FOR UPDATE", schema);
-    prepare("meta", sql);
-    snprintf(sql, sizeof sql, "SELECT id, name, value, \"group\" FROM \"%s\".bench_items WHERE id = $1::bigint", schema);
-    prepare("row", sql);
-    snprintf(sql, sizeof sql, "UPDATE \"%s\".bench_items SET name = $2::text, value = $3::float8, \"group\" = $4::bigint WHERE id = $1::bigint", schema);
-    prepare("update", sql);
-    snprintf(sql, sizeof sql, "INSERT INTO \"%s\".bench_items (id, name, value, \"group\") VALUES ($1::bigint, $2::text, $3::float8, $4::bigint) "
-             "ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, value = EXCLUDED.value, \"group\" = EXCLUDED.\"group\"", schema);
-    prepare("upsert", sql);
-    snprintf(sql, sizeof sql, "INSERT INTO \"%s\"._reservoir_changes (sequence, entity, kind, ids, commit_id) VALUES ($1::bigint, $2::text, $3::text, $4::bytea, $5::bigint)", schema);
-    prepare("log", sql);
-    snprintf(sql, sizeof sql, "UPDATE \"%s\"._reservoir_meta SET sequence = $1::bigint, commit_id = $2::bigint, xact = pg_current_xact_id()", schema);
-    prepare("meta_update", sql);
-    prepare("notify", "SELECT pg_notify($1::text, $2::text)");
-    snprintf(sql, sizeof sql, "SELECT sequence FROM \"%s\"._reservoir_meta", schema);
-    PGresult *meta = PQexec(conn, sql);
-    if (PQresultStatus(meta) != PGRES_TUPLES_OK || PQntuples(meta) != 1) { fprintf(stderr, "no store in schema %s: %s", schema, PQerrorMessage(conn)); exit(1); }
-    long sequence = atol(PQgetvalue(meta, 0, 0));
-    PQclear(meta);
+    long sequence = set_up_writer(schema);
 
     int commits = 1000;
     double start = now();
@@ -187,30 +195,12 @@ static void values(int i, int round, char id[24], char name[32], char value[32],
 }
 
 static double measure_batch(const char *conninfo, const char *schema, int store, int round) {
-    char sql[512], channel[128];
+    char channel[128];
     conn = PQconnectdb(conninfo);
     if (PQstatus(conn) != CONNECTION_OK) { fprintf(stderr, "%s", PQerrorMessage(conn)); exit(1); }
     snprintf(channel, sizeof channel, "reservoir.%s", schema);
-    run(conn, "SET reservoir.writer = 'on'; SET synchronous_commit = off");
-    snprintf(sql, sizeof sql, "SELECT sequence, catalog, commit_id, txid_current(), store_id::text FROM \"%s\"._reservoir_meta FOR UPDATE", schema);
-    prepare("meta", sql);
-    snprintf(sql, sizeof sql, "SELECT id, name, value, \"group\" FROM \"%s\".bench_items WHERE id = $1::bigint", schema);
-    prepare("row", sql);
-    snprintf(sql, sizeof sql, "UPDATE \"%s\".bench_items SET name = $2::text, value = $3::float8, \"group\" = $4::bigint WHERE id = $1::bigint", schema);
-    prepare("update", sql);
-    snprintf(sql, sizeof sql, "INSERT INTO \"%s\".bench_items (id, name, value, \"group\") VALUES ($1::bigint, $2::text, $3::float8, $4::bigint) "
-             "ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, value = EXCLUDED.value, \"group\" = EXCLUDED.\"group\"", schema);
-    prepare("upsert", sql);
-    snprintf(sql, sizeof sql, "INSERT INTO \"%s\"._reservoir_changes (sequence, entity, kind, ids, commit_id) VALUES ($1::bigint, $2::text, $3::text, $4::bytea, $5::bigint)", schema);
-    prepare("log", sql);
-    snprintf(sql, sizeof sql, "UPDATE \"%s\"._reservoir_meta SET sequence = $1::bigint, commit_id = $2::bigint, xact = pg_current_xact_id()", schema);
-    prepare("meta_update", sql);
-    prepare("notify", "SELECT pg_notify($1::text, $2::text)");
-    snprintf(sql, sizeof sql, "SELECT sequence FROM \"%s\"._reservoir_meta", schema);
-    PGresult *meta = PQexec(conn, sql);
     char next[24];
-    snprintf(next, sizeof next, "%ld", atol(PQgetvalue(meta, 0, 0)) + 1);
-    PQclear(meta);
+    snprintf(next, sizeof next, "%ld", set_up_writer(schema) + 1);
     int records = 1000;
     char id[24], name[32], value[32], group[24];
     double start = now();
