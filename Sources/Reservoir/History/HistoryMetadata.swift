@@ -115,36 +115,79 @@ func encodedMetadata<T: Encodable & Sendable>(_ value: T) throws -> Data {
 
 /// JSON text, written by hand: an object's members, strings escaped as JSON requires.
 struct JSONObjectWriter {
-    private(set) var bytes: [UInt8] = [UInt8(ascii: "{")]
+    private(set) var bytes: [UInt8]
+
+    init() {
+        bytes = []
+        bytes.reserveCapacity(256)
+        bytes.append(UInt8(ascii: "{"))
+    }
 
     mutating func member(_ name: String, _ value: String?) {
         guard let value else { return }
+        open(name)
+        string(value)
+    }
+
+    /// `value` as `UUID.uuidString` spells it (upper case), without making that string.
+    mutating func member(_ name: String, _ value: UUID) {
+        open(name)
+        bytes.append(UInt8(ascii: "\""))
+        appendUUIDText(value, to: &bytes, digits: uppercaseHexDigits)
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    private mutating func open(_ name: String) {
         if bytes.count > 1 { bytes.append(UInt8(ascii: ",")) }
         string(name)
         bytes.append(UInt8(ascii: ":"))
-        string(value)
     }
 
     private mutating func string(_ text: String) {
         bytes.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
-                bytes.append(UInt8(ascii: "\\"))
-                bytes.append(byte)
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                bytes.append(contentsOf: Array("\\u00".utf8))
-                bytes.append(hex[Int(byte >> 4)])
-                bytes.append(hex[Int(byte & 0xF)])
-            default:
-                bytes.append(byte)
+        var text = text
+        text.withUTF8 { utf8 in
+            // Tokens and shape texts need no escapes: copied whole.
+            guard utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
+                bytes.append(contentsOf: utf8)
+                return
+            }
+            for byte in utf8 {
+                switch byte {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"):
+                    bytes.append(UInt8(ascii: "\\"))
+                    bytes.append(byte)
+                case 0..<0x20:
+                    bytes.append(contentsOf: "\\u00".utf8)
+                    bytes.append(lowercaseHexDigits[Int(byte >> 4)])
+                    bytes.append(lowercaseHexDigits[Int(byte & 0xF)])
+                default:
+                    bytes.append(byte)
+                }
             }
         }
         bytes.append(UInt8(ascii: "\""))
     }
 
-    var data: Data { Data(bytes + [UInt8(ascii: "}")]) }
+    var data: Data {
+        var closed = bytes
+        closed.append(UInt8(ascii: "}"))
+        return Data(closed)
+    }
+}
+
+let lowercaseHexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+let uppercaseHexDigits: [UInt8] = Array("0123456789ABCDEF".utf8)
+
+/// Appends `uuid` in its usual text form (8-4-4-4-12 hex digits) in `digits`' case.
+func appendUUIDText(_ uuid: UUID, to bytes: inout [UInt8], digits: [UInt8]) {
+    withUnsafeBytes(of: uuid.uuid) { uuid in
+        for (index, byte) in uuid.enumerated() {
+            if index == 4 || index == 6 || index == 8 || index == 10 { bytes.append(UInt8(ascii: "-")) }
+            bytes.append(digits[Int(byte >> 4)])
+            bytes.append(digits[Int(byte & 0xF)])
+        }
+    }
 }
 
 /// Small metadata values already decoded, by their exact bytes (values, not references, so a

@@ -43,23 +43,13 @@ public struct HistoryToken: Sendable, Hashable, Comparable, Codable, LosslessStr
         var bytes: [UInt8] = Array(Self.prefix.utf8)
         bytes.reserveCapacity(80)
         bytes.append(UInt8(ascii: "."))
-        if let store {
-            withUnsafeBytes(of: store.uuid) { uuid in
-                for (index, byte) in uuid.enumerated() {
-                    if index == 4 || index == 6 || index == 8 || index == 10 { bytes.append(UInt8(ascii: "-")) }
-                    bytes.append(Self.hexDigits[Int(byte >> 4)])
-                    bytes.append(Self.hexDigits[Int(byte & 0xF)])
-                }
-            }
-        }
+        if let store { appendUUIDText(store, to: &bytes, digits: lowercaseHexDigits) }
         bytes.append(UInt8(ascii: "."))
         bytes.append(contentsOf: String(position.sequence).utf8)
         bytes.append(UInt8(ascii: "."))
         bytes.append(contentsOf: String(position.commit, radix: 16).utf8)
         return String(decoding: bytes, as: UTF8.self)
     }
-
-    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
     /// A token read from its text form; nil when `description` is not one.
     public init?(_ description: String) {

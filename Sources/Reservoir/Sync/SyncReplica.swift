@@ -48,7 +48,11 @@ struct SyncReplica: Equatable {
     }
 
     func base(_ entity: String, id: Value, _ reader: any ReadTransaction) throws -> Row? {
-        guard let data = try reader.metadata(baseKey(entity, id)) else { return nil }
+        try base(at: baseKey(entity, id), entity, id: id, reader)
+    }
+
+    private func base(at key: String, _ entity: String, id: Value, _ reader: any ReadTransaction) throws -> Row? {
+        guard let data = try reader.metadata(key) else { return nil }
         return try ExactCoding.decodeRow(data, "the replica's base row of \(entity) \(id)")
     }
 
@@ -82,7 +86,9 @@ struct SyncReplica: Equatable {
     /// pushed batch, the row the batch took), or when it is not given against the base. Returns
     /// the rejection to report when local changes were dropped.
     func settle(_ entity: EntityDescription, id: Value, server: Row?, since given: Row?? = nil, _ tx: Transaction) throws -> SyncRejection? {
-        let known = try base(entity.name, id: id, tx.writer)
+        // The key once for the read and the write.
+        let key = baseKey(entity.name, id)
+        let known = try base(at: key, entity.name, id: id, tx.writer)
         let since = given ?? known
         let local = try tx.writer.row(entity.name, id: id)
         var rejection: SyncRejection?
@@ -106,7 +112,7 @@ struct SyncReplica: Equatable {
                 rejection = SyncRejection(entity: entity.name, id: id, reason: "the record was deleted on the server (or left the replica's shapes), and a delete wins over a concurrent update")
             }
         }
-        if known != server { try setBase(server, entity.name, id: id, tx.writer) }
+        if known != server { try tx.writer.setMetadata(key, to: server.map(ExactCoding.encode)) }
         return rejection
     }
 }
@@ -160,7 +166,7 @@ extension SyncState {
         writer.member("token", token)
         writer.member("shapes", shapes)
         writer.member("pushed", pushed)
-        writer.member("replica", replica.uuidString)
+        writer.member("replica", replica)
         return writer.data
     }
 }
