@@ -14,7 +14,8 @@ protocol LiveOutput {
     func check(_ query: Query) throws
 
     /// The value for a change from `previous` to `current`, or nil when this output sees no
-    /// change. `previous` is empty unless ``needsPreviousList`` or the change was coalesced.
+    /// change. `previous` is the list last sent only when ``needsPreviousList`` or the change
+    /// was coalesced (otherwise it is any list, unused: `delta` describes the change).
     /// The initial value (`initial`) is produced even when it is empty, so a subscriber
     /// can tell "nothing matches" from "not fetched yet".
     func value(previous: ChunkedList<LiveEntry<Record>>, current: ChunkedList<LiveEntry<Record>>, delta: LiveResults<Record>.Delta, initial: Bool) throws -> Value?
@@ -30,8 +31,16 @@ extension LiveOutput {
 struct DifferenceOutput<Record: Storable>: LiveOutput {
     func value(previous: ChunkedList<LiveEntry<Record>>, current: ChunkedList<LiveEntry<Record>>, delta: LiveResults<Record>.Delta, initial: Bool) throws -> CollectionDifference<Record>? {
         guard initial || !delta.isEmpty else { return nil }
-        let changes = delta.removed.map { CollectionDifference<Record>.Change.remove(offset: $0.offset, element: $0.entry.record, associatedWith: nil) }
-            + delta.inserted.map { CollectionDifference<Record>.Change.insert(offset: $0.offset, element: $0.entry.record, associatedWith: nil) }
+        // Appended into one array rather than two maps joined: this is unspecialized generic
+        // code, run for every commit a subscriber sees.
+        var changes: [CollectionDifference<Record>.Change] = []
+        changes.reserveCapacity(delta.removed.count + delta.inserted.count)
+        for removal in delta.removed {
+            changes.append(.remove(offset: removal.offset, element: removal.entry.record, associatedWith: nil))
+        }
+        for insertion in delta.inserted {
+            changes.append(.insert(offset: insertion.offset, element: insertion.entry.record, associatedWith: nil))
+        }
         guard let difference = CollectionDifference(changes) else {
             throw ReservoirError(.backend, "internal: live results produced an inconsistent difference (\(delta.removed.count) removals, \(delta.inserted.count) insertions)")
         }

@@ -115,7 +115,8 @@ final class LiveResults<T: Storable> {
         // Each touched id once: its new row, or nil when deleted.
         var touched: [Value: Row?] = [:]
         for id in changes.deleted { touched[id] = .some(nil) }
-        for change in changes.inserted + changes.updated { touched[change.id] = .some(change.row) }
+        for change in changes.inserted { touched[change.id] = .some(change.row) }
+        for change in changes.updated { touched[change.id] = .some(change.row) }
 
         // Old versions leaving the list, and new versions that match.
         var leaving = records.heldEntries(touched.keys, holder: holder)
@@ -152,13 +153,22 @@ final class LiveResults<T: Storable> {
         }
 
         let oldCount = entries.count
-        var removed = leaving.map { (offset: offset(of: $0.row), entry: $0) }
-        removed.sort { $0.offset > $1.offset }
+        // (Sorting and mapping run as unspecialized generic code here, which costs even for
+        // one element: a commit usually touches one record, so they run only when needed.)
+        var removed: [(offset: Int, entry: Entry)] = []
+        if !leaving.isEmpty {
+            removed.reserveCapacity(leaving.count)
+            for entry in leaving { removed.append((offset: offset(of: entry.row), entry: entry)) }
+            if removed.count > 1 { removed.sort { $0.offset > $1.offset } }
+        }
         for (offset, _) in removed {
             entries.remove(at: offset)
         }
+        let arrivedAlone = arriving.count == 1
+        var lastInsertion = 0
         for entry in arriving {
-            entries.insert(entry, at: insertionPoint(for: entry.row))
+            lastInsertion = insertionPoint(for: entry.row)
+            entries.insert(entry, at: lastInsertion)
         }
         if let limit = query.limit, entries.count > limit {
             // Past the window now: new arrivals (never inserted, as far as the subscriber
@@ -177,13 +187,23 @@ final class LiveResults<T: Storable> {
             }
             arriving.removeAll { arrival in tail.contains { $0 === arrival } }
         }
-        removed.sort { $0.offset < $1.offset }
-        let inserted = arriving.map { (offset: offset(of: $0.row), entry: $0) }.sorted { $0.offset < $1.offset }
+        if removed.count > 1 { removed.sort { $0.offset < $1.offset } }
+        var inserted: [(offset: Int, entry: Entry)] = []
+        if !arriving.isEmpty {
+            inserted.reserveCapacity(arriving.count)
+            if arrivedAlone, arriving.count == 1, let only = arriving.first {
+                // Where it was inserted: only the window's tail may have gone since.
+                inserted.append((offset: lastInsertion, entry: only))
+            } else {
+                for entry in arriving { inserted.append((offset: offset(of: entry.row), entry: entry)) }
+            }
+            if inserted.count > 1 { inserted.sort { $0.offset < $1.offset } }
+        }
         // Closures rather than key paths here and across Observation: in unspecialized
         // generic code a key path literal is built at run time each time it is evaluated
         // (a type lookup by mangled name), which profiled at several µs per commit.
-        records.acquire(inserted.lazy.map { $0.entry }, holder: holder)
-        records.release(removed.lazy.map { $0.entry }, holder: holder)
+        if !inserted.isEmpty { records.acquire(inserted.lazy.map { $0.entry }, holder: holder) }
+        if !removed.isEmpty { records.release(removed.lazy.map { $0.entry }, holder: holder) }
         return Delta(removed: removed, inserted: inserted)
     }
 

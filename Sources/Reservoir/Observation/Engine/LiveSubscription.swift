@@ -152,7 +152,8 @@ where Downstream.Input == Output.Value, Downstream.Failure == any Error {
             do {
                 switch sent {
                 case .current:
-                    value = try output.value(previous: ChunkedList(), current: current,
+                    // (`previous` is unused when `needsPreviousList` is false, as it is here.)
+                    value = try output.value(previous: current, current: current,
                                              delta: pendingDelta ?? LiveResults.Delta(removed: [], inserted: []), initial: !sentInitial)
                 case let .list(previous):
                     value = try output.value(previous: previous, current: current,

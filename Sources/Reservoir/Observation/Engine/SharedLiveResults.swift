@@ -193,7 +193,12 @@ final class SharedLiveResults<T: Storable>: ChangeObserver, @unchecked Sendable 
 
     /// Members in the order they joined, as subscribers were served before sharing.
     private func membersInOrder() -> [any SharedResultsMember<T>] {
-        members.count == 1 ? members.values.compactMap { $0.member } : members.sorted { $0.key < $1.key }.compactMap { $0.value.member }
+        if members.count == 1 {
+            // The usual case, without the generic `compactMap` over the dictionary's values.
+            guard let only = members.first?.value.member else { return [] }
+            return [only]
+        }
+        return members.sorted { $0.key < $1.key }.compactMap { $0.value.member }
     }
 
     /// Tells every member of the failure and closes. Called locked; returns unlocked.
