@@ -141,6 +141,60 @@ extension ConformanceSuite {
             try expectEqual(try store.read { try $0.rows(query) }.map { $0.value("id") }, [.integer(3), .integer(1), .integer(2)], "sorted numerically")
         },
 
+        ConformanceCase("migrations", "change type to values of several kinds and nulls, on an indexed field: values, order, queries and later writes right") { context in
+            let store = try startingStore(context)
+            try store.write { tx in
+                _ = try tx.putRow(note(4, "Odd", "x"), in: notes)
+                _ = try tx.putRow(Row(columns: ["id", "title"], values: [.integer(5), .text("No priority")]), in: notes)
+            }
+            try store.migrate(upToVersion2(
+                .addIndex(on: "priority", in: "conformance_notes"),
+                .changeType(of: "priority", in: "conformance_notes", from: String?.self, to: Value.self) { text in
+                    guard let text else { return .null }
+                    guard let number = Int64(text) else { return .text(text.uppercased()) }
+                    return number > 5 ? .real(Double(number) + 0.5) : .integer(number)
+                }
+            ))
+            let expected: [Int64: Value] = [1: .integer(2), 2: .real(10.5), 3: .integer(1), 4: .text("X"), 5: .null]
+            try expectEqual(try rows(store).mapValues { $0.value("priority") }, expected, "converted values")
+            let stored = try description(store) ?? notes
+            let sorted = try Query(entity: stored, sort: [SortTerm(column: "priority")])
+            try expectEqual(try store.read { try $0.rows(sorted) }.map { $0.value("id") }, [5, 3, 1, 2, 4].map { .integer($0) }, "sorted: null, numbers, text")
+            for (id, value) in expected where !value.isNull {
+                let query = try Query(entity: stored, predicate: .compare(column: "priority", .equal, value))
+                try expectEqual(try store.read { try $0.rows(query) }.map { $0.value("id") }, [.integer(id)], "priority = \(value)")
+            }
+            try store.write { tx in
+                _ = try tx.putRow(Row(columns: ["id", "title", "priority"], values: [.integer(6), .text("Later"), .integer(7)]), in: stored)
+                _ = try tx.putRow(Row(columns: ["id", "title", "priority"], values: [.integer(1), .text("Buy milk"), .text("later")]), in: stored)
+            }
+            let seven = try Query(entity: stored, predicate: .compare(column: "priority", .equal, .integer(7)))
+            try expectEqual(try store.read { try $0.rows(seven) }.map { $0.value("id") }, [.integer(6)], "a later write of a number")
+            try expectEqual(try rows(store)[1]?.value("priority"), .text("later"), "a later write of text")
+        },
+
+        ConformanceCase("migrations", "change type twice in one version: the second sees the first's values; a failing third leaves both undone") { context in
+            let store = try startingStore(context)
+            let toInt = MigrationStep.changeType(of: "priority", in: "conformance_notes", from: String.self, to: Int.self) { Int($0) ?? 0 }
+            let toText = MigrationStep.changeType(of: "priority", in: "conformance_notes", from: Int.self, to: String.self) { "p\($0)" }
+            let failing = MigrationStep.changeType(of: "priority", in: "conformance_notes", from: String.self, to: String.self) { text in
+                guard text != "p10" else { throw ReservoirError(.misuse, "deliberate failure") }
+                return text
+            }
+            do {
+                try store.migrate(upToVersion2(toInt, toText, failing))
+                throw ReservoirError(.misuse, "the failing version was applied")
+            } catch let error as ReservoirError where error.code == .migrationFailed {
+                try expect(error.message.contains("version 2") && error.message.contains("step 3") && error.message.contains("conformance_notes")
+                           && error.message.contains("record 2"), "the error names version, step, entity and record: \(error.message)")
+            }
+            try expectEqual(try rows(store).mapValues { $0.value("priority") }, [1: .text("2"), 2: .text("10"), 3: .text("1")], "the first version's values")
+            try store.migrate(upToVersion2(toInt, toText))
+            try expectEqual(try rows(store).mapValues { $0.value("priority") }, [1: .text("p2"), 2: .text("p10"), 3: .text("p1")], "converted twice")
+            let sorted = try Query(entity: try description(store) ?? notes, sort: [SortTerm(column: "priority")])
+            try expectEqual(try store.read { try $0.rows(sorted) }.map { $0.value("id") }, [.integer(3), .integer(2), .integer(1)], "sorted as text")
+        },
+
         ConformanceCase("migrations", "add and drop index: the stored description follows, queries stay right") { context in
             let store = try startingStore(context)
             try store.migrate(upToVersion2(

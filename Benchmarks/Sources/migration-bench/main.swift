@@ -55,6 +55,7 @@ let sides: [Side] = [
     RawLMDB.side,
     ReservoirSide.side(engine: "postgres", label: "Reservoir"),
     RawPostgres.side,
+    RawPostgres.rowLoopSide,
 ]
 
 /// The values every side seeds record `id` with, and what the migration makes of them.

@@ -65,6 +65,24 @@ public protocol WriteTransaction: ReadTransaction {
     /// rewrite of every row.
     func renameColumns(_ renames: [(old: String, new: String)], in entity: EntityDescription,
                        to renamed: EntityDescription) throws -> Bool
+
+    /// Gives `column` of every row of `entity` a new value: a migration's
+    /// ``MigrationStep/changeType(of:in:from:to:_:)`` and ``MigrationStep/addField(_:to:indexed:computing:)``
+    /// call it, in their transaction, with `entity` as stored and `target`, the description
+    /// afterwards (the same but for an added field or index). `pages` reads the entity a page at
+    /// a time in id order and calls its argument with each ``ColumnPage``: every row of the
+    /// entity once, as the step left it (only `column` differs), and which rows the step
+    /// changed. The pages are made while this runs, so a backend may read the entity meanwhile
+    /// (the rows it has not been given yet are as stored); an error `pages` throws (a transform
+    /// that failed) must leave this call by throwing it. Afterwards every row holds its new value
+    /// and ``ReadTransaction/entities()`` lists `target`.
+    ///
+    /// The default puts each changed row under `target` (and the first row, when `target`
+    /// differs from `entity`, so that the description reaches the backend). A backend that can
+    /// take a column's values in bulk does better: PostgreSQL stages them with `COPY` and sets
+    /// the column in one `UPDATE`, its type changed once to the values' own.
+    func replaceColumn(_ column: String, in entity: EntityDescription, as target: EntityDescription,
+                       pages: ((ColumnPage) throws -> Void) throws -> Void) throws
 }
 
 extension WriteTransaction {
@@ -80,4 +98,24 @@ extension WriteTransaction {
     /// Renames nothing: the migration rewrites every row under the new names.
     public func renameColumns(_ renames: [(old: String, new: String)], in entity: EntityDescription,
                               to renamed: EntityDescription) throws -> Bool { false }
+
+    /// Puts each changed row under `target`, and the first row when `target` differs from `entity`.
+    public func replaceColumn(_ column: String, in entity: EntityDescription, as target: EntityDescription,
+                              pages: ((ColumnPage) throws -> Void) throws -> Void) throws {
+        try putChangedRows(in: entity, as: target, pages: pages)
+    }
+
+    /// What ``replaceColumn(_:in:as:pages:)`` does by default, for a backend that takes the
+    /// bulk path only sometimes: puts each changed row under `target` (and the first row when
+    /// `target` differs from `entity`, so that the description reaches the backend).
+    public func putChangedRows(in entity: EntityDescription, as target: EntityDescription,
+                               pages: ((ColumnPage) throws -> Void) throws -> Void) throws {
+        var described = target == entity
+        try pages { page in
+            for (row, changed) in zip(page.rows, page.changed) where changed || !described {
+                try put(target, id: row.value(target.idColumn), row: row)
+                described = true
+            }
+        }
+    }
 }

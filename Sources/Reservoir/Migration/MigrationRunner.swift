@@ -76,6 +76,8 @@ struct MigrationRunner {
                 try writer.put(target, id: first.value(stored.idColumn), row: first)
             }
             report(index, entity: stored.name, done: total, of: total)
+        case let .changeType(field, _), let .addField(field, _, _):
+            try replace(field, of: stored, as: target, total: total, step: index)
         default:
             try rewrite(stored, as: target, total: total, step: index)
         }
@@ -103,16 +105,7 @@ struct MigrationRunner {
         var described = target == stored
         try each(stored, total: total, step: index) { row in
             let id = row.value(idColumn)
-            var changed = row
-            do {
-                try apply(action, to: &changed, entity: stored)
-            } catch {
-                let reason = (error as? ReservoirError)?.message ?? "\(error)"
-                throw failure(index, "entity \"\(stored.name)\", record \(id): \(reason)")
-            }
-            guard changed.value(idColumn).isIdentical(to: id) else {
-                throw failure(index, "entity \"\(stored.name)\", record \(id): the step changed the record's id to \(changed.value(idColumn)); a migration cannot change ids")
-            }
+            let changed = try converted(row, by: action, of: stored, idColumn: idColumn, step: index)
             if target.name != stored.name {
                 try writer.put(target, id: id, row: changed)
                 try writer.delete(stored, id: id)
@@ -121,6 +114,52 @@ struct MigrationRunner {
                 described = true
             }
         }
+    }
+
+    /// Runs a step that changes only `field` (a type change, an added field) through
+    /// ``WriteTransaction/replaceColumn(_:in:as:pages:)``: the backend gets every row's new value
+    /// a page at a time, and may set the column in bulk instead of a put per row.
+    private func replace(_ field: String, of stored: EntityDescription, as target: EntityDescription, total: Int, step index: Int) throws {
+        let action = version.steps[index].action
+        let idColumn = stored.idColumn
+        try writer.replaceColumn(field, in: stored, as: target) { write in
+            report(index, entity: stored.name, done: 0, of: total)
+            var done = 0
+            var rows: [Row] = []
+            var changed: [Bool] = []
+            try pages(of: stored) { page in
+                rows.removeAll(keepingCapacity: true)
+                changed.removeAll(keepingCapacity: true)
+                for row in page {
+                    if done > 0, done % Self.progressInterval == 0 {
+                        report(index, entity: stored.name, done: done, of: total)
+                    }
+                    let new = try converted(row, by: action, of: stored, idColumn: idColumn, step: index)
+                    rows.append(new)
+                    changed.append(new != row)
+                    done += 1
+                }
+                try write(ColumnPage(rows: rows, changed: changed))
+                return true
+            }
+            report(index, entity: stored.name, done: done, of: total)
+        }
+    }
+
+    /// `row` after `action`, the step's failure naming the record when it throws or changes the id.
+    private func converted(_ row: Row, by action: MigrationStep.Action, of stored: EntityDescription, idColumn: String, step index: Int) throws -> Row {
+        let id = row.value(idColumn)
+        var changed = row
+        do {
+            try apply(action, to: &changed, entity: stored)
+        } catch {
+            let reason = (error as? ReservoirError)?.message ?? "\(error)"
+            throw failure(index, "entity \"\(stored.name)\", record \(id): \(reason)")
+        }
+        guard changed.value(idColumn).isIdentical(to: id) else {
+            throw failure(index, "entity \"\(stored.name)\", record \(id): the step changed the record's id to \(changed.value(idColumn)); a migration cannot change ids")
+        }
+        return changed
     }
 
     /// The row of `entity` with the lowest id.

@@ -151,6 +151,36 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
         forgetStatements()
     }
 
+    /// A type change's or added field's values by `UPDATE … SET column = ?2 WHERE id = ?1` per
+    /// changed row, one column bound instead of the whole row a put's upsert binds and writes;
+    /// the first row goes through ``put(_:id:row:)`` under `target`, which adds the column and the
+    /// description's indexes as any write does.
+    func replaceColumn(_ column: String, in entity: EntityDescription, as target: EntityDescription,
+                       pages: ((ColumnPage) throws -> Void) throws -> Void) throws {
+        try checkOpen()
+        guard let table = try table(entity.name), table.entity == entity, target.name == entity.name,
+              target.idColumn == entity.idColumn, column != entity.idColumn else {
+            return try putChangedRows(in: entity, as: target, pages: pages)
+        }
+        let idColumn = entity.idColumn
+        var update: Statement?
+        var described = target == entity
+        try pages { page in
+            for (row, changed) in zip(page.rows, page.changed) where changed || !described {
+                let id = row.value(idColumn)
+                if let update {
+                    try update.bind(id, at: 1)
+                    try update.bind(row.value(column), at: 2)
+                    try update.run()
+                } else {
+                    try put(target, id: id, row: row)
+                    described = true
+                    update = try connection.cached("UPDATE \(SQL.identifier(entity.name)) SET \(SQL.identifier(column)) = ?2 WHERE \(SQL.identifier(idColumn)) = ?1")
+                }
+            }
+        }
+    }
+
     /// Drops cached statements, which may name columns or tables no longer there.
     private func forgetStatements() {
         session.rowStatements = [:]
