@@ -30,7 +30,7 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
     private let writerLock = NSLock()
     private var writer: PGConnection?
     private let idle: Locked<[PGConnection]>
-    private let cachedCatalog: Locked<Catalog?>
+    let cachedCatalog: Locked<Catalog?>
     private let closed = Locked(false)
     let listenerLock = NSLock()
     var listener: PGConnection?
@@ -52,6 +52,8 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
     /// The store's identity, once a transaction's meta row brought it: it names the channel
     /// commits are announced on (``Layout/announcementChannel(_:)``).
     let knownIdentity = Locked<UUID?>(nil)
+    /// The identity's text as the meta row last brought it, with its parse (``learnt(_:)``).
+    private let identityText = Locked<(String, UUID)?>(nil)
     /// The writer connection's server process, whose notifications are this store's own.
     let writerPID = Locked<Int32>(0)
     /// Whether the store's tables exist. A store is created by its first write, in that
@@ -101,73 +103,6 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
     }
 
     // MARK: - Transactions
-
-    public func read<R>(_ body: (any ReadTransaction) throws -> R) throws -> R {
-        try checkOpen()
-        var connection = try acquireReader()
-        var healthy = false
-        defer { releaseReader(connection, healthy: healthy) }
-        if !created.withLock({ $0 }) {
-            // No write has created the store yet: an empty snapshot, unless one just did.
-            do {
-                try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                if try !tablesExist(connection) {
-                    let empty = PGReadTransaction(connection: connection, layout: layout, catalog: Catalog(version: 0, tables: [:]), sequence: 0)
-                    empty.absent = true
-                    empty.refusesForeignTables = true
-                    let result = try body(empty)
-                    try connection.execute("COMMIT")
-                    healthy = connection.isHealthy
-                    return result
-                }
-                try connection.execute("COMMIT")
-            } catch {
-                if connection.inTransaction { _ = try? connection.execute("ROLLBACK") }
-                healthy = connection.isHealthy
-                throw error
-            }
-        }
-        let (position, catalog, identity): (CommitPosition, Catalog, UUID?)
-        do {
-            (position, catalog, identity) = try beginRead(connection)
-        } catch let error as ReservoirError where !connection.isConnected && error.code != .timeout {
-            // A pooled connection that outlived a server restart: one fresh try. (Not after a
-            // timeout: the call has used its time.)
-            connection = try connect()
-            try connection.execute("SET lock_timeout = \(options.lockTimeoutMilliseconds)")
-            (position, catalog, identity) = try beginRead(connection)
-        }
-        let end = "; SELECT pg_advisory_unlock_shared(\(layout.rewriteKeys))"
-        let result: R
-        do {
-            let transaction = PGReadTransaction(connection: connection, layout: layout, catalog: catalog, sequence: position.sequence)
-            transaction.commit = position.commit
-            transaction.identity = identity
-            transaction.refusesForeignTables = true
-            defer { transaction.end() }
-            result = try body(transaction)
-        } catch {
-            _ = try? connection.execute("ROLLBACK" + end)
-            healthy = connection.isHealthy
-            throw error
-        }
-        try connection.execute("COMMIT" + end)
-        healthy = connection.isHealthy
-        return result
-    }
-
-    /// Takes the readers' shared lock (Layout.rewriteKeys: a column rewrite takes it
-    /// exclusively) before the snapshot, then begins; released when the transaction ends.
-    /// Also returns the store's identity, read with the meta row.
-    private func beginRead(_ connection: PGConnection) throws -> (CommitPosition, Catalog, UUID?) {
-        try connection.execute("SELECT pg_advisory_lock_shared(\(layout.rewriteKeys))")
-        do {
-            return try begin(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", lock: "")
-        } catch {
-            _ = try? connection.execute("SELECT pg_advisory_unlock_shared(\(layout.rewriteKeys))")
-            throw error
-        }
-    }
 
     public func write<R>(_ body: (any WriteTransaction) throws -> R) throws -> R {
         writerLock.lock()
@@ -234,19 +169,18 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
     private func beginWrite(_ read: PGWriteTransaction.FirstRead?) throws -> PGWriteTransaction.Start {
         guard var connection = writer else { throw closedError() }
         if let read, read.catalog >= 0, connection.preparedCatalog == read.catalog, created.withLock({ $0 }),
-           case let (results, failure)? = try? connection.pipeline(
-               ["BEGIN", layout.lockMeta], then: (read.sql, read.parameters)) {
-            if results.count >= 2 {
+           let answer = try? connection.pipeline([.plain("BEGIN"), .prepared(layout.lockMeta, [], binary: false), .prepared(read.sql, read.parameters)]) {
+            if answer.results[0] != nil, let meta = answer.results[1] {
                 // Begun, with the write lock. A failed read (a statement prepared for a table
                 // another client has since changed) is rolled back and begun again below.
-                if failure == nil {
-                    writerTransaction = results[1].text(0, 3).flatMap { Int64($0) } ?? 0
-                    let (position, catalog) = try opened(results[1], connection)
+                if answer.succeeded, let first = answer.results[2] {
+                    writerTransaction = meta.text(0, 3).flatMap { Int64($0) } ?? 0
+                    let (position, catalog) = try opened(meta, connection)
                     return .init(connection: connection, position: position, catalog: catalog,
-                                 identity: learnt(results[1].text(0, 4).flatMap(UUID.init(uuidString:))),
-                                 read: catalog.version == read.catalog ? results[2] : nil)
+                                 identity: learnt(meta.text(0, 4)),
+                                 read: catalog.version == read.catalog ? first : nil)
                 }
-            } else if let failure, connection.isConnected || failure.code == .timeout {
+            } else if let failure = answer.error, connection.isConnected || failure.code == .timeout {
                 // BEGIN or the meta row failed (a lock timeout, a dropped schema): reported as
                 // the ordinary begin reports it, not waited for twice.
                 if connection.inTransaction { _ = try? connection.execute("ROLLBACK") }
@@ -288,19 +222,26 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
             throw gone(error) ?? error
         }
         let (position, catalog) = try opened(meta, connection)
-        return (position, catalog, learnt(meta.text(0, lock.isEmpty ? 3 : 4).flatMap(UUID.init(uuidString:))))
+        return (position, catalog, learnt(meta.text(0, lock.isEmpty ? 3 : 4)))
     }
 
-    /// Keeps the store's identity a meta row brought, and returns it.
-    private func learnt(_ identity: UUID?) -> UUID? {
-        if let identity { knownIdentity.withLock { $0 = identity } }
+    /// Keeps the store's identity a meta row brought (`store_id` as text), and returns it.
+    /// Parsing a UUID costs more than the rest of a point read's client work, so the text
+    /// last parsed is kept with it.
+    @discardableResult
+    func learnt(_ text: String?) -> UUID? {
+        guard let text else { return nil }
+        if let (known, identity) = identityText.withLock({ $0 }), known == text { return identity }
+        guard let identity = UUID(uuidString: text) else { return nil }
+        knownIdentity.withLock { $0 = identity }
+        identityText.withLock { $0 = (text, identity) }
         return identity
     }
 
     /// The sequence and catalog a transaction's meta-row read (`meta`, text results) names;
     /// loads the catalog when it is not the cached one, and drops statements prepared under
     /// another. Rolls the transaction back when that fails.
-    private func opened(_ meta: PGResult, _ connection: PGConnection) throws -> (CommitPosition, Catalog) {
+    func opened(_ meta: PGResult, _ connection: PGConnection) throws -> (CommitPosition, Catalog) {
         let sequence = UInt64(clamping: meta.text(0, 0).flatMap { Int64($0) } ?? 0)
         let commit = meta.text(0, 2).flatMap { Int64($0) }.map { UInt64(bitPattern: $0) } ?? 0
         let version = meta.text(0, 1).flatMap { Int64($0) } ?? 0
@@ -333,14 +274,14 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
                               nativeCode: error.nativeCode, nativeMessage: error.nativeMessage)
     }
 
-    private func acquireReader() throws -> PGConnection {
+    func acquireReader() throws -> PGConnection {
         if let connection = idle.withLock({ $0.popLast() }) { return connection }
         let connection = try connect()
         try connection.execute("SET lock_timeout = \(options.lockTimeoutMilliseconds)")
         return connection
     }
 
-    private func releaseReader(_ connection: PGConnection, healthy: Bool) {
+    func releaseReader(_ connection: PGConnection, healthy: Bool) {
         guard healthy, !closed.withLock({ $0 }) else { return }
         idle.withLock { pool in
             if pool.count < options.readers { pool.append(connection) }

@@ -11,8 +11,8 @@ import Darwin
 /// between an app and its server, made on demand.
 ///
 /// The writer's `COMMIT` is recognised in the client's bytes as libpq's Parse message for it
-/// (`\0COMMIT\0`: an unnamed statement whose text is `COMMIT`); reads end with `COMMIT; …`
-/// in a simple query, which does not match.
+/// (`\0COMMIT\0`: an unnamed statement whose text is `COMMIT`); reads end with `END` (or, on a
+/// failure, `ROLLBACK; …` in a simple query), which does not match.
 final class TCPCutter: @unchecked Sendable {
     // @unchecked: the mutable state is under `lock`; descriptors are used by one thread each
     // until closed under the lock.

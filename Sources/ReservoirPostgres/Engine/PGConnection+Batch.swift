@@ -62,6 +62,7 @@ extension PGConnection {
     func flush(then final: String? = nil) throws {
         if copyCommand != nil { try finishCopy() }
         guard !queued.isEmpty || final != nil else { return }
+        try settle()
         try checkUsable()
         let batch = queued
         queued.removeAll(keepingCapacity: true)
@@ -110,54 +111,6 @@ extension PGConnection {
         }
         if let failure { throw failure }
         if !synced { throw connectionError() }
-    }
-
-    /// Runs `plain` (statements without parameters, text results: `BEGIN`, the meta row),
-    /// then `read` (prepared, binary results) in one pipeline: one round trip for all. Returns
-    /// the results of the statements that succeeded, in order, and the first error (the
-    /// statements after it were not run). Throws only when `read` cannot be prepared.
-    func pipeline(_ plain: [String], then read: (sql: String, parameters: [PGParameter])) throws -> (results: [PGResult], failure: ReservoirError?) {
-        if hasPending { try flush() }
-        let name = try statementName(for: read.sql)
-        let deadline = deadline()
-        guard PQenterPipelineMode(handle) == 1 else { return ([], connectionError()) }
-        var sent = 0
-        var failure: ReservoirError?
-        for sql in plain {
-            guard PQsendQueryParams(handle, sql, 0, nil, nil, nil, nil, 0) == 1 else { failure = connectionError(); break }
-            sent += 1
-        }
-        if failure == nil {
-            let ok = PGParameter.withBound(read.parameters) { values, lengths, formats in
-                PQsendQueryPrepared(handle, name, Int32(read.parameters.count), values, lengths, formats, 1) == 1
-            }
-            if ok { sent += 1 } else { failure = connectionError() }
-        }
-        var synced = PQpipelineSync(handle) == 1
-        var results: [PGResult] = []
-        do {
-            if synced { try flushOutput(until: deadline) }
-            for index in 0..<sent {
-                while let result = try nextResult(until: deadline) {
-                    switch PQresultStatus(result) {
-                    case PGRES_COMMAND_OK, PGRES_TUPLES_OK:
-                        results.append(PGResult(result))
-                    case PGRES_FATAL_ERROR where failure == nil:
-                        failure = PGFailure.error(result: result, connection: self, sql: index < plain.count ? plain[index] : read.sql)
-                        PQclear(result)
-                    default:
-                        PQclear(result)
-                    }
-                }
-            }
-            if synced, let sync = try nextResult(until: deadline) { PQclear(sync) }
-        } catch let error as ReservoirError {
-            if failure == nil { failure = error }
-            synced = false
-        }
-        if !broken { _ = PQexitPipelineMode(handle) }
-        if failure == nil && (!synced || results.count != plain.count + 1) { failure = connectionError() }
-        return (results, failure)
     }
 
     /// Drops what is pending (the transaction is being rolled back): an open `COPY` is
@@ -235,9 +188,5 @@ extension PGConnection {
             throw PGFailure.error(result: result, connection: self, sql: sql)
         }
         return true
-    }
-
-    private func connectionError() -> ReservoirError {
-        ReservoirError(.backend, "\(name): \(PGFailure.connectionCause(Self.message(PQerrorMessage(handle))))")
     }
 }

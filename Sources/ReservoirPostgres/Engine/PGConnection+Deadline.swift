@@ -20,6 +20,7 @@ extension PGConnection {
     /// Sends with `send` (a `PQsend…` call), then collects the results as `PQexec` does: the
     /// last one, or the first error. Nil when sending failed (``check(_:_:)`` reports it).
     func exec(_ send: () -> Int32) throws -> OpaquePointer? {
+        try settle()
         try checkUsable()
         let deadline = deadline()
         guard send() == 1 else { return nil }

@@ -20,6 +20,9 @@ final class PGConnection {
     /// Writes whose results nobody waits for, sent together (``flush(then:)``) before the
     /// next statement that reads, so a transaction still reads its own writes.
     var queued: [(sql: String, parameters: [PGParameter])] = []
+    /// Statements sent whose answers are still to be read (``pipeline(_:deferring:)``): a
+    /// statement's SQL, or nil for a sync. While any are, the connection is in pipeline mode.
+    var deferred: [String?] = []
     /// The `COPY … FROM STDIN (FORMAT binary)` rows are streamed into, while one is open.
     var copyCommand: String?
     var copyBuffer: [UInt8] = []
@@ -79,7 +82,9 @@ final class PGConnection {
     /// a lost server only when a command fails).
     var isConnected: Bool { !broken && PQstatus(handle) == CONNECTION_OK }
 
-    var isHealthy: Bool { isConnected && PQtransactionStatus(handle) == PQTRANS_IDLE }
+    /// Connected and outside a transaction, or with only a deferred tail's answers owed (its
+    /// `COMMIT` ends the transaction).
+    var isHealthy: Bool { isConnected && (!deferred.isEmpty || PQtransactionStatus(handle) == PQTRANS_IDLE) }
     var inTransaction: Bool {
         let status = PQtransactionStatus(handle)
         return status == PQTRANS_INTRANS || status == PQTRANS_INERROR
@@ -99,7 +104,15 @@ final class PGConnection {
 
     /// Runs `sql` with `parameters` bound in binary, preparing it on first use.
     @discardableResult
+    /// Writes still queued go out in the same round trip, ahead of it (the first error among
+    /// them is thrown).
     func run(_ sql: String, _ parameters: [PGParameter] = [], binaryResults: Bool = true) throws -> PGResult {
+        if !queued.isEmpty {
+            let answer = try pipeline([.prepared(sql, parameters, binary: binaryResults)])
+            if let error = answer.failure ?? answer.lost { throw error }
+            guard let result = answer.results.last ?? nil else { throw connectionError() }
+            return result
+        }
         if hasPending { try flush() }
         let statement = try statementName(for: sql)
         return try PGParameter.withBound(parameters) { values, lengths, formats in

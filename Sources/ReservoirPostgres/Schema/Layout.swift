@@ -41,6 +41,30 @@ struct Layout: Sendable {
     /// meta-row lock, a change-log row, the meta row's new sequence.
     let lockMeta: String
     let logInsert: String
+    /// A reader's statements: the shared rewrite lock (``rewriteKeys``), taken before its
+    /// snapshot and released after its `COMMIT`; and its meta row, the first statement of
+    /// ``readBegin``'s transaction, which takes the snapshot.
+    let readLock: String
+    let readUnlock: String
+    let readMeta: String
+    /// A read transaction's start, sent in one pipeline with its first statement: the shared
+    /// lock in a transaction of its own, so that it is held before the snapshot is taken (a lock
+    /// taken inside the reading transaction would come after its snapshot, which the lock's
+    /// statement itself takes); then `BEGIN` and the meta row, whose statement takes the
+    /// snapshot. Ends are spelled `END` (PostgreSQL's `COMMIT`) so that a write's `COMMIT` is the
+    /// only one on the wire, as the tests' TCPCutter needs. Results: 0 `BEGIN`, 1 the lock,
+    /// 2 `END`, 3 `BEGIN`, 4 the meta row (``readMetaResult``), then the first statement's.
+    var readStart: [PGPipelineItem] {
+        [.plain("BEGIN"), .prepared(readLock, [], binary: false), .plain("END"),
+         .plain(Self.readBegin), .prepared(readMeta, [], binary: false)]
+    }
+    static let readMetaResult = 4
+    /// Every read transaction's end: `END`, then the unlock, and a sync. Sent at a read's end
+    /// they are a segment of their own, which runs even after an error in the transaction
+    /// (`END` then rolls back); a point read sends them in its single segment.
+    var readEnd: [PGPipelineItem] { [.plain("END"), .prepared(readUnlock, [], binary: false), .sync] }
+    /// Every read transaction's `BEGIN`.
+    static let readBegin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
     let metaUpdate: String
 
     init(schema: String) {
@@ -55,6 +79,9 @@ struct Layout: Sendable {
         rewriteKeys = "hashtext('reservoir.rewrite'), hashtext(\(Self.literal(schema)))"
         channel = "reservoir." + schema
         lockMeta = "SELECT sequence, catalog, commit_id, txid_current(), store_id::text FROM \(meta) FOR UPDATE"
+        readLock = "SELECT pg_advisory_lock_shared(\(rewriteKeys))"
+        readUnlock = "SELECT pg_advisory_unlock_shared(\(rewriteKeys))"
+        readMeta = "SELECT sequence, catalog, commit_id, store_id::text FROM \(meta)"
         logInsert = "INSERT INTO \(changes) (sequence, entity, kind, ids, commit_id) VALUES ($1::bigint, $2::text, $3::text, $4::bytea, $5::bigint)"
         metaUpdate = "UPDATE \(meta) SET sequence = $1::bigint, commit_id = $2::bigint, xact = pg_current_xact_id()"
     }

@@ -26,11 +26,59 @@ class PGReadTransaction: ReadTransaction {
     /// rather than answered "none".
     var refusesForeignTables = false
 
-    init(connection: PGConnection, layout: Layout, catalog: Catalog, sequence: UInt64) {
+    /// A first statement that reads, built from catalog version `catalog` before the server
+    /// transaction began, to send together with `BEGIN` (``PostgresBackend``'s `beginRead` and
+    /// `beginWrite`).
+    typealias FirstRead = (sql: String, parameters: [PGParameter], catalog: Int64)
+
+    /// A begun transaction: its connection, the sequence and catalog its meta row named, and
+    /// the first read's result when the catalog it was built from still holds.
+    struct Start {
+        let connection: PGConnection
+        let position: CommitPosition
+        let catalog: Catalog
+        /// The store's identity, which names the channel commits are announced on.
+        let identity: UUID?
+        let read: PGResult?
+    }
+
+    /// Begins the server transaction (a read's shared lock and `BEGIN`, or the writer's
+    /// `BEGIN` and the meta row's write lock), sending the given first read with it; nil for a
+    /// transaction begun before it was made.
+    private let opener: ((FirstRead?) throws -> Start)?
+    /// Whether the server transaction has begun. Every method begins it before it reads the
+    /// catalog: until then `catalog` is the store's last known, which another client's schema
+    /// change may have outdated.
+    private(set) var begun: Bool
+
+    /// `catalog` is the newest the store knows; the server transaction begins with the first
+    /// statement (`opener`), and a first read goes in the same round trip. Without an opener,
+    /// the transaction has begun and `catalog` and `sequence` are its snapshot's.
+    init(connection: PGConnection, layout: Layout, catalog: Catalog, sequence: UInt64,
+         opener: ((FirstRead?) throws -> Start)? = nil) {
         self.connection = connection
         self.layout = layout
         self.catalog = catalog
         self.sequence = sequence
+        self.opener = opener
+        self.begun = opener == nil
+    }
+
+    /// Begins the server transaction unless it has, sending `read` (built from `catalog`)
+    /// along. Returns `read`'s result when it holds; nil when the transaction had begun or
+    /// the catalog changed meanwhile, and the caller must build and run its statement anew.
+    @discardableResult
+    func begin(reading read: (sql: String, parameters: [PGParameter])? = nil) throws -> PGResult? {
+        try checkOpen()
+        guard !begun, let opener else { return nil }
+        let start = try opener(read.map { ($0.sql, $0.parameters, catalog.version) })
+        begun = true
+        connection = start.connection
+        sequence = start.position.sequence
+        commit = start.position.commit
+        identity = start.identity
+        if start.catalog.version != catalog.version || catalog.version < 0 { catalog = start.catalog }
+        return start.read
     }
 
     /// False once the closure it was passed to has returned: its connection is back in the
@@ -48,6 +96,11 @@ class PGReadTransaction: ReadTransaction {
 
     func row(_ entity: String, id: Value) throws -> Row? {
         try checkOpen()
+        if !begun, let (sql, parameters, table) = rowStatement(entity, id: id),
+           let result = try begin(reading: (sql, parameters)) {
+            return try decodeFirst(result, table)
+        }
+        try begin()
         try refuseForeignTable(entity)
         guard let (sql, parameters, table) = rowStatement(entity, id: id) else { return nil }
         return try decodeFirst(try connection.run(sql, parameters), table)
@@ -56,19 +109,29 @@ class PGReadTransaction: ReadTransaction {
     /// The statement reading the row stored under `id`, with the table it reads; nil when
     /// no row can match (no table yet, or an id its key column cannot hold).
     func rowStatement(_ entity: String, id: Value) -> (sql: String, parameters: [PGParameter], table: TableInfo)? {
+        let key = StatementKey(entity: entity, kind: .byID, present: 0)
+        guard let (sql, parameters, table) = Self.rowStatement(entity, id: id, in: catalog, layout: layout, cached: statements[key]) else { return nil }
+        statements[key] = sql
+        return (sql, parameters, table)
+    }
+
+    /// The statement reading the row stored under `id` in `catalog`'s table for `entity` (its SQL
+    /// is `cached` when given), with that table; nil when no row can match.
+    static func rowStatement(_ entity: String, id: Value, in catalog: Catalog, layout: Layout,
+                             cached: String? = nil) -> (sql: String, parameters: [PGParameter], table: TableInfo)? {
         guard let table = catalog.tables[entity],
               let match = ColumnCodec.equality(table.entity.idColumn, kind: table.idKind, id.stored) else { return nil }
-        let key = StatementKey(entity: entity, kind: .byID, present: 0)
-        if let cached = statements[key] { return (cached, match.parameters, table) }
-        let sql = "SELECT \(table.selectList) FROM \(layout.table(entity)) WHERE \(match.sql)"
-        statements[key] = sql
-        return (sql, match.parameters, table)
+        return (cached ?? "SELECT \(table.selectList) FROM \(layout.table(entity)) WHERE \(match.sql)", match.parameters, table)
     }
 
     /// The first row of `result` as a ``Row`` of `table`, nil when it has none.
     func decodeFirst(_ result: PGResult, _ table: TableInfo) throws -> Row? {
+        try Self.decodeFirst(result, table, connection: connection)
+    }
+
+    static func decodeFirst(_ result: PGResult, _ table: TableInfo, connection: PGConnection) throws -> Row? {
         guard result.rowCount > 0 else { return nil }
-        return try decodeRow(result, 0, table)
+        return try decodeRow(result, 0, table, connection: connection)
     }
 
     func fetch(_ query: Query) throws -> [Row] {
@@ -82,11 +145,7 @@ class PGReadTransaction: ReadTransaction {
     }
 
     func fetch(_ query: Query, expecting: (Int) -> Void, each body: (Row) throws -> Void) throws {
-        try checkOpen()
-        try refuseForeignTable(query.entity.name)
-        guard let table = catalog.tables[query.entity.name] else { return }
-        let compiled = PGCompiler.compile(query, table: table, layout: layout, counting: false)
-        let result = try connection.run(compiled.sql, compiled.parameters)
+        guard let (result, table) = try run(query, counting: false) else { return }
         expecting(result.rowCount)
         for index in 0..<result.rowCount {
             try body(try decodeRow(result, index, table))
@@ -94,12 +153,24 @@ class PGReadTransaction: ReadTransaction {
     }
 
     func count(_ query: Query) throws -> Int {
-        try checkOpen()
-        try refuseForeignTable(query.entity.name)
-        guard let table = catalog.tables[query.entity.name] else { return 0 }
-        let compiled = PGCompiler.compile(query, table: table, layout: layout, counting: true)
-        let result = try connection.run(compiled.sql, compiled.parameters)
+        guard let (result, _) = try run(query, counting: true) else { return 0 }
         return result.rowCount > 0 ? Int(result.int64(0, 0)) : 0
+    }
+
+    /// Runs `query` compiled for its table (`counting`: its `count(*)`), with the table; nil
+    /// when the store has no table for it. The transaction's first statement rides along with
+    /// its `BEGIN` when the table is in the catalog the store knew.
+    private func run(_ query: Query, counting: Bool) throws -> (PGResult, TableInfo)? {
+        try checkOpen()
+        if !begun, let table = catalog.tables[query.entity.name] {
+            let compiled = PGCompiler.compile(query, table: table, layout: layout, counting: counting)
+            if let result = try begin(reading: (compiled.sql, compiled.parameters)) { return (result, table) }
+        }
+        try begin()
+        try refuseForeignTable(query.entity.name)
+        guard let table = catalog.tables[query.entity.name] else { return nil }
+        let compiled = PGCompiler.compile(query, table: table, layout: layout, counting: counting)
+        return (try connection.run(compiled.sql, compiled.parameters), table)
     }
 
     /// Throws `.invalidSchema` when `entity` is not the store's but a table of that name is in
@@ -115,7 +186,7 @@ class PGReadTransaction: ReadTransaction {
     /// The entities whose tables hold a row (a table whose rows were all deleted stays, but
     /// the contract lists only entities holding rows), in one round trip.
     func entities() throws -> [EntityDescription] {
-        try checkOpen()
+        try begin()
         let entities = catalog.tables.values.map(\.entity).sorted { $0.name < $1.name }
         guard !entities.isEmpty else { return [] }
         let probes = entities.map { "CASE WHEN EXISTS (SELECT 1 FROM \(layout.table($0.name))) THEN 1::bigint ELSE 0::bigint END" }
@@ -124,12 +195,12 @@ class PGReadTransaction: ReadTransaction {
     }
 
     func lastSequence() throws -> UInt64 {
-        try checkOpen()
+        try begin()
         return sequence
     }
 
     func storeIdentity() throws -> UUID? {
-        try checkOpen()
+        try begin()
         guard !absent else { return nil }
         if let identity { return identity }
         return try connection.run("SELECT store_id::text FROM \(layout.meta)", []).text(0, 0).flatMap(UUID.init(uuidString:))
@@ -137,7 +208,7 @@ class PGReadTransaction: ReadTransaction {
 
     /// The bytes under `key` in `_reservoir_metadata` (nil before any metadata was written).
     func metadata(_ key: String) throws -> Data? {
-        try checkOpen()
+        try begin()
         guard !absent, try metadataTableExists() else { return nil }
         let result = try connection.run("SELECT value FROM \(layout.metadata) WHERE key = $1::text", [.text(key)])
         guard result.rowCount > 0, !result.isNull(0, 0) else { return nil }
@@ -149,12 +220,12 @@ class PGReadTransaction: ReadTransaction {
     }
 
     func lastCommit() throws -> CommitPosition {
-        try checkOpen()
+        try begin()
         return CommitPosition(sequence: sequence, commit: commit)
     }
 
     func commit(at sequence: UInt64) throws -> CommitPosition? {
-        try checkOpen()
+        try begin()
         if sequence == self.sequence { return CommitPosition(sequence: sequence, commit: commit) }
         guard !absent, sequence > 0, let number = Int64(exactly: sequence) else { return sequence == 0 ? .start : nil }
         let result = try connection.run("SELECT commit_id FROM \(layout.changes) WHERE sequence = $1::bigint LIMIT 1", [.integer(number)])
@@ -163,7 +234,7 @@ class PGReadTransaction: ReadTransaction {
     }
 
     func changeLog(after sequence: UInt64, limit: Int) throws -> [ChangeLogEntry] {
-        try checkOpen()
+        try begin()
         guard limit > 0, !absent else { return [] }
         // The upper bound is computed once, in numeric so that `min + limit` cannot leave bigint's
         // range even for a limit of Int.max, and compared with the bare column so that the sequence
@@ -213,6 +284,11 @@ class PGReadTransaction: ReadTransaction {
     /// A stored row as ``Row``: the record type's fields in its order (null where the table
     /// has no column yet: never written with a value), then any other columns the table has.
     func decodeRow(_ result: PGResult, _ index: Int, _ table: TableInfo) throws -> Row {
+        try Self.decodeRow(result, index, table, connection: connection)
+    }
+
+    /// ``decodeRow(_:_:_:)`` outside a transaction (`connection` names the store in errors).
+    static func decodeRow(_ result: PGResult, _ index: Int, _ table: TableInfo, connection: PGConnection) throws -> Row {
         let shape = table.rowShape
         var values: [Value] = []
         values.reserveCapacity(shape.columns.count)

@@ -13,106 +13,6 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
     /// `COMMIT` can be recognised in the log (PostgresBackend+CommitOutcome.swift).
     private(set) var loggedCommit: UInt64 = 0
 
-    /// A first statement that reads, built from catalog version `catalog` before the server
-    /// transaction began, to send together with `BEGIN` (``PostgresBackend``'s `beginWrite`).
-    typealias FirstRead = (sql: String, parameters: [PGParameter], catalog: Int64)
-
-    /// A begun transaction: its connection, the sequence and catalog its meta row named, and
-    /// the first read's result when the catalog it was built from still holds.
-    struct Start {
-        let connection: PGConnection
-        let position: CommitPosition
-        let catalog: Catalog
-        /// The store's identity, which names the channel commits are announced on.
-        let identity: UUID?
-        let read: PGResult?
-    }
-
-    /// Begins the server transaction (`BEGIN`, the meta row's write lock), sending the given
-    /// first read with it.
-    private let opener: (FirstRead?) throws -> Start
-    /// Whether the server transaction has begun. Every method begins it before it reads the
-    /// catalog: until then `catalog` is the store's last known, which another client's schema
-    /// change may have outdated.
-    private(set) var begun = false
-
-    /// `catalog` is the newest the store knows; the server transaction begins with the first
-    /// statement (`opener`), and a first read goes in the same round trip.
-    init(connection: PGConnection, layout: Layout, catalog: Catalog, sequence: UInt64,
-         opener: @escaping (FirstRead?) throws -> Start) {
-        self.opener = opener
-        super.init(connection: connection, layout: layout, catalog: catalog, sequence: sequence)
-    }
-
-    /// Begins the server transaction unless it has, sending `read` (built from `catalog`)
-    /// along. Returns `read`'s result when it holds; nil when the transaction had begun or
-    /// the catalog changed meanwhile, and the caller must build and run its statement anew.
-    @discardableResult
-    func begin(reading read: (sql: String, parameters: [PGParameter])? = nil) throws -> PGResult? {
-        try checkOpen()
-        guard !begun else { return nil }
-        let start = try opener(read.map { ($0.sql, $0.parameters, catalog.version) })
-        begun = true
-        connection = start.connection
-        sequence = start.position.sequence
-        commit = start.position.commit
-        identity = start.identity
-        if start.catalog.version != catalog.version || catalog.version < 0 { catalog = start.catalog }
-        return start.read
-    }
-
-    // MARK: - Reads, after begin
-
-    override func row(_ entity: String, id: Value) throws -> Row? {
-        try checkOpen()
-        if !begun, let (sql, parameters, table) = rowStatement(entity, id: id),
-           let result = try begin(reading: (sql, parameters)) {
-            return try decodeFirst(result, table)
-        }
-        try begin()
-        return try super.row(entity, id: id)
-    }
-
-    override func fetch(_ query: Query, expecting: (Int) -> Void, each body: (Row) throws -> Void) throws {
-        try begin()
-        try super.fetch(query, expecting: expecting, each: body)
-    }
-
-    override func count(_ query: Query) throws -> Int {
-        try begin()
-        return try super.count(query)
-    }
-
-    override func entities() throws -> [EntityDescription] {
-        try begin()
-        return try super.entities()
-    }
-
-    override func lastSequence() throws -> UInt64 {
-        try begin()
-        return try super.lastSequence()
-    }
-
-    override func lastCommit() throws -> CommitPosition {
-        try begin()
-        return try super.lastCommit()
-    }
-
-    override func storeIdentity() throws -> UUID? {
-        try begin()
-        return try super.storeIdentity()
-    }
-
-    override func commit(at sequence: UInt64) throws -> CommitPosition? {
-        try begin()
-        return try super.commit(at: sequence)
-    }
-
-    override func changeLog(after sequence: UInt64, limit: Int) throws -> [ChangeLogEntry] {
-        try begin()
-        return try super.changeLog(after: sequence, limit: limit)
-    }
-
     // MARK: - Writes
 
     func put(_ entity: EntityDescription, id: Value, row: Row) throws {
@@ -232,11 +132,6 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
     func trimChangeLog(through sequence: UInt64) throws {
         try begin()
         try connection.enqueue("DELETE FROM \(layout.changes) WHERE sequence <= $1::bigint", [.integer(Int64(clamping: sequence))])
-    }
-
-    override func metadata(_ key: String) throws -> Data? {
-        try begin()
-        return try super.metadata(key)
     }
 
     /// Keeps `value` in `_reservoir_metadata`, which the first metadata written creates (in this

@@ -1,0 +1,169 @@
+import Foundation
+import Reservoir
+
+/// Reads in as few round trips as the readers' lock allows.
+///
+/// A read transaction takes the readers' shared lock (``Layout/rewriteKeys``: a column rewrite
+/// takes it exclusively, PostgreSQL's table rewrites not being MVCC-safe) before its snapshot,
+/// then `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY` and the meta row (the first
+/// statement, which takes the snapshot: the catalog and sequence describe exactly it), and ends
+/// with `COMMIT` and the unlock. Sent one after the other that is four round trips around the
+/// reader's own statements. Here they go in one pipeline with the transaction's first statement
+/// (``Layout/readStart``):
+///
+/// 1. the shared lock in a transaction of its own (`BEGIN`, the lock, `END`), so it is held
+///    before the reading transaction's first statement takes the snapshot;
+/// 2. `BEGIN`, the meta row, and the first statement, built from the catalog the store last
+///    loaded, and used only when the meta row names that catalog (otherwise it runs again
+///    under the snapshot's own);
+/// 3. at the transaction's end, `END` and the unlock (``Layout/readEnd``), in a segment of
+///    their own (``PGPipelineItem/sync``), which runs even when the transaction failed (`END`
+///    then rolls back). They are sent but not waited for: the server runs them at once, and
+///    their answers are read at the connection's next use, in that use's round trip
+///    (``PGConnection/pipeline(_:deferring:)``).
+///
+/// So a fetch is one round trip, and `Store.get` (``row(_:id:)``), whose statements are all
+/// known before the transaction starts, one as well, its end included.
+extension PostgresBackend {
+    public func read<R>(_ body: (any ReadTransaction) throws -> R) throws -> R {
+        try checkOpen()
+        var connection = try acquireReader()
+        var healthy = false
+        defer { releaseReader(connection, healthy: healthy) }
+        if !created.withLock({ $0 }) {
+            // No write has created the store yet: an empty snapshot, unless one just did.
+            do {
+                try connection.execute(Layout.readBegin)
+                if try !tablesExist(connection) {
+                    let empty = PGReadTransaction(connection: connection, layout: layout, catalog: Catalog(version: 0, tables: [:]), sequence: 0)
+                    empty.absent = true
+                    empty.refusesForeignTables = true
+                    let result = try body(empty)
+                    try connection.execute("COMMIT")
+                    healthy = connection.isHealthy
+                    return result
+                }
+                try connection.execute("COMMIT")
+            } catch {
+                if connection.inTransaction { _ = try? connection.execute("ROLLBACK") }
+                healthy = connection.isHealthy
+                throw error
+            }
+        }
+        // The server transaction begins with the body's first statement, which rides along.
+        let guess = cachedCatalog.withLock { $0 } ?? Catalog(version: -1, tables: [:])
+        let pooled = connection
+        let transaction = PGReadTransaction(connection: connection, layout: layout, catalog: guess, sequence: 0) { [unowned self] first in
+            try self.beginRead(pooled, first)
+        }
+        transaction.refusesForeignTables = true
+        let result: R
+        do {
+            defer { transaction.end() }
+            result = try body(transaction)
+        } catch {
+            connection = transaction.connection
+            if transaction.begun { _ = try? connection.execute("ROLLBACK; " + layout.readUnlock) }
+            healthy = connection.isHealthy
+            throw error
+        }
+        connection = transaction.connection
+        if transaction.begun { _ = try? connection.pipeline([], deferring: layout.readEnd) }
+        healthy = connection.isHealthy
+        return result
+    }
+
+    /// `Store.get`'s point read: the lock, `BEGIN`, the meta row, the `SELECT`, `END` and the
+    /// unlock in one segment of one round trip. (One segment rather than a deferred end: libpq
+    /// sends at every sync, so a second segment is a second send, and a second wake-up of the
+    /// server.) When anything in it fails, the server skips the rest, so the transaction is
+    /// rolled back and the lock released here, in a round trip of their own. Answered when
+    /// everything succeeded and the meta row names the catalog the `SELECT` was built from;
+    /// otherwise (a store not created yet, a table the catalog lacks, a connection whose
+    /// prepared statements belong to another catalog, an error) the ordinary read runs, which
+    /// loads the catalog and reports errors as always.
+    public func row(_ entity: String, id: Value) throws -> Row? {
+        try checkOpen()
+        if created.withLock({ $0 }), let catalog = cachedCatalog.withLock({ $0 }),
+           let (sql, parameters, table) = PGReadTransaction.rowStatement(entity, id: id, in: catalog, layout: layout) {
+            let connection = try acquireReader()
+            var healthy = connection.isHealthy
+            defer { releaseReader(connection, healthy: healthy) }
+            if connection.preparedCatalog == catalog.version {
+                let answer = try connection.pipeline(layout.readStart + [.prepared(sql, parameters)] + layout.readEnd)
+                if answer.succeeded, let meta = answer.results[Layout.readMetaResult], let result = answer.results[Layout.readMetaResult + 1],
+                   meta.text(0, 1).flatMap({ Int64($0) }) == catalog.version {
+                    healthy = connection.isHealthy
+                    learnt(meta.text(0, 3))
+                    return try PGReadTransaction.decodeFirst(result, table, connection: connection)
+                }
+                if answer.lost == nil, !answer.succeeded {
+                    // One segment: an error skipped the rest of it, END and the unlock included.
+                    _ = try? connection.execute((connection.inTransaction ? "ROLLBACK; " : "") + layout.readUnlock)
+                }
+                healthy = connection.isHealthy
+                // The call has used its time: no second try.
+                if let lost = answer.lost, lost.code == .timeout { throw lost }
+                // The lock refused (a lock timeout): as the ordinary read reports it, without
+                // waiting a second time.
+                if answer.lost == nil, answer.results[0] != nil, answer.results[1] == nil, let failure = answer.failure { throw failure }
+            }
+        }
+        return try read { try $0.row(entity, id: id) }
+    }
+
+    /// Begins a read transaction on `connection` (1 and 2 above), with `first` when
+    /// given. A pooled connection that outlived a server restart is replaced once (not after a
+    /// timeout: the call has used its time).
+    private func beginRead(_ connection: PGConnection, _ first: PGReadTransaction.FirstRead?) throws -> PGReadTransaction.Start {
+        do {
+            return try startRead(connection, first)
+        } catch let error as ReservoirError where !connection.isConnected && error.code != .timeout {
+            let fresh = try connect()
+            try fresh.execute("SET lock_timeout = \(options.lockTimeoutMilliseconds)")
+            return try startRead(fresh, first)
+        }
+    }
+
+    private func startRead(_ connection: PGConnection, _ first: PGReadTransaction.FirstRead?) throws -> PGReadTransaction.Start {
+        // The first statement goes along only when it is prepared under the catalog it was built from.
+        let rides = first.map { $0.catalog >= 0 && $0.catalog == connection.preparedCatalog } ?? false
+        var items = layout.readStart
+        if rides, let first { items.append(.prepared(first.sql, first.parameters)) }
+        let answer = try connection.pipeline(items)
+        if let lost = answer.lost {
+            // Its state unknown, the connection is not used again.
+            connection.broken = true
+            throw lost
+        }
+        let meta = Layout.readMetaResult
+        guard answer.results[0 ... 2].allSatisfy({ $0 != nil }) else {
+            // The lock was refused (a lock timeout): its transaction, and what the pipeline
+            // ran after it, are rolled back.
+            _ = try? connection.execute("ROLLBACK")
+            throw answer.error ?? connection.connectionError()
+        }
+        guard answer.results[meta - 1] != nil, let metaRow = answer.results[meta] else {
+            // BEGIN or the meta row failed (a dropped schema): reported as ever.
+            _ = try? connection.execute("ROLLBACK; " + layout.readUnlock)
+            let failure = answer.error ?? connection.connectionError()
+            throw gone(failure) ?? failure
+        }
+        if rides, answer.results[meta + 1] == nil {
+            // The first statement failed: begun again without it, so that, run again, it
+            // reports its own error in a transaction that is not aborted.
+            _ = try? connection.execute("ROLLBACK; " + layout.readUnlock)
+            return try startRead(connection, nil)
+        }
+        let (position, catalog): (CommitPosition, Catalog)
+        do {
+            (position, catalog) = try opened(metaRow, connection)
+        } catch {
+            _ = try? connection.execute(layout.readUnlock)
+            throw error
+        }
+        return .init(connection: connection, position: position, catalog: catalog,
+                     identity: learnt(metaRow.text(0, 3)),
+                     read: rides && catalog.version == first?.catalog ? answer.results[meta + 1] : nil)
+    }
+}
