@@ -80,7 +80,8 @@ extension PostgresBackend {
     /// rolled back and the lock released here, in a round trip of their own. Answered when
     /// everything succeeded and the meta row names the catalog the `SELECT` was built from;
     /// otherwise (a store not created yet, a table the catalog lacks, a connection whose
-    /// prepared statements belong to another catalog, an error) the ordinary read runs, which
+    /// prepared statements belong to another catalog, a `SELECT` the table no longer fits,
+    /// an error) the ordinary read runs, which
     /// loads the catalog and reports errors as always.
     public func row(_ entity: String, id: Value) throws -> Row? {
         try checkOpen()
@@ -89,7 +90,14 @@ extension PostgresBackend {
             let connection = try acquireReader()
             var healthy = connection.isHealthy
             defer { releaseReader(connection, healthy: healthy) }
-            if connection.preparedCatalog == catalog.version {
+            let fits: Bool
+            do {
+                fits = try connection.preparedCatalog == catalog.version && prepares(sql, on: connection)
+            } catch {
+                healthy = false
+                throw error
+            }
+            if fits {
                 let answer = try connection.pipeline(layout.readStart + [.prepared(sql, parameters)] + layout.readEnd)
                 if answer.succeeded, let meta = answer.results[Layout.readMetaResult], let result = answer.results[Layout.readMetaResult + 1],
                    meta.text(0, 1).flatMap({ Int64($0) }) == catalog.version {
@@ -125,9 +133,26 @@ extension PostgresBackend {
         }
     }
 
+    /// Prepares `sql`, a statement built from the catalog the store last knew, on `connection`
+    /// ahead of a pipeline; false when the server refuses it, and the caller reads the ordinary
+    /// way. Preparing happens outside any transaction, against the tables as they are now: after
+    /// another client's schema change the statement may no longer fit them (a column made mixed
+    /// is `bytea`: `starts_with(bytea, text) does not exist`), which is an outdated guess, not
+    /// an error of the read. Throws when the connection was lost or the call timed out.
+    private func prepares(_ sql: String, on connection: PGConnection) throws -> Bool {
+        do {
+            _ = try connection.statementName(for: sql)
+            return true
+        } catch let error as ReservoirError {
+            if !connection.isConnected || error.code == .timeout { throw error }
+            return false
+        }
+    }
+
     private func startRead(_ connection: PGConnection, _ first: PGReadTransaction.FirstRead?) throws -> PGReadTransaction.Start {
         // The first statement goes along only when it is prepared under the catalog it was built from.
-        let rides = first.map { $0.catalog >= 0 && $0.catalog == connection.preparedCatalog } ?? false
+        var rides = first.map { $0.catalog >= 0 && $0.catalog == connection.preparedCatalog } ?? false
+        if rides, let first { rides = try prepares(first.sql, on: connection) }
         var items = layout.readStart
         if rides, let first { items.append(.prepared(first.sql, first.parameters)) }
         let answer = try connection.pipeline(items)

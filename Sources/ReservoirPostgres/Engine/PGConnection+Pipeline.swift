@@ -48,21 +48,20 @@ extension PGConnection {
     func pipeline(_ items: [PGPipelineItem], deferring tail: [PGPipelineItem] = []) throws -> PGPipelineAnswer {
         if copyCommand != nil { try flush() }
         var items = items
-        if !queued.isEmpty {
-            items = queued.map { .prepared($0.sql, $0.parameters) } + items
-            queued.removeAll(keepingCapacity: true)
-        }
+        if !queued.isEmpty { items = queued.map { .prepared($0.sql, $0.parameters) } + items }
         if !items.isEmpty, !items.endsWithSync { items.append(.sync) }
         var tail = tail
         if !tail.isEmpty, !tail.endsWithSync { tail.append(.sync) }
         try checkUsable()
         var answer = PGPipelineAnswer()
         // Named statements are prepared before the pipeline (PQprepare waits for its answer,
-        // after reading any deferred answers).
+        // after reading any deferred answers). One that fails to prepare throws with the
+        // queued writes still queued: nothing was sent.
         let names: [String?] = try (items + tail).map { item in
             guard case let .prepared(sql, _, _) = item else { return nil }
             return try statementName(for: sql)
         }
+        queued.removeAll(keepingCapacity: true)
         let deadline = deadline()
         guard PQenterPipelineMode(handle) == 1 else {
             answer.lost = connectionError()
