@@ -41,13 +41,13 @@ struct ReadPathTests {
         // The name column made mixed: a fetch's first statement, `starts_with(name, 'b')`.
         try other.write { _ = try $0.putRow(Self.thing(.integer(3), .integer(33)), in: Self.things) }
         let prefixed = try Query(entity: Self.things, predicate: .hasPrefix(column: "name", "b"))
-        #expect(try Self.ids(try mine.read { try $0.fetch(prefixed) }) == [.integer(1)])
+        #expect(Self.ids(try mine.read { try $0.fetch(prefixed) }) == [.integer(1)])
 
         #expect(try mine.read { try $0.count(Query(entity: Self.things)) } == 3)
         // The id column made mixed: Store.get's `SELECT … WHERE id = $1::bigint`.
         try other.write { _ = try $0.putRow(Self.thing(.text("four"), .text("four")), in: Self.things) }
         #expect(try mine.row("things", id: .integer(2))?.value("name") == .text("ant"))
         #expect(try mine.row("things", id: .text("four"))?.value("name") == .text("four"))
-        #expect(try Self.ids(try mine.read { try $0.fetch(prefixed) }) == [.integer(1)])
+        #expect(Self.ids(try mine.read { try $0.fetch(prefixed) }) == [.integer(1)])
     }
 }
