@@ -123,26 +123,17 @@ struct MigrationRunner {
         let action = version.steps[index].action
         let idColumn = stored.idColumn
         try writer.replaceColumn(field, in: stored, as: target) { write in
-            report(index, entity: stored.name, done: 0, of: total)
-            var done = 0
             var rows: [Row] = []
             var changed: [Bool] = []
-            try pages(of: stored) { page in
+            try each(stored, total: total, step: index) { row in
+                let new = try converted(row, by: action, of: stored, idColumn: idColumn, step: index)
+                rows.append(new)
+                changed.append(new != row)
+            } afterPage: {
+                try write(ColumnPage(rows: rows, changed: changed))
                 rows.removeAll(keepingCapacity: true)
                 changed.removeAll(keepingCapacity: true)
-                for row in page {
-                    if done > 0, done % Self.progressInterval == 0 {
-                        report(index, entity: stored.name, done: done, of: total)
-                    }
-                    let new = try converted(row, by: action, of: stored, idColumn: idColumn, step: index)
-                    rows.append(new)
-                    changed.append(new != row)
-                    done += 1
-                }
-                try write(ColumnPage(rows: rows, changed: changed))
-                return true
             }
-            report(index, entity: stored.name, done: done, of: total)
         }
     }
 
@@ -174,10 +165,12 @@ struct MigrationRunner {
                                     entity: entity, recordsDone: done, recordsTotal: total))
     }
 
-    /// Runs `body` on each row of `entity`, a page at a time in id order (``pageSize``), reporting
-    /// progress at the start, every ``progressInterval`` rows and at the end. `body` may write
-    /// the row under the same id, or delete it: the next page starts after the last id read.
-    func each(_ entity: EntityDescription, total: Int, step index: Int, _ body: (Row) throws -> Void) throws {
+    /// Runs `body` on each row of `entity`, a page at a time in id order (``pageSize``), and
+    /// `afterPage` after each page, reporting progress at the start, every ``progressInterval``
+    /// rows and at the end. `body` may write the row under the same id, or delete it: the next
+    /// page starts after the last id read.
+    func each(_ entity: EntityDescription, total: Int, step index: Int, _ body: (Row) throws -> Void,
+              afterPage: () throws -> Void = {}) throws {
         report(index, entity: entity.name, done: 0, of: total)
         var done = 0
         try pages(of: entity) { page in
@@ -188,6 +181,7 @@ struct MigrationRunner {
                 try body(row)
                 done += 1
             }
+            try afterPage()
             return true
         }
         report(index, entity: entity.name, done: done, of: total)

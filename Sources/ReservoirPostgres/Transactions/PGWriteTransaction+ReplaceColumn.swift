@@ -45,7 +45,7 @@ extension PGWriteTransaction {
                 if let kind { kinds.insert(kind) }
                 _ = try connection.copyRow(copy, fieldCount: 6) { buffer in
                     idField.appendField(to: &buffer)
-                    for slot in [ColumnKind.integer, .real, .text, .blob] {
+                    for slot in Self.stageKinds {
                         let field = slot == kind ? ColumnCodec.parameter(value, kind: slot, isID: false) ?? .null : .null
                         field.appendField(to: &buffer)
                     }
@@ -83,6 +83,9 @@ extension PGWriteTransaction {
         catalog.tables[entity.name] = table
         try connection.dropPrepared()
     }
+
+    /// The kinds with a staging column of their own, in the staging table's order (after `id`).
+    private static let stageKinds: [ColumnKind] = [.integer, .real, .text, .blob]
 
     /// The staging table's column holding values of `kind`.
     private static func stageSlot(_ kind: ColumnKind) -> String {
