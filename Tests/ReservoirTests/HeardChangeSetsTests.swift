@@ -39,6 +39,23 @@ struct HeardChangeSetsTests {
         #expect(taken?.changeSets.map(\.sequence) == [5, 6])
     }
 
+    @Test func anAnchoredChainTakesItsFirstChangeSetAfterTheAnchor() throws {
+        var heard = HeardChangeSets(isHearing: true)
+        heard.anchor(at: Self.position(3))
+        heard.hear(Self.changeSet(4))
+        let took = heard.take(after: Self.position(3))
+        let taken = try #require(took)
+        #expect(taken.changeSets.map(\.sequence) == [4])
+        // Something heard before the anchor came: the anchor is not taken (it may not precede it).
+        var late = Self.hearing(4...4)
+        late.anchor(at: Self.position(3))
+        #expect(late.take(after: Self.position(3)) == nil)
+        // Nor while not hearing.
+        var stopped = HeardChangeSets()
+        stopped.anchor(at: Self.position(3))
+        #expect(stopped.last == nil)
+    }
+
     @Test func aTokenOffTheChainReads() {
         var heard = Self.hearing(1...3)
         #expect(heard.take(after: Self.position(9)) == nil)

@@ -125,6 +125,15 @@ final class ChangeHub: @unchecked Sendable {
         index.setReady(token)
     }
 
+    /// ``lastPosition`` when no change set is waiting or being delivered (nil otherwise): every
+    /// change set an observer added before this call hears from now on comes after it (or
+    /// after a commit skipped as unchanged since).
+    var idlePosition: CommitPosition? {
+        condition.lock()
+        defer { condition.unlock() }
+        return drainer == nil && pending.isEmpty ? position : nil
+    }
+
     /// Whether no change set is waiting or being delivered: shared live results are then
     /// exactly as current as a fresh fetch would be.
     var isIdle: Bool {

@@ -94,6 +94,11 @@ final class CommitPoller: @unchecked Sendable {
             return
         }
         timer.resume()
+        // One probe now rather than at the timer's first tick: what was committed since the
+        // store opened is found at once, and a backend whose signal tells what it heard only
+        // from now on (PostgreSQL's announcements, heard once it listens) has its one read of
+        // the log behind it before the next commit, instead of in that commit's delivery.
+        queue.async { [weak self] in _ = self?.probe(always: true) }
     }
 
     /// Another process may have committed: probe now, then settle (see the type's summary).

@@ -244,13 +244,21 @@ public final class Sync: @unchecked Sendable {
     /// Follows the remote store's change sets: kept for the pulls, and a round for each.
     private func hear(_ remote: Store) -> AnyCancellable {
         heardRemotely.withLock { $0 = HeardChangeSets(isHearing: true) }
-        return remote.changeSets.sink { [weak self, weak remote] changeSet in
+        let hearing = remote.changeSets.sink { [weak self, weak remote] changeSet in
             guard let self else { return }
             heardRemotely.withLock { $0.hear(changeSet) }
             guard !isOwn(changeSet) else { return }
             if remote?.isDeliveringOnItsSignalThread == true, roundWhereHeard() { return }
             schedule()
         }
+        // The chain starts where the remote store stood while nothing was on its way to this
+        // subscriber: the first change set heard then follows on from it, so the first pull
+        // after starting applies it without reading the remote. Not when something was heard
+        // already (it may have been under way before), nor while the store was delivering.
+        if let position = remote.hub.idlePosition {
+            heardRemotely.withLock { heard in heard.anchor(at: position) }
+        }
+        return hearing
     }
 
     /// Runs a round here, on the remote store's signal thread that delivered the change set

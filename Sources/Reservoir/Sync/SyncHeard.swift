@@ -26,6 +26,13 @@ struct HeardChangeSets {
         last = changeSet.position
     }
 
+    /// Starts the chain at `position`, the remote store's own, taken while it delivered
+    /// nothing: only before anything was heard (see ``Sync``'s `hear`).
+    mutating func anchor(at position: CommitPosition) {
+        guard isHearing, last == nil, entries.isEmpty else { return }
+        last = position
+    }
+
     mutating func stopHearing() {
         self = HeardChangeSets()
     }

@@ -193,6 +193,8 @@ extension Sync {
         let token = try remote.read { snapshot -> HistoryToken in
             let token = try snapshot.currentHistoryToken()
             let described = try snapshot.entities().filter { self.shape(for: $0.name) != nil }
+            // What the pulls after this one check heard rows against (``heardPage(after:)``).
+            self.describedRemotely.withLock { $0.merge(Self.entityMap(described)) { _, new in new } }
             let remoteNames = Set(described.map(\.name))
             // A shape's entity the remote holds no rows of: none of its records are the server's.
             let absent = try self.local.read { try $0.entities() }.filter { !remoteNames.contains($0.name) && self.isNamed($0.name) }

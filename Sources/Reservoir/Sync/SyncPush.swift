@@ -87,6 +87,15 @@ extension Sync {
             let writer = tx.writer
             if let waiting = try replica.outbox(writer) { return .batch(waiting) }
             var state = try replica.state(writer) ?? SyncState()
+            if let pushed = state.pushed, try self.nothingToPush(after: pushed, writer, lagging: .max) {
+                // Only the pulls' settled writes follow the pushed token (each was made with
+                // nothing waiting, see `pullWrite`): the token moves over them unread.
+                let head = HistoryToken(store: try writer.storeIdentity(), position: try writer.lastCommit())
+                state.pushed = head.description
+                if state.pushed != pushed { try replica.setState(state, writer) }
+                try self.hold(replica, at: head, writer)
+                return .done(state.pushed)
+            }
             guard let collected = try self.collect(replica, state, writer, limit: Self.pageSize, remoteIDs: remoteIDs) else { return .needsRemoteIDs }
             let before = state.pushed
             for item in collected.items {
@@ -189,19 +198,21 @@ extension Sync {
         try HistoryHoldRecord.write(holds, writer)
     }
 
-    /// Whether the replica's hold is missing or past a tenth of the hold age (so a replica that
-    /// syncs at all keeps its hold well within the age).
     /// Whether the local history after the pushed token holds nothing to push: it is the
     /// newest commit, or only the pulls' own writes follow it (``settledLocally``), at most
     /// `lagging` change sets of them.
     func nothingToPush(after pushed: String, _ reader: any ReadTransaction, lagging: UInt64) throws -> Bool {
         let head = try reader.lastCommit()
-        if pushed == HistoryToken(store: try reader.storeIdentity(), position: head).description { return true }
-        guard settledLocally.withLock({ $0?.isSameCommit(as: head) ?? false }),
-              let token = try? HistoryToken(parsing: pushed), token.sequence <= head.sequence else { return false }
+        // Compared as tokens, not as text: a round asks this once or twice, and writing the
+        // head's token out cost more than reading the pushed one.
+        guard let token = try? HistoryToken(parsing: pushed) else { return false }
+        if token == HistoryToken(store: try reader.storeIdentity(), position: head) { return true }
+        guard settledLocally.withLock({ $0?.isSameCommit(as: head) ?? false }), token.sequence <= head.sequence else { return false }
         return head.sequence - token.sequence <= lagging
     }
 
+    /// Whether the replica's hold is missing or past a tenth of the hold age (so a replica that
+    /// syncs at all keeps its hold well within the age).
     private func holdNeedsRenewing(_ replica: SyncReplica, _ reader: any ReadTransaction) -> Bool {
         guard let retention = local.backend.historyRetention else { return false }
         guard let hold = (try? HistoryHoldRecord.read(reader))?.first(where: { $0.consumer == replica.holdName }) else { return true }
