@@ -70,8 +70,8 @@ public final class LMDBBackend: StorageBackend {
     /// A write that keeps no operation to replay (a migration's version): when the map fills,
     /// the transaction is aborted, the map doubled and `body` run again from the start in a new
     /// write transaction, the writer locks held throughout. The map is first grown, when no other
-    /// transaction of this process is live, to twice the pages in use, so that a write copying
-    /// every page rarely fills it.
+    /// transaction of this process is live, to four times the pages in use
+    /// (``LMDBEnvironment/growMapAhead()``), so that a write copying every page rarely fills it.
     public func rerunnableWrite<R>(_ body: (any WriteTransaction) throws -> R) throws -> R {
         try checkWritable()
         return try environment.withWriterLocks {

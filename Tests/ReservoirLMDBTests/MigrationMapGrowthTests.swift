@@ -7,13 +7,14 @@ import Testing
 /// A migration's version is a rerunnable write (`LMDBBackend.rerunnableWrite`): it keeps no row
 /// to replay, so when it fills the map the backend aborts it, grows the map and runs the whole
 /// version again. Here the version makes every row far larger, so it fills even the map grown
-/// ahead of it (twice the pages in use), mid-migration.
+/// ahead of it (four times the pages in use), mid-migration.
 @Suite("LMDB: a migration that fills the map")
 struct MigrationMapGrowthTests {
     static let notes = EntityDescription(name: "notes", fields: ["id", "title", "priority"], indexes: ["priority"], integerIDs: true)
 
-    /// What each record's new `body` field holds: about 400 bytes, where a seeded row has about 20.
-    static func body(_ name: String) -> String { String(repeating: "b", count: 400) + name }
+    /// What each record's new `body` field holds: about 1,500 bytes, where a seeded row has about
+    /// 20, so the version needs far more than the room made ahead of it.
+    static func body(_ name: String) -> String { String(repeating: "b", count: 1_500) + name }
 
     /// A store in a 64 KiB map holding `count` notes at version 1.
     static func seeded(_ path: String, count: Int) throws -> Store {
@@ -75,7 +76,7 @@ struct MigrationMapGrowthTests {
         #expect(try backend.read { try $0.count(Query(entity: Self.notes)) } == 200)
     }
 
-    @Test(arguments: [1_000, 3_000])
+    @Test(arguments: [2_000, 3_000])
     func aVersionThatFillsTheMapRunsAgainAndCommitsOnce(count: Int) throws {
         try Self.withSeeded(count: count) { store, backend in
             let sequenceBefore = try backend.read { try $0.lastSequence() }
@@ -167,12 +168,15 @@ struct MigrationMapGrowthTests {
     @Test func aVersionThatFailsAfterTheMapFilledLeavesTheStoreAsItWas() throws {
         let count = 2_000
         try Self.withSeeded(count: count) { store, backend in
-            let grownBefore = backend.environment.resizes.grown
             let before = try Self.rows(store)
+            let computed = Locked(0)
             let failing = Migrations {
                 SchemaVersion(1)
                 SchemaVersion(2,
-                              .addField("body", to: "notes") { row in Self.body(try row.decode("title", as: String.self)) },
+                              .addField("body", to: "notes") { row in
+                                  computed.withLock { $0 += 1 }
+                                  return Self.body(try row.decode("title", as: String.self))
+                              },
                               .transform("notes") { row in
                                   if row.value("id") == .integer(Int64(count - 1)) { throw ReservoirError(.misuse, "deliberate failure") }
                               })
@@ -182,7 +186,7 @@ struct MigrationMapGrowthTests {
             } throws: { error in
                 (error as? ReservoirError)?.code == .migrationFailed && "\(error)".contains("record \(count - 1)")
             }
-            #expect(backend.environment.resizes.grown > grownBefore, "the map filled and grew before the version failed")
+            #expect(computed.withLock { $0 } > count, "the map filled and the version ran again before it failed")
             #expect(try store.schemaVersion() == 1)
             #expect(try Self.rows(store) == before)
             #expect(try Self.indexEntries(backend, "priority") == count)

@@ -148,14 +148,20 @@ extension LMDBEnvironment {
         }
     }
 
+    /// How many times the pages in use ``growMapAhead()`` makes room for: a write that copies
+    /// every page (the old ones stay until it commits) and builds an index as large again needs
+    /// about three; at twice, a migration of 1,000,000 records that adds an index filled the map.
+    static let aheadFactor = 4
+
     /// Grows the map, before a write that may copy every page in use (a migration), to at least
-    /// twice the pages in use (doubling, as ``growMap()`` does, within maxmapsize), so that it
-    /// rarely fills and runs again. Only when no transaction of this process is live: unlike a
-    /// write that filled the map, this one need not wait for readers, and does not.
+    /// ``aheadFactor`` times the pages in use (doubling, as ``growMap()`` does, within
+    /// maxmapsize), so that it rarely fills and runs again. Only when no transaction of this
+    /// process is live: unlike a write that filled the map, this one need not wait for readers,
+    /// and does not.
     func growMapAhead() throws {
         var info = MDB_envinfo()
         mdb_env_info(env, &info)
-        let (used, overflow) = (Int(info.me_last_pgno) + 1).multipliedReportingOverflow(by: 2 * pageSize)
+        let (used, overflow) = (Int(info.me_last_pgno) + 1).multipliedReportingOverflow(by: Self.aheadFactor * pageSize)
         guard !overflow else { return }
         gate.lock()
         defer { gate.unlock() }
