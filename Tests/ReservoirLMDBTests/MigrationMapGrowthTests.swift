@@ -17,8 +17,8 @@ struct MigrationMapGrowthTests {
     static func body(_ name: String) -> String { String(repeating: "b", count: 1_500) + name }
 
     /// A store in a 64 KiB map holding `count` notes at version 1.
-    static func seeded(_ path: String, count: Int) throws -> Store {
-        let store = try openStore("lmdb:\(path)?mapsize=64KiB&durability=none")
+    static func seeded(_ path: String, count: Int, options: String = "") throws -> Store {
+        let store = try openStore("lmdb:\(path)?mapsize=64KiB&durability=none" + options)
         do {
             try store.write { tx in
                 for i in 0..<count {
@@ -162,6 +162,33 @@ struct MigrationMapGrowthTests {
             let byPriority = try store.read { try $0.rows(Query(entity: tasks, predicate: .compare(column: "priority", .equal, .integer(3)))) }
             #expect(byPriority.count == (0..<count).filter { $0 % 7 == 3 }.count)
         }
+    }
+
+    /// A version that needs more than `maxmapsize` fails with `.full` naming the option, after
+    /// running again as the map grew up to it, and leaves the store at the version before.
+    @Test func aVersionLargerThanTheLargestMapIsAFullErrorAndChangesNothing() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.cleanUp() }
+        let count = 2_000
+        let store = try Self.seeded(dir.path + "/env", count: count, options: "&maxmapsize=1MiB")
+        defer { store.close() }
+        let backend = try #require(store.backend as? LMDBBackend)
+        let before = try Self.rows(store)
+        #expect {
+            try store.migrate(Migrations {
+                SchemaVersion(1)
+                SchemaVersion(2, .addField("body", to: "notes") { row in Self.body(try row.decode("title", as: String.self)) })
+            })
+        } throws: { error in
+            (error as? ReservoirError)?.code == .full && "\(error)".contains("maxmapsize")
+        }
+        #expect(backend.mapSize == 1 << 20)
+        #expect(try store.schemaVersion() == 1)
+        #expect(try Self.rows(store) == before)
+        try store.write { tx in
+            _ = try tx.putRow(Row(columns: ["id", "title", "priority"], values: [.integer(-1), .text("still writable"), .integer(0)]), in: Self.notes)
+        }
+        #expect(try Self.rows(store).count == count + 1)
     }
 
     /// A version that fails after the map filled and grew rolls back like any failed version.
