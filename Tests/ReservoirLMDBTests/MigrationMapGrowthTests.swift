@@ -74,6 +74,19 @@ struct MigrationMapGrowthTests {
         #expect(try backend.write { try putAll($0, from: 0) } == 100)
         #expect(try backend.rerunnableWrite { try putAll($0, from: 100) } == 0)
         #expect(try backend.read { try $0.count(Query(entity: Self.notes)) } == 200)
+        // An entity rename's rows, moved one by one: two descriptions kept, not two per record.
+        var tasks = Self.notes
+        tasks.name = "tasks"
+        let kept = try backend.rerunnableWrite { tx in
+            for i in 0..<200 {
+                let id = Value.integer(Int64(i))
+                try tx.put(tasks, id: id, row: try #require(try tx.row("notes", id: id)))
+                try tx.delete(Self.notes, id: id)
+            }
+            return try #require(tx as? LMDBTransaction).replay.entities.count
+        }
+        #expect(kept == 2)
+        #expect(try backend.read { try $0.count(Query(entity: tasks)) } == 200)
     }
 
     @Test(arguments: [2_000, 3_000])

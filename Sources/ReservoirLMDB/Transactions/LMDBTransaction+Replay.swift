@@ -42,12 +42,15 @@ struct ReplayLog {
     /// transaction may then only be abandoned.
     var poisoned: ReservoirError?
 
-    /// The position of `entity` in ``entities``, adding it when it differs from the last.
+    /// The position of `entity` in ``entities``, adding it when it differs from the last two.
     mutating func entityIndex(_ entity: EntityDescription) -> Int {
         let last = entities.count - 1
         // A bulk write passes copies of one description: the same box as the last one's,
         // which ``entities`` keeps alive. Comparing identities copies nothing.
         if last >= 0, entity.identity == lastIdentity { return last }
+        // A migration's entity rename alternates a put under the new description with a delete
+        // under the old: one entry each, not one per record.
+        if last >= 1, entities.withUnsafeBufferPointer({ $0[last - 1].identity == entity.identity }) { return last - 1 }
         if last >= 0, entities.withUnsafeBufferPointer({ $0[last] == entity }) { return last }
         entities.append(entity)
         lastIdentity = entity.identity
