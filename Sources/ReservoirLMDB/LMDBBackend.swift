@@ -57,16 +57,38 @@ public final class LMDBBackend: StorageBackend {
     }
 
     public func write<R>(_ body: (any WriteTransaction) throws -> R) throws -> R {
-        try checkOpen()
-        if readOnly || environment.options.readOnly {
-            throw StoreConfiguration.readOnlyError(lmdbStore(environment.path), explicitly: !environment.readOnlyByPermission)
-        }
+        try checkWritable()
         return try environment.withWriterLocks {
             let transaction = try LMDBTransaction(writingIn: environment)
             defer { transaction.end() }
             let result = try body(transaction)
             try transaction.commit()
             return result
+        }
+    }
+
+    /// A write that keeps no operation to replay (a migration's version): when the map fills,
+    /// the transaction is aborted, the map doubled and `body` run again from the start in a new
+    /// write transaction, the writer locks held throughout. The map is first grown, when no other
+    /// transaction of this process is live, to four times the pages in use
+    /// (``LMDBEnvironment/growMapAhead()``), so that a write copying every page rarely fills it.
+    public func rerunnableWrite<R>(_ body: (any WriteTransaction) throws -> R) throws -> R {
+        try checkWritable()
+        return try environment.withWriterLocks {
+            try environment.growMapAhead()
+            while true {
+                let transaction = try LMDBTransaction(writingIn: environment, rerunnable: true)
+                defer { transaction.end() }
+                do {
+                    let result = try body(transaction)
+                    try transaction.commit()
+                    return result
+                } catch where transaction.replay.mapFilled {
+                    // Whatever `body` made of the error: the map filled, so every later call failed.
+                    transaction.end()
+                    try environment.growMap()
+                }
+            }
         }
     }
 
@@ -93,6 +115,13 @@ public final class LMDBBackend: StorageBackend {
     public func close() {
         guard isClosed.setOnce() else { return }
         environment.release()
+    }
+
+    private func checkWritable() throws {
+        try checkOpen()
+        if readOnly || environment.options.readOnly {
+            throw StoreConfiguration.readOnlyError(lmdbStore(environment.path), explicitly: !environment.readOnlyByPermission)
+        }
     }
 
     private func checkOpen() throws {

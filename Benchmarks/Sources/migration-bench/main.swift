@@ -14,12 +14,16 @@ import Foundation
 // number of records" can be judged. Each migration runs in a child process of its own (this
 // executable started with `--migrate`), after another child seeded the store (`--seed`), so the
 // peak memory (`ru_maxrss` of that child, from `wait4`) is the migration's alone; a third child
-// (`--verify`) checks the result. BENCH_MIGRATION_SIDES=reservoir-sqlite,raw-sqlite,... chooses
+// (`--verify`) checks the result. BENCH_LMDB_MAPSIZE sets Reservoir's LMDB map (4GiB by default,
+// so it never fills). BENCH_MIGRATION_SIDES=reservoir-sqlite,raw-sqlite,... chooses
 // sides (all by default; the PostgreSQL ones need RESERVOIR_TEST_POSTGRES or
 // RESERVOIR_BENCH_POSTGRES).
 
 let environment = ProcessInfo.processInfo.environment
 let postgresURL = environment["RESERVOIR_BENCH_POSTGRES"] ?? environment["RESERVOIR_TEST_POSTGRES"]
+/// Reservoir's LMDB map size, for seeding and migrating alike: BENCH_LMDB_MAPSIZE=64MiB (the
+/// library's default) makes the map fill and grow while the store is seeded and migrated.
+let lmdbMapSize = environment["BENCH_LMDB_MAPSIZE"] ?? "4GiB"
 
 /// One way of running the migration, on one engine.
 struct Side: Sendable {
@@ -40,7 +44,7 @@ struct Place: Sendable {
     func configuration(_ engine: String) -> String {
         switch engine {
         case "sqlite": "sqlite:\(directory)/store.sqlite?durability=normal"
-        case "lmdb": "lmdb:\(directory)/store?durability=normal&mapsize=4GiB"
+        case "lmdb": "lmdb:\(directory)/store?durability=normal&mapsize=\(lmdbMapSize)"
         default: (postgresURL ?? "") + ((postgresURL ?? "").contains("?") ? "&" : "?") + "schema=\(schema)"
         }
     }

@@ -54,6 +54,15 @@ public protocol StorageBackend: AnyObject, Sendable {
     /// Runs `body` in the write transaction; commits when it returns, rolls back when it throws.
     func write<R>(_ body: (any WriteTransaction) throws -> R) throws -> R
 
+    /// Runs `body` in the write transaction as ``write(_:)`` does, but the backend may roll a run
+    /// back and run `body` again from the start, in a new write transaction, when it ran out of
+    /// room it can make (LMDB's map): only the last run commits. A backend that would otherwise
+    /// keep each operation to redo it after making room (LMDB keeps every row it wrote) can keep
+    /// nothing. `body` must therefore be a function of the committed data it reads, with no effect
+    /// outside the transaction that running it twice would double. ``Store/migrate(_:)`` runs each
+    /// version this way; the default is ``write(_:)``, which runs `body` once.
+    func rerunnableWrite<R>(_ body: (any WriteTransaction) throws -> R) throws -> R
+
     /// The row stored under `id` in the entity named `entity`, or nil: exactly what
     /// `read { try $0.row(entity, id: id) }` returns, which is the default. ``Store/get(_:id:)``
     /// asks this once per point read, so a backend may answer it without setting up a whole
@@ -114,6 +123,11 @@ extension StorageBackend {
     /// Reads the row in a read transaction of its own.
     public func row(_ entity: String, id: Value) throws -> Row? {
         try read { try $0.row(entity, id: id) }
+    }
+
+    /// Runs `body` once, through ``write(_:)``.
+    public func rerunnableWrite<R>(_ body: (any WriteTransaction) throws -> R) throws -> R {
+        try write(body)
     }
 }
 

@@ -48,7 +48,9 @@ extension Store {
     /// ``migrate(_:)``, calling `progress` as each step rewrites records: at its start and end
     /// and every 1,000 records (``MigrationProgress``). `progress` runs inside the migration's
     /// write transaction, on the migrating thread: it must return quickly and must not use the
-    /// store (a write from it is a nested write, refused with `.misuse`).
+    /// store (a write from it is a nested write, refused with `.misuse`). A backend may run a
+    /// version again from its first step (LMDB, when its map fills and grows; see Backends.md
+    /// § Migrations): its reports then start again at 0, and its transforms run again.
     @discardableResult
     public func migrate(_ migrations: Migrations, progress: (@Sendable (MigrationProgress) -> Void)?) throws -> [Int] {
         try checkOpen()
@@ -130,7 +132,12 @@ extension Store {
         var base = CommitPosition.start
         do {
             try writeLock.withWriter {
-                try backend.write { writer in
+                // A version's steps are a function of the committed data they read, so the backend
+                // may run them again in a new transaction instead of keeping every row to redo
+                // (StorageBackend.rerunnableWrite): nothing of an earlier run survives it.
+                try backend.rerunnableWrite { writer in
+                    committed = nil
+                    recorded = nil
                     // Read inside the write: another process may have migrated meanwhile.
                     let entries = try SchemaLedger.entries(writer)
                     try SchemaLedger.checkKnown(entries, by: migrations)

@@ -148,6 +148,41 @@ extension LMDBEnvironment {
         }
     }
 
+    /// How many times the pages in use ``growMapAhead()`` makes room for: a write that copies
+    /// every page (the old ones stay until it commits) and builds an index as large again needs
+    /// about three; at twice, a migration of 1,000,000 records that adds an index filled the map.
+    static let aheadFactor = 4
+
+    /// Grows the map, before a write that may copy every page in use (a migration), to at least
+    /// ``aheadFactor`` times the pages in use (doubling, as ``growMap()`` does, within
+    /// maxmapsize), so that it rarely fills and runs again. Only when no transaction of this
+    /// process is live: unlike a write that filled the map, this one need not wait for readers,
+    /// and does not.
+    func growMapAhead() throws {
+        var info = MDB_envinfo()
+        mdb_env_info(env, &info)
+        let (used, overflow) = (Int(info.me_last_pgno) + 1).multipliedReportingOverflow(by: Self.aheadFactor * pageSize)
+        guard !overflow else { return }
+        gate.lock()
+        defer { gate.unlock() }
+        let current = gated.mapSize
+        // Holding the gate, no transaction can begin meanwhile.
+        guard current < used, current < options.maxMapSize, gated.activeCount == 0, !gated.resizing else { return }
+        var target = current
+        while target < used, target < options.maxMapSize {
+            target = target.multipliedReportingOverflow(by: 2).overflow ? options.maxMapSize : min(options.maxMapSize, target * 2)
+        }
+        target = max(current, target / pageSize * pageSize)
+        guard target > current else { return }
+        dropIdleReaders()
+        let rc = mdb_env_set_mapsize(env, target)
+        if rc != 0 {
+            throw LMDBErrors.error(code: rc, "\(lmdbStore(path)): cannot grow the map from \(current) to \(target) bytes")
+        }
+        gated.mapSize = mapSizeNow()
+        gated.growths += 1
+    }
+
     /// Adopts the larger map another process grew to (after `MDB_MAP_RESIZED`).
     func adoptMapSize() throws {
         try whileNoTransactions("remapped to the size another process grew it to") {

@@ -5,6 +5,9 @@ import Reservoir
 /// The store's own metadata as a write keeps it: the format version (checked and upgraded
 /// by the first write on open) and the stored entity descriptions with their indexes.
 extension LMDBTransaction {
+    /// Index entries an index build collects before putting them.
+    static let indexBuildBatch = 10_000
+
     /// Makes the stored description of `entity` match: builds indexes it adds, empties
     /// indexes it drops.
     func ensureEntity(_ entityIndex: Int) throws {
@@ -27,14 +30,26 @@ extension LMDBTransaction {
         for column in entity.indexes where !previous.contains(column) {
             guard let index = try indexDatabase(entity.name, column, create: true) else { continue }
             try liveTransaction().empty(index, "empty the index on \(entity.name).\(column)")
+            // A batch of entries at a time (the scan's pages may not change under its cursor),
+            // so that building an index over many rows does not hold an entry for each.
             var entries: [[UInt8]] = []
-            try scan(rows) { key, value in
-                if let row = try? decodeRow(value, entity: entity.name, key: key) {
-                    entries.append(withIndexKey(row.value(column), id: key) { Array($0) })
+            var start: [UInt8]?
+            repeat {
+                entries.removeAll(keepingCapacity: true)
+                var next: [UInt8]?
+                try scan(rows, from: start) { key, value in
+                    guard entries.count < Self.indexBuildBatch else {
+                        next = Array(key)
+                        return false
+                    }
+                    if let row = try? decodeRow(value, entity: entity.name, key: key) {
+                        entries.append(withIndexKey(row.value(column), id: key) { Array($0) })
+                    }
+                    return true
                 }
-                return true
-            }
-            for entry in entries { try put(index, entry, []) }
+                for entry in entries { try put(index, entry, []) }
+                start = next
+            } while start != nil
         }
         try put(meta, StoreFormat.entityKey(entity.name), StoreFormat.encode(entity))
         descriptions.written[entity.name] = entity

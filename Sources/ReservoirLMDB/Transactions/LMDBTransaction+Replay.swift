@@ -29,6 +29,12 @@ struct ReplayLog {
     }
 
     var operations: [Operation] = []
+    /// False in a rerunnable write (``LMDBBackend/rerunnableWrite(_:)``): no operation is kept,
+    /// so the write holds no row it wrote, and a full map ends the transaction, setting
+    /// ``mapFilled``, for the backend to grow the map and run the write's closure again.
+    var keepsOperations = true
+    /// Set when a rerunnable write found the map full: the transaction has ended, poisoned.
+    var mapFilled = false
     var entities: [EntityDescription] = []
     /// The ``EntityDescription/identity`` of the last of ``entities``.
     var lastIdentity: ObjectIdentifier?
@@ -36,12 +42,15 @@ struct ReplayLog {
     /// transaction may then only be abandoned.
     var poisoned: ReservoirError?
 
-    /// The position of `entity` in ``entities``, adding it when it differs from the last.
+    /// The position of `entity` in ``entities``, adding it when it differs from the last two.
     mutating func entityIndex(_ entity: EntityDescription) -> Int {
         let last = entities.count - 1
         // A bulk write passes copies of one description: the same box as the last one's,
         // which ``entities`` keeps alive. Comparing identities copies nothing.
         if last >= 0, entity.identity == lastIdentity { return last }
+        // A migration's entity rename alternates a put under the new description with a delete
+        // under the old: one entry each, not one per record.
+        if last >= 1, entities.withUnsafeBufferPointer({ $0[last - 1].identity == entity.identity }) { return last - 1 }
         if last >= 0, entities.withUnsafeBufferPointer({ $0[last] == entity }) { return last }
         entities.append(entity)
         lastIdentity = entity.identity
@@ -66,6 +75,7 @@ extension LMDBTransaction {
         guard txn != nil else {
             throw ReservoirError(.misuse, "\(lmdbStore(path)): the write transaction has ended")
         }
+        guard replay.keepsOperations else { return try performOnce(body) }
         do {
             // An insert that found its id wrote nothing: nothing to replay.
             let done = try body()
@@ -86,6 +96,34 @@ extension LMDBTransaction {
             }
             throw reported
         }
+    }
+
+    /// A rerunnable write's operation: applied, and kept nowhere. Nothing can then undo an
+    /// operation that failed half-way, so any failure poisons the transaction (the closure can
+    /// only throw, and the write rolls back); a full map also ends the LMDB transaction at once,
+    /// freeing its dirty pages, and sets ``ReplayLog/mapFilled`` (``LMDBBackend/rerunnableWrite(_:)``
+    /// grows the map and runs the closure again).
+    private func performOnce(_ body: () throws -> Bool) throws -> Bool {
+        do {
+            return try body()
+        } catch let failure as LMDBFailure where failure.code == CLMDB_MAP_FULL {
+            throw mapFilledForRerun()
+        } catch {
+            let reported = (error as? LMDBFailure).map { LMDBErrors.error($0, path: path) }
+                ?? (error as? ReservoirError) ?? ReservoirError(.backend, "\(lmdbStore(path)): \(error)")
+            replay.poisoned = reported
+            throw reported
+        }
+    }
+
+    /// Ends a rerunnable write whose map filled; returns the error its closure gets from then on.
+    func mapFilledForRerun() -> ReservoirError {
+        end()
+        let full = ReservoirError(.full, "\(lmdbStore(path)): the map filled during a write that is run again from its start once the map has grown",
+                                  nativeCode: CLMDB_MAP_FULL, nativeMessage: LMDBErrors.message(CLMDB_MAP_FULL))
+        replay.mapFilled = true
+        replay.poisoned = full
+        return full
     }
 
     /// Ends the LMDB transaction, optionally grows the map, begins again on the same

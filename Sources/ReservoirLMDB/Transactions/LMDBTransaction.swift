@@ -148,9 +148,11 @@ final class LMDBTransaction: WriteTransaction {
         }
     }
 
-    /// Begins the write transaction. The caller holds the environment's writer locks.
-    convenience init(writingIn environment: LMDBEnvironment) throws {
+    /// Begins the write transaction. The caller holds the environment's writer locks. A
+    /// `rerunnable` one keeps no operation to replay (``ReplayLog/keepsOperations``).
+    convenience init(writingIn environment: LMDBEnvironment, rerunnable: Bool = false) throws {
         self.init(environment: environment, isWrite: true)
+        replay.keepsOperations = !rerunnable
         try LMDBErrors.convert(path: environment.path) { try beginWriteTransaction() }
         if let txn {
             snapshot.writeID = txn.id
@@ -222,6 +224,7 @@ final class LMDBTransaction: WriteTransaction {
             guard rc == CLMDB_MAP_FULL else {
                 throw environment.diagnoseWriteFailure(code: rc, "\(lmdbStore(path)): cannot commit the write transaction; nothing was committed")
             }
+            guard replay.keepsOperations else { throw mapFilledForRerun() }
             try rebuild(grow: true)
         }
     }
