@@ -86,6 +86,30 @@ import Testing
         #expect(cancelled.value == before, "a cancelled watch still woke")
     }
 
+    /// Stores side by side in one directory (replicas' files): each wake-up goes to the watchers
+    /// of the file written, and a watcher cancelled takes only its own file's routes with it.
+    @Test func watchersOfNeighbouringFilesWakeOnlyForTheirOwn() async throws {
+        let temporary = try TemporaryDirectory("reservoir-watch")
+        defer { temporary.cleanUp() }
+        let directory = temporary.path
+        let first = Counter(), second = Counter()
+        let firstWatch = try watch([directory + "/a.sqlite", directory + "/a.sqlite-wal"], first)
+        let secondWatch = try watch([directory + "/b.sqlite", directory + "/b.sqlite-wal"], second)
+        defer { secondWatch.cancel() }
+        try append("x", to: directory + "/a.sqlite-wal")
+        #expect(await eventually(timeout: .seconds(5)) { first.value > 0 })
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(second.value == 0, "a write to a neighbour's file woke this watcher")
+        firstWatch.cancel()
+        try await Task.sleep(for: .milliseconds(50))
+        let cancelled = first.value
+        try append("x", to: directory + "/a.sqlite")
+        try append("x", to: directory + "/b.sqlite-wal")
+        #expect(await eventually(timeout: .seconds(5)) { second.value > 0 }, "the remaining watcher lost its wake-ups")
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(first.value == cancelled, "a cancelled watch still woke")
+    }
+
     /// More watches than the kernel allows a user inotify instances (128 by default): they share one.
     @Test func manyWatchesShareOneInstance() async throws {
         let temporary = try TemporaryDirectory("reservoir-watch")

@@ -89,6 +89,10 @@ final class InotifyCenter: @unchecked Sendable {
     private let descriptor: Int32
     private let lock = NSLock()
     private var watches: [Int32: [UInt64: Interest]] = [:]
+    /// Per watch descriptor, per file name, the registrations interested in it: an event finds
+    /// them with one lookup, however many stores watch the same directory (50 replicas' files
+    /// side by side cost 50 name lookups per event when each registration was asked).
+    private var routes: [Int32: [String: [UInt64: @Sendable () -> Void]]] = [:]
     private var nextToken: UInt64 = 0
 
     private static let mask = UInt32(IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE | IN_MOVED_TO | IN_DELETE)
@@ -135,7 +139,10 @@ final class InotifyCenter: @unchecked Sendable {
                 for watch in added { removeLocked(watch, token) }
                 return nil
             }
-            watches[watch, default: [:]][token] = Interest(names: names, wake: wake)
+            // Two directories may be one (a link): the names add up.
+            let known = watches[watch]?[token]?.names ?? []
+            watches[watch, default: [:]][token] = Interest(names: known.union(names), wake: wake)
+            for name in names { routes[watch, default: [:]][name, default: [:]][token] = wake }
             added.append(watch)
         }
         return Registration(token: token, descriptors: added)
@@ -148,9 +155,14 @@ final class InotifyCenter: @unchecked Sendable {
     }
 
     private func removeLocked(_ watch: Int32, _ token: UInt64) {
+        for name in watches[watch]?[token]?.names ?? [] {
+            routes[watch]?[name]?[token] = nil
+            if routes[watch]?[name]?.isEmpty == true { routes[watch]?[name] = nil }
+        }
         watches[watch]?[token] = nil
         if watches[watch]?.isEmpty == true {
             watches[watch] = nil
+            routes[watch] = nil
             _ = inotify_rm_watch(descriptor, watch)
         }
     }
@@ -159,7 +171,9 @@ final class InotifyCenter: @unchecked Sendable {
     /// interested registration once, outside the lock. Returns false only when the descriptor
     /// cannot be read any more, which ends the thread: stores then rely on their timers.
     private func drain() -> Bool {
-        var touched: [(watch: Int32, name: String?)] = []
+        // A commit writes the same file several times: each file is looked up once.
+        var touched: [Int32: Set<String>] = [:]
+        var overflowed = false
         let header = MemoryLayout<inotify_event>.size
         let count = read(descriptor, buffer.baseAddress, buffer.count)
         if count < 0 { return errno == EINTR }
@@ -169,21 +183,24 @@ final class InotifyCenter: @unchecked Sendable {
             let eventMask = buffer.load(fromByteOffset: offset + 4, as: UInt32.self)
             let length = Int(buffer.load(fromByteOffset: offset + 12, as: UInt32.self))
             let nameBytes = UnsafeRawBufferPointer(rebasing: buffer[(offset + header)..<min(count, offset + header + length)])
-            let name = nameBytes.isEmpty ? nil : String(decoding: nameBytes.prefix { $0 != 0 }, as: UTF8.self)
-            // A queue overflow loses events: wake everybody (watch -1, no name).
-            touched.append(eventMask & UInt32(IN_Q_OVERFLOW) != 0 ? (-1, nil) : (watch, name))
+            if eventMask & UInt32(IN_Q_OVERFLOW) != 0 {
+                // A queue overflow loses events: wake everybody.
+                overflowed = true
+            } else if !nameBytes.isEmpty {
+                touched[watch, default: []].insert(String(decoding: nameBytes.prefix { $0 != 0 }, as: UTF8.self))
+            }
             offset += header + length
         }
-        guard !touched.isEmpty else { return true }
+        guard overflowed || !touched.isEmpty else { return true }
         var wakes: [UInt64: @Sendable () -> Void] = [:]
         lock.lock()
-        for (watch, name) in touched {
-            if watch == -1 {
-                for interests in watches.values { for (token, interest) in interests { wakes[token] = interest.wake } }
-                continue
+        if overflowed {
+            for interests in watches.values { for (token, interest) in interests { wakes[token] = interest.wake } }
+        } else {
+            for (watch, names) in touched {
+                guard let byName = routes[watch] else { continue }
+                for name in names { for (token, wake) in byName[name] ?? [:] { wakes[token] = wake } }
             }
-            guard let name, let interests = watches[watch] else { continue }
-            for (token, interest) in interests where interest.names.contains(name) { wakes[token] = interest.wake }
         }
         lock.unlock()
         for wake in wakes.values { wake() }
