@@ -411,10 +411,6 @@ public final class Sync: @unchecked Sendable {
         return shapes.first { $0.entity == entity }
     }
 
-    func isNamed(_ entity: String) -> Bool {
-        shapes.contains { $0.entity == entity }
-    }
-
     /// The shapes as the saved state records them, to notice a change.
     var shapeText: String {
         shapes.isEmpty ? "*" : shapes.map(\.description).sorted().joined(separator: "\n")

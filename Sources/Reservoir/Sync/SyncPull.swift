@@ -62,14 +62,14 @@ extension Sync {
     /// Applies a page in one local write with its token; returns the local changes dropped.
     /// A write made while nothing waits to be pushed leaves nothing to push (``settledLocally``).
     private func apply(_ page: RemotePage, _ replica: SyncReplica) throws -> [SyncRejection] {
-        try pullWrite(replica) { tx, before in
+        try pullWrite(replica) { tx, before, nothingWaits in
             var rejected: [SyncRejection] = []
             let described = try Self.entityMap(tx.writer.entities())
             for change in page.changes {
                 guard let shape = self.shape(for: change.entity),
                       let entity = page.entities[change.entity] ?? described[change.entity] else { continue }
                 let server = change.row.flatMap { shape.contains($0) ? $0 : nil }
-                if let rejection = try replica.settle(entity, id: change.id, server: server, tx) { rejected.append(rejection) }
+                if let rejection = try replica.settle(entity, id: change.id, server: server, nothingWaits: nothingWaits, tx) { rejected.append(rejection) }
             }
             var state = before ?? SyncState()
             state.token = page.token.description
@@ -82,7 +82,7 @@ extension Sync {
     /// to be pushed (the outbox empty, the pushed token at the newest local commit or only such
     /// writes after it), it leaves nothing to push, and is remembered so (``settledLocally``):
     /// the next push and the count of waiting changes then read no history.
-    private func pullWrite<R>(_ replica: SyncReplica, _ body: (Transaction, SyncState?) throws -> R) throws -> R {
+    private func pullWrite<R>(_ replica: SyncReplica, _ body: (Transaction, SyncState?, _ nothingWaits: Bool) throws -> R) throws -> R {
         let settled = Locked(false)
         return try write(local, committed: { [settledLocally] position in
             if settled.withLock({ $0 }) { settledLocally.withLock { $0 = position } }
@@ -91,7 +91,7 @@ extension Sync {
             let clean = try replica.outbox(tx.writer) == nil
                 && (try before?.pushed.map { try self.nothingToPush(after: $0, tx.writer, lagging: .max) } ?? false)
             settled.withLock { $0 = clean }
-            return try body(tx, before)
+            return try body(tx, before, clean)
         }
     }
 
@@ -196,8 +196,12 @@ extension Sync {
             // What the pulls after this one check heard rows against (``heardPage(after:)``).
             self.describedRemotely.withLock { $0.merge(Self.entityMap(described)) { _, new in new } }
             let remoteNames = Set(described.map(\.name))
-            // A shape's entity the remote holds no rows of: none of its records are the server's.
-            let absent = try self.local.read { try $0.entities() }.filter { !remoteNames.contains($0.name) && self.isNamed($0.name) }
+            // A shape's entity the remote does not list (a backend may list only entities with
+            // rows): none of its records are the server's. With no shapes that is every local
+            // entity the server lacks: the records it had (with a base here) go, those made here
+            // stay to be pushed. (Only named shapes were settled so, and a replica following
+            // every entity kept records the server had deleted, found by the long generator run.)
+            let absent = try self.local.read { try $0.entities() }.filter { !remoteNames.contains($0.name) && self.shape(for: $0.name) != nil }
             for entity in absent {
                 rejected += try self.settle(entity, server: [], locals: .between(nil, nil), replica)
             }
@@ -223,9 +227,28 @@ extension Sync {
                 }
                 if !ranged { rejected += try self.settle(entity, server: [], locals: .besides(serverIDs), replica) }
             }
+            // A record deleted here and not pushed yet whose id the server has no record under
+            // (deleted there too) is gone on both sides: its base goes, and with it the delete,
+            // which would otherwise delete a record someone makes anew under that id later.
+            // (One the server still has was settled with the pages above.)
+            let deletedHere = try self.unpushedDeletes(replica)
+            var goneBoth: [(entity: String, id: Value)] = []
+            for (name, ids) in deletedHere {
+                for id in ids {
+                    let row = remoteNames.contains(name) ? try snapshot.reader.row(name, id: id) : nil
+                    if row.flatMap({ self.shape(for: name)?.contains($0) == true ? $0 : nil }) == nil { goneBoth.append((name, id)) }
+                }
+            }
+            if !goneBoth.isEmpty {
+                try self.pullWrite(replica) { tx, _, _ in
+                    for (name, id) in goneBoth where try tx.writer.row(name, id: id) == nil {
+                        try replica.setBase(nil, name, id: id, tx.writer)
+                    }
+                }
+            }
             return token
         }
-        try pullWrite(replica) { tx, before in
+        try pullWrite(replica) { tx, before, _ in
             var state = before ?? SyncState()
             state.token = token.description
             state.shapes = self.shapeText
@@ -269,7 +292,7 @@ extension Sync {
         case .besides:
             query = try Query(entity: entity)
         }
-        return try pullWrite(replica) { tx, _ in
+        return try pullWrite(replica) { tx, _, nothingWaits in
             if let query {
                 try tx.writer.fetch(query) { row in
                     guard let id = row[entity.idColumn], server[id] == nil else { return }
@@ -279,7 +302,7 @@ extension Sync {
             }
             var rejected: [SyncRejection] = []
             for id in ids {
-                if let rejection = try replica.settle(entity, id: id, server: server[id], tx) { rejected.append(rejection) }
+                if let rejection = try replica.settle(entity, id: id, server: server[id], nothingWaits: nothingWaits, tx) { rejected.append(rejection) }
             }
             return rejected
         }

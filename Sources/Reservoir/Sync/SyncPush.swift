@@ -175,6 +175,35 @@ extension Sync {
         return collected
     }
 
+    /// The records of the shapes deleted locally since the pushed token that still have a base,
+    /// by entity: deletes not pushed yet. Empty when nothing was pushed or the local history no
+    /// longer reaches back (a push then finds local deletes among the server's ids).
+    func unpushedDeletes(_ replica: SyncReplica) throws -> [String: [Value]] {
+        try local.read { snapshot in
+            let reader = snapshot.reader
+            guard let text = try replica.state(reader)?.pushed, var after = try? HistoryToken(parsing: text) else { return [:] }
+            var found: [String: [Value]] = [:]
+            var seen = Set<RecordKey>()
+            while true {
+                let sets: [ChangeLogReader.Netted]
+                do {
+                    sets = try changeSets(after: after, reader, limit: Self.pageSize)
+                } catch let error as ReservoirError where error.code == .historyExpired {
+                    return [:]
+                }
+                for set in sets {
+                    for change in set.changes where isPushed(change.entity) && seen.insert(RecordKey(entity: change.entity, id: change.id)).inserted {
+                        if try reader.row(change.entity, id: change.id) == nil, try replica.base(change.entity, id: change.id, reader) != nil {
+                            found[change.entity, default: []].append(change.id)
+                        }
+                    }
+                }
+                guard sets.count == Self.pageSize, let last = sets.last else { return found }
+                after = HistoryToken(store: after.store, position: last.position)
+            }
+        }
+    }
+
     /// The local change sets after `token`, netted; throws `.historyExpired` as the history does.
     private func changeSets(after token: HistoryToken, _ reader: any ReadTransaction, limit: Int) throws -> [ChangeLogReader.Netted] {
         _ = try Snapshot.check(token, reader)

@@ -85,14 +85,22 @@ struct SyncReplica: Equatable {
     /// over a concurrent update). Local changes are measured against `since` (for a record in a
     /// pushed batch, the row the batch took), or when it is not given against the base. Returns
     /// the rejection to report when local changes were dropped.
-    func settle(_ entity: EntityDescription, id: Value, server: Row?, since given: Row?? = nil, _ tx: Transaction) throws -> SyncRejection? {
+    ///
+    /// `nothingWaits`: nothing waits to be pushed (see `Sync.pullWrite`), so a record missing
+    /// here that has a base is no local delete still to send: it was sent, or found to have
+    /// nothing to send (a push comparing every record finds local deletes among the server's
+    /// ids, and the server had deleted it too). The server's row, if any, is then the record.
+    func settle(_ entity: EntityDescription, id: Value, server: Row?, since given: Row?? = nil, nothingWaits: Bool = false,
+                _ tx: Transaction) throws -> SyncRejection? {
         // The key once for the read and the write.
         let key = baseKey(entity.name, id)
         let known = try base(at: key, entity.name, id: id, tx.writer)
         let since = given ?? known
         let local = try tx.writer.row(entity.name, id: id)
         var rejection: SyncRejection?
-        switch LocalEdit(local: local, base: since) {
+        var edit = LocalEdit(local: local, base: since)
+        if edit == .deleted && nothingWaits && given == nil { edit = .none }
+        switch edit {
         case .none:
             if let server {
                 if local != server { try tx.putRow(server, in: entity) }

@@ -435,6 +435,7 @@ final class SyncConvergenceReplica {
 
     func push(checkingOn other: Store) throws {
         try sync.push()
+        try noteAppliedBatch(other)
         try absorbRejections(other)
         let pushed = sent().then(changes)
         try check(pushed, other)
@@ -467,6 +468,7 @@ final class SyncConvergenceReplica {
     /// A pull sends the batch waiting in the outbox first.
     func pull(checkingOn other: Store) throws {
         try sync.pull()
+        try noteAppliedBatch(other)
         try absorbRejections(other)
         try check(sent(), other)
         try noteBasesAfterPull(other)
@@ -485,6 +487,16 @@ final class SyncConvergenceReplica {
         }
     }
 
+    /// A waiting batch the server had applied (its answer was lost), sent again: the sync settles
+    /// its records to the server's rows, their bases too, so a record the server has deleted
+    /// since has no base here any more (writing it again here makes it anew).
+    private func noteAppliedBatch(_ other: Store) throws {
+        guard let outbox, outbox.applied else { return }
+        for id in Set(outbox.changes.written.keys).union(outbox.changes.deleted) {
+            if try other.read({ try SyncConvergenceTest.row(id, $0) }) != nil { based.insert(id) } else { based.remove(id) }
+        }
+    }
+
     /// The waiting batch, now sent: what to check of it (nothing when the server had applied it
     /// before, as later writes may have overwritten it since; it was checked then).
     private func sent() -> Changes {
@@ -499,6 +511,7 @@ final class SyncConvergenceReplica {
         server.faults.withLock { $0 = [fault] }
         do {
             try sync.push()
+            try noteAppliedBatch(other)
             try absorbRejections(other)
             if server.faults.withLock({ $0.isEmpty }) {
                 throw SyncConvergenceMismatch(text: "\(name): a push whose server write failed did not throw")
