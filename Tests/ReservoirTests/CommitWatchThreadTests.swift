@@ -83,6 +83,9 @@ struct CommitWatchThreadTests {
         defer { subscription.cancel() }
         // The first value (the empty initial fetch) comes first, from wherever it is loaded.
         #expect(started.wait(timeout: .now() + 30) == .success)
+        // The probe a store queues as it starts watching has run: a commit it found would be
+        // delivered from the poll queue, not from the signal's thread this test watches.
+        store.poller.waitForQueuedProbes()
         for round in 1...20 {
             try elsewhere.write { try $0.insert(Tally(id: round, count: round)) }
             let fired = Locked(false)

@@ -136,6 +136,12 @@ final class CommitPoller: @unchecked Sendable {
         }
     }
 
+    /// Returns once every probe queued before the call has run (the one `start` queues
+    /// included): for a caller that must know which thread a later wake-up's delivery runs on.
+    func waitForQueuedProbes() {
+        queue.sync {}
+    }
+
     /// This store just committed: its own signal is about to fire (see the type's summary).
     func noteOwnCommit() {
         let now = DispatchTime.now().uptimeNanoseconds
