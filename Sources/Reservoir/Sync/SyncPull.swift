@@ -236,7 +236,8 @@ extension Sync {
             for (name, ids) in deletedHere {
                 for id in ids {
                     let row = remoteNames.contains(name) ? try snapshot.reader.row(name, id: id) : nil
-                    if row.flatMap({ self.shape(for: name)?.contains($0) == true ? $0 : nil }) == nil { goneBoth.append((name, id)) }
+                    let inShape = row.map { self.shape(for: name)?.contains($0) == true } ?? false
+                    if !inShape { goneBoth.append((name, id)) }
                 }
             }
             if !goneBoth.isEmpty {

@@ -487,13 +487,18 @@ final class SyncConvergenceReplica {
         }
     }
 
+    /// The record's base here is the server's row now: held when the server holds the record.
+    private func noteBase(_ id: Value, on other: Store) throws {
+        if try other.read({ try SyncConvergenceTest.row(id, $0) }) != nil { based.insert(id) } else { based.remove(id) }
+    }
+
     /// A waiting batch the server had applied (its answer was lost), sent again: the sync settles
     /// its records to the server's rows, their bases too, so a record the server has deleted
     /// since has no base here any more (writing it again here makes it anew).
     private func noteAppliedBatch(_ other: Store) throws {
         guard let outbox, outbox.applied else { return }
         for id in Set(outbox.changes.written.keys).union(outbox.changes.deleted) {
-            if try other.read({ try SyncConvergenceTest.row(id, $0) }) != nil { based.insert(id) } else { based.remove(id) }
+            try noteBase(id, on: other)
         }
     }
 
@@ -538,7 +543,7 @@ final class SyncConvergenceReplica {
                 // What the server took has its base here (the retry learns so); a refused
                 // record, gone there, has none.
                 for id in waiting.changes.written.keys {
-                    if try other.read({ try SyncConvergenceTest.row(id, $0) }) != nil { based.insert(id) } else { based.remove(id) }
+                    try noteBase(id, on: other)
                 }
                 based.subtract(waiting.changes.deleted)
                 waiting.applied = true
@@ -561,7 +566,7 @@ final class SyncConvergenceReplica {
             return ids
         }
         for id in refused {
-            if try other.read({ try SyncConvergenceTest.row(id, $0) }) != nil { based.insert(id) } else { based.remove(id) }
+            try noteBase(id, on: other)
             changes.written[id] = nil
             changes.deleted.remove(id)
             outbox?.changes.written[id] = nil
