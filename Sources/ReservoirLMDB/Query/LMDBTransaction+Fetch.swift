@@ -90,16 +90,46 @@ extension LMDBTransaction {
         }
     }
 
-    /// Row keys of the candidates `access` selects, without duplicates.
-    private func candidates(_ access: Access, entity: String, into keys: inout Set<[UInt8]>) throws {
+    /// The candidates `access` selects: their row keys, as bytes inside the index's pages
+    /// (valid while the transaction neither writes nor ends), in key order (the contract's id
+    /// order), each once. `inOrder` is false when they may not be: more than one range or
+    /// part, a range over more than one value, or an overlong entry; ``sortKeys(_:)`` then
+    /// orders them. `overlong` is set when an overlong entry was taken, which matches nothing
+    /// in particular and must be checked against the predicate.
+    private struct Candidates {
+        var keys: [UnsafeRawBufferPointer] = []
+        var inOrder = true
+        var overlong = false
+
+        /// Puts the keys in key order and drops repeats, unless they are in order already.
+        mutating func sortKeys() {
+            guard !inOrder else { return }
+            keys.sort { compareBytes($0, $1) < 0 }
+            var kept = 0
+            for key in keys where kept == 0 || compareBytes(keys[kept &- 1], key) != 0 {
+                keys[kept] = key
+                kept &+= 1
+            }
+            keys.removeSubrange(kept...)
+            inOrder = true
+        }
+    }
+
+    private func candidates(_ access: Access, entity: String, into found: inout Candidates) throws {
         switch access {
         case .nothing:
             return
         case let .union(parts):
-            for part in parts { try candidates(part, entity: entity, into: &keys) }
+            found.inOrder = false
+            for part in parts { try candidates(part, entity: entity, into: &found) }
         case let .ranges(column, ranges, _):
             guard let index = try indexDatabase(entity, column) else { return }
+            if ranges.count > 1 { found.inOrder = false }
             for range in ranges {
+                // One value's entries are that value's encoding then the row key, in row-key order.
+                if range.prefix != nil || range.upper != range.lower || !range.lowerInclusive || !range.upperInclusive {
+                    found.inOrder = false
+                }
                 try range.lower.withUnsafeBytes { lower in
                     try scan(index, from: range.lower) { key, _ in
                         guard key.first != KeyEncoding.overlongTag, let length = KeyEncoding.length(of: key) else { return false }
@@ -112,16 +142,28 @@ extension LMDBTransaction {
                             let order = upper.withUnsafeBytes { compareBytes(value, $0) }
                             if order > 0 || (order == 0 && !range.upperInclusive) { return false }
                         }
-                        keys.insert(Array(key[length...]))
+                        found.keys.append(UnsafeRawBufferPointer(rebasing: key[length...]))
                         return true
                     }
                 }
             }
             // Entries too long for a key are kept apart; they are always candidates.
             try scan(index, from: [KeyEncoding.overlongTag]) { key, _ in
-                keys.insert(Array(key.dropFirst()))
+                found.keys.append(UnsafeRawBufferPointer(rebasing: key.dropFirst()))
+                found.inOrder = false
+                found.overlong = true
                 return true
             }
+        }
+    }
+
+    /// Whether every candidate of a not-overlong index entry matches `predicate`: equality
+    /// (or `in`) on the indexed column, since equal values encode identically and unequal
+    /// ones differently (``KeyEncoding``), so the index's point ranges hold exactly the matches.
+    private static func indexAnswersExactly(_ predicate: RowPredicate) -> Bool {
+        switch predicate {
+        case .compare(_, .equal, _), .isIn: true
+        default: false
         }
     }
 
@@ -256,15 +298,18 @@ extension LMDBTransaction {
         if let predicate = query.predicate {
             let indexed = Set(try storedDescription(entity)?.indexes ?? [])
             if let access = Self.access(for: predicate, indexed: indexed) {
-                var keys: Set<[UInt8]> = []
-                try candidates(access, entity: entity, into: &keys)
-                stored.reserveCapacity(keys.count)
-                try withFilter(predicate, entity: entity) { filter in
-                    try lookUp(rowsDB, keys) { key, bytes in
+                var found = Candidates()
+                try candidates(access, entity: entity, into: &found)
+                found.sortKeys()
+                stored.reserveCapacity(found.keys.count)
+                // Looked up in key order: the rows come out in id order, and the cursor moves forwards.
+                let check = found.overlong || !Self.indexAnswersExactly(predicate) ? predicate : nil
+                try withFilter(check, entity: entity) { filter in
+                    try lookUp(rowsDB, found.keys) { key, bytes in
                         if try filter?.matches(key, bytes, in: self) ?? true { stored.append(StoredRow(key: key, bytes: bytes)) }
                     }
                 }
-                return (stored, false)
+                return (stored, true)
             }
         } else {
             stored.reserveCapacity(try entryCount(rowsDB))

@@ -10,7 +10,7 @@ import Reservoir
 /// compared as bytes; other columns become values, compared with `Value.compare`. Rows
 /// scanned from the row database are already in id order, so the id tie-break the query
 /// ends with is their position and needs no key. The result is the rows' positions in
-/// order; one keyed term is radix-sorted, several are compared.
+/// order; a keyed first term is radix-sorted, and rows tied on it are compared on the others.
 enum RowSort {
     /// One term's fields for every row.
     enum Keys {
@@ -87,13 +87,64 @@ enum RowSort {
                 break
             }
         }
-        order.sort { a, b in
-            for key in keys {
+        let rest = keys.dropFirst()
+        func less(_ a: Int, _ b: Int) -> Bool {
+            for key in rest {
                 let c = compare(key, a, b)
                 if c != 0 { return c < 0 }
             }
             guard let tieAscending else { return false }
             return tieAscending ? a < b : a > b
+        }
+        switch keys[0] {
+        case .ordered, .bytes:
+            // Several terms, the first keyed: a radix sort on the first term (stable, so its
+            // ties keep the tie-break's order), then each run of rows tied on it is sorted by
+            // the other terms, by comparison. Comparing every term of every row instead (the
+            // fallback below) spent about 1,900 instructions a row on two terms.
+            if tieAscending == false { order.reverse() }
+            switch keys[0] {
+            case let .ordered(k):
+                var pairs = order.map { KeyedPosition(key: k[$0], position: $0) }
+                radixSort(&pairs)
+                for i in pairs.indices { order[i] = pairs[i].position }
+            case let .bytes(k, ascending):
+                order = byteRadixSort(order, keys: k, ascending: ascending)
+            case .values:
+                break
+            }
+            let first = keys[0]
+            order.withUnsafeMutableBufferPointer { order in
+                var start = 0
+                while start < order.count {
+                    var end = start &+ 1
+                    while end < order.count, compare(first, order[start], order[end]) == 0 { end &+= 1 }
+                    if end &- start > 1 {
+                        var run = UnsafeMutableBufferPointer(rebasing: order[start..<end])
+                        if run.count <= 16 {
+                            for i in 1..<run.count {
+                                let position = run[i]
+                                var j = i
+                                while j > 0, less(position, run[j &- 1]) {
+                                    run[j] = run[j &- 1]
+                                    j &-= 1
+                                }
+                                run[j] = position
+                            }
+                        } else {
+                            run.sort(by: less)
+                        }
+                    }
+                    start = end
+                }
+            }
+            return order
+        case .values:
+            break
+        }
+        order.sort { a, b in
+            let c = compare(keys[0], a, b)
+            return c != 0 ? c < 0 : less(a, b)
         }
         return order
     }

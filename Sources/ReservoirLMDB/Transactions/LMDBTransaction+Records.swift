@@ -119,11 +119,11 @@ extension LMDBTransaction {
 
     /// Calls `visit` with the key and value, as stored, of each of `keys` that `dbi` holds,
     /// through one cursor.
-    func lookUp(_ dbi: MDB_dbi, _ keys: some Sequence<[UInt8]>,
+    func lookUp(_ dbi: MDB_dbi, _ keys: [UnsafeRawBufferPointer],
                 _ visit: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Void) throws {
         try liveTransaction().withCursor(dbi, "open a cursor") { cursor in
             for wanted in keys {
-                guard let found = try wanted.withUnsafeBytes({ try cursor.seek(exactly: $0) }) else { continue }
+                guard let found = try cursor.seek(exactly: wanted) else { continue }
                 try visit(found.key, found.value)
             }
         }
