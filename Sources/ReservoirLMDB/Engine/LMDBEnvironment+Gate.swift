@@ -58,12 +58,11 @@ extension LMDBEnvironment {
         gate.lock()
         defer { gate.unlock() }
         let me = pthread_self()
-        while gated.resizing && gated.activeByThread[me] == nil { gate.wait() }
+        while gated.resizing && gated.position(of: me) == nil { gate.wait() }
         if gated.isShutDown {
             throw ReservoirError.closed(store: "lmdb:" + path)
         }
-        gated.activeByThread[me, default: 0] += 1
-        gated.activeCount += 1
+        gated.enter(me)
         return takingIdleReader ? idleReaders.popLast() : nil
     }
 
@@ -72,14 +71,14 @@ extension LMDBEnvironment {
     /// or aborted when enough are kept or the map is about to change.
     func exit(endingRead txn: MDBTxn) {
         gate.lock()
+        defer { gate.unlock() }
         if idleReaders.count < Self.idleReaderLimit && !gated.resizing && !gated.isShutDown {
             mdb_txn_reset(txn.raw)
             idleReaders.append(txn.raw)
         } else {
             txn.abort()
         }
-        gate.unlock()
-        exit()
+        leaveGate()
     }
 
     /// Aborts the idle read transactions; the caller holds ``gate``. Before the map changes
@@ -92,11 +91,12 @@ extension LMDBEnvironment {
     func exit() {
         gate.lock()
         defer { gate.unlock() }
-        let me = pthread_self()
-        if let count = gated.activeByThread[me] {
-            gated.activeByThread[me] = count > 1 ? count - 1 : nil
-        }
-        gated.activeCount -= 1
+        leaveGate()
+    }
+
+    /// ``exit()``'s work; the caller holds ``gate``.
+    private func leaveGate() {
+        gated.exit(pthread_self())
         if gated.activeCount == 0 { gate.broadcast() }
     }
 
@@ -104,7 +104,7 @@ extension LMDBEnvironment {
     private func whileNoTransactions(_ reason: String, _ body: () throws -> Void) throws {
         gate.lock()
         defer { gate.unlock() }
-        if gated.activeByThread[pthread_self()] != nil {
+        if gated.position(of: pthread_self()) != nil {
             throw ReservoirError(.busy, "\(lmdbStore(path)): the map must be \(reason), which needs every transaction in this process ended, but this thread has a read open on the environment (a write inside a read closure?); write outside the read")
         }
         gated.resizing = true

@@ -24,9 +24,39 @@ final class LMDBEnvironment: @unchecked Sendable {
 
     /// What the gate counts and what gated.resizing the map records. Guarded by ``gate``.
     struct GateState {
-        /// Live transactions per thread, and in all.
-        var activeByThread: [pthread_t: Int] = [:]
+        /// Live transactions per thread (only threads with one; a handful at most, so a
+        /// list scanned with `pthread_equal`, where a dictionary hashed on every entry and
+        /// exit), and in all.
+        var activeByThread: [(thread: pthread_t, count: Int)] = []
         var activeCount = 0
+
+        /// Where `thread` is in ``activeByThread``.
+        func position(of thread: pthread_t) -> Int? {
+            activeByThread.firstIndex { pthread_equal($0.thread, thread) != 0 }
+        }
+
+        /// Counts a transaction of `thread` as live.
+        mutating func enter(_ thread: pthread_t) {
+            if let position = position(of: thread) {
+                activeByThread[position].count += 1
+            } else {
+                activeByThread.append((thread, 1))
+            }
+            activeCount += 1
+        }
+
+        /// Counts a transaction of `thread` as ended.
+        mutating func exit(_ thread: pthread_t) {
+            if let position = position(of: thread) {
+                if activeByThread[position].count > 1 {
+                    activeByThread[position].count -= 1
+                } else {
+                    activeByThread.swapAt(position, activeByThread.count - 1)
+                    activeByThread.removeLast()
+                }
+            }
+            activeCount -= 1
+        }
         /// A resize is waiting for the live transactions to end.
         var resizing = false
         var isShutDown = false

@@ -37,11 +37,12 @@ final class LMDBTransaction: WriteTransaction {
 
         /// Forgets what the ended LMDB transaction opened or looked up.
         mutating func forgetLookUps() {
-            verified = []
-            opened = [:]
-            rows = [:]
+            // Emptied only when they hold something: a point read touches none but `rows`.
+            if !verified.isEmpty { verified = [] }
+            if !opened.isEmpty { opened = [:] }
+            if !rows.isEmpty { rows = [:] }
             lastRows = nil
-            indexes = [:]
+            if !indexes.isEmpty { indexes = [:] }
             log = nil
             lastPut = nil
         }
@@ -113,9 +114,16 @@ final class LMDBTransaction: WriteTransaction {
 
     // MARK: - Lifecycle
 
-    /// Begins a read transaction whose handles cover every named database in its snapshot.
-    static func beginRead(in environment: LMDBEnvironment) throws -> LMDBTransaction {
-        let transaction = LMDBTransaction(environment: environment, isWrite: false)
+    /// Begins a read transaction whose handles cover every named database in its snapshot,
+    /// in `reused` when given: an ended read transaction of `environment` nothing else holds.
+    static func beginRead(in environment: LMDBEnvironment, reusing reused: LMDBTransaction? = nil) throws -> LMDBTransaction {
+        let transaction: LMDBTransaction
+        if let reused, reused.environment === environment, !reused.isWrite, reused.txn == nil, !reused.inGate {
+            transaction = reused
+            transaction.snapshot = SnapshotState()
+        } else {
+            transaction = LMDBTransaction(environment: environment, isWrite: false)
+        }
         var refreshes = 0
         while true {
             let (txn, (known, rows)) = try LMDBErrors.convert(path: environment.path) {
@@ -185,7 +193,7 @@ final class LMDBTransaction: WriteTransaction {
             self.txn = nil
         }
         handles.forgetLookUps()
-        descriptions = Descriptions()
+        if descriptions.last != nil || !descriptions.written.isEmpty || descriptions.lastEnsured != nil { descriptions = Descriptions() }
         rowCoding.forgetWrites()
         appending.target = nil
         if inGate {
