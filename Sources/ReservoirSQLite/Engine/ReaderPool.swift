@@ -10,8 +10,8 @@ final class ReaderPool: @unchecked Sendable {
     // @unchecked: `idle` and `isClosed` are guarded by `lock`; a session is used by
     // one thread at a time between acquire and release.
     private let lock = NSLock()
-    private var idle: [Session] = []
-    private var isClosed = false
+    @exclusivity(unchecked) private var idle: [Session] = []
+    @exclusivity(unchecked) private var isClosed = false
     private let path: String
     private let busyTimeout: Int32
     private let maxIdle: Int

@@ -4,8 +4,32 @@ import Reservoir
 final class Session {
     let connection: Connection
     let catalog = Catalog()
-    /// `SELECT * … WHERE id = ?1` per entity, the hottest statement.
-    var rowStatements: [String: RowStatement] = [:]
+    /// `SELECT * … WHERE id = ?1` per entity, the hottest statement, and the one used last:
+    /// most runs of reads are of one entity, whose name is then compared, not hashed.
+    /// (`@exclusivity(unchecked)`: a session is used by one thread at a time.)
+    @exclusivity(unchecked) private var rowStatements: [String: RowStatement] = [:]
+    @exclusivity(unchecked) private var lastRowStatement: (entity: String, statement: RowStatement)?
+
+    /// The row-by-id select prepared for `entity`, if there is one.
+    @inline(__always)
+    func rowStatement(_ entity: String) -> RowStatement? {
+        if let last = lastRowStatement, last.entity == entity { return last.statement }
+        guard let found = rowStatements[entity] else { return nil }
+        lastRowStatement = (entity, found)
+        return found
+    }
+
+    /// Keeps (or, given nil, forgets) the row-by-id select of `entity`.
+    func setRowStatement(_ statement: RowStatement?, for entity: String) {
+        rowStatements[entity] = statement
+        lastRowStatement = statement.map { (entity, $0) }
+    }
+
+    /// Forgets every row-by-id select (their tables may have changed).
+    func forgetRowStatements() {
+        rowStatements = [:]
+        lastRowStatement = nil
+    }
     /// `INSERT` and `INSERT … ON CONFLICT DO UPDATE` per entity and row shape (see `SQLiteWriteTransaction`).
     var writes: [WriteKey: Statement] = [:]
     /// The previous write's statement and what it was prepared for.
@@ -84,7 +108,7 @@ final class Session {
     func checkedCatalog() throws -> Catalog {
         try catalog.refreshIfNeeded(connection)
         if catalog.generation != cacheGeneration {
-            rowStatements = [:]
+            forgetRowStatements()
             writes = [:]
             lastWrite = nil
             cacheGeneration = catalog.generation

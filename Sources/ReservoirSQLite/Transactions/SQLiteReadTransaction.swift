@@ -42,7 +42,7 @@ class SQLiteReadTransaction: ReadTransaction {
     func row(_ entity: String, id: Value) throws -> Row? {
         try checkOpen()
         guard !id.isNull else { return nil }
-        if let cached = session.rowStatements[entity] {
+        if let cached = session.rowStatement(entity) {
             // The hot path: no catalog check. `SELECT *` re-prepares itself when columns
             // were added; a table dropped since fails with SQLITE_ERROR and takes the slow path.
             if cached.integerKey && id.isText { return nil }
@@ -50,12 +50,12 @@ class SQLiteReadTransaction: ReadTransaction {
             do {
                 return try Self.row(cached.statement, id: id)
             } catch let error as ReservoirError where error.nativeCode == SQLiteCode.error {
-                session.rowStatements[entity] = nil
+                session.setRowStatement(nil, for: entity)
             }
         }
         guard let table = try table(entity) else { return nil }
         let statement = try connection.cached("SELECT * FROM \(SQL.identifier(entity)) WHERE \(SQL.identifier(table.entity.idColumn)) = ?1")
-        session.rowStatements[entity] = Session.RowStatement(statement: statement, integerKey: table.integerKey)
+        session.setRowStatement(Session.RowStatement(statement: statement, integerKey: table.integerKey), for: entity)
         // The rowid's integer affinity would turn text "1" into 1 and find that row; in the
         // contract's order text never equals a number, and an integer key holds only numbers.
         if table.integerKey && id.isText { return nil }
@@ -67,13 +67,13 @@ class SQLiteReadTransaction: ReadTransaction {
     /// is no such statement yet, or it failed as a dropped table makes it fail (the caller
     /// then reads in a transaction, which checks the catalog).
     static func cachedRow(_ entity: String, id: Value, in session: Session) throws -> Row?? {
-        guard let cached = session.rowStatements[entity] else { return nil }
+        guard let cached = session.rowStatement(entity) else { return nil }
         if id.isNull || (cached.integerKey && id.isText) { return .some(nil) }
         cached.statement.reset()
         do {
             return .some(try row(cached.statement, id: id))
         } catch let error as ReservoirError where error.nativeCode == SQLiteCode.error {
-            session.rowStatements[entity] = nil
+            session.setRowStatement(nil, for: entity)
             return nil
         }
     }

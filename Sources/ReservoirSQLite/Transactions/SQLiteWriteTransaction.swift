@@ -183,7 +183,7 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
 
     /// Drops cached statements, which may name columns or tables no longer there.
     private func forgetStatements() {
-        session.rowStatements = [:]
+        session.forgetRowStatements()
         session.writes = [:]
         session.lastWrite = nil
     }
