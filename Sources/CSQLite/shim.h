@@ -24,6 +24,15 @@ static inline int reservoir_sqlite3_bind_blob_static(sqlite3_stmt *stmt, int ind
     return sqlite3_bind_blob(stmt, index, bytes, byteCount, SQLITE_STATIC);
 }
 
+// An application-defined function's result, copied by SQLite (SQLITE_TRANSIENT).
+static inline void reservoir_sqlite3_result_text_transient(sqlite3_context *context, const char *text, int byteCount) {
+    sqlite3_result_text(context, text, byteCount, SQLITE_TRANSIENT);
+}
+
+static inline void reservoir_sqlite3_result_blob_transient(sqlite3_context *context, const void *bytes, int byteCount) {
+    sqlite3_result_blob(context, bytes, byteCount, SQLITE_TRANSIENT);
+}
+
 // sqlite3_db_config is variadic, which Swift cannot call. Sets whether triggers in the
 // main schema fire on this connection; returns the setting afterwards (0 or 1), or -1
 // when SQLite refused the call.

@@ -54,4 +54,52 @@ import Testing
         let row = try store.read { snapshot in try snapshot.rows(Query(entity: stored ?? Self.notes, predicate: .compare(column: "name", .equal, .text("renamed by hand")))) }
         #expect(row.map { $0.value("id") } == [.integer(2)])
     }
+
+    /// A type change is one `UPDATE` calling the conversion through an SQL function: another
+    /// client sees the converted values (a null converted too), progress runs from 0 to every
+    /// row, and a conversion that throws part-way leaves every row as it was, naming the record.
+    @Test func aTypeChangeConvertsInOneUpdateAndFailsWhole() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let store = try openStore(directory.databasePath)
+        defer { store.close() }
+        try store.write { tx in
+            for id in 1...2_500 {
+                let priority: Value = id == 7 ? .null : .integer(Int64(id % 10))
+                _ = try tx.putRow(Row(columns: ["id", "title", "priority"], values: [.integer(Int64(id)), .text("note \(id)"), priority]), in: Self.notes)
+            }
+        }
+        let version1 = SchemaVersion(1)
+        try store.migrate(Migrations { version1 })
+        let raw = try RawConnection(directory.databasePath)
+        let before = try raw.query("SELECT id, title, priority, typeof(priority) FROM notes ORDER BY id")
+
+        #expect {
+            try store.migrate(Migrations {
+                version1
+                SchemaVersion(2, .changeType(of: "priority", in: "notes", from: Int?.self, to: String.self) { (old: Int?) in
+                    if old == 3 { throw ReservoirError(.invalidSchema, "deliberate failure") }
+                    return old.map { "p\($0)" } ?? "none"
+                })
+            })
+        } throws: { error in
+            let message = (error as? ReservoirError)?.message ?? ""
+            return message.contains("version 2") && message.contains("step 1") && message.contains("record 3") && message.contains("deliberate failure")
+        }
+        #expect(try raw.query("SELECT id, title, priority, typeof(priority) FROM notes ORDER BY id") == before, "nothing of the failed version stays")
+
+        let reports = Locked<[MigrationProgress]>([])
+        try store.migrate(Migrations {
+            version1
+            SchemaVersion(2, .changeType(of: "priority", in: "notes", from: Int?.self, to: String.self) { (old: Int?) in old.map { "p\($0)" } ?? "none" })
+        }, progress: { report in reports.withLock { $0.append(report) } })
+        #expect(try raw.query("SELECT priority, typeof(priority) FROM notes WHERE id IN (6, 7, 10) ORDER BY id") == [["p6", "text"], ["none", "text"], ["p0", "text"]])
+        #expect(try raw.query("SELECT count(*) FROM notes WHERE typeof(priority) <> 'text'") == [["0"]])
+        let done = reports.withLock { $0 }.filter { $0.version == 2 }.map(\.recordsDone)
+        #expect(done.first == 0 && done.last == 2_500 && done == done.sorted() && done.count > 2, "progress \(done)")
+        // The store reads the converted values, and writes on as before.
+        let rows = try store.read { try $0.rows(Query(entity: Self.notes, predicate: .compare(column: "id", .equal, .integer(10)))) }
+        #expect(rows.map { $0.value("priority") } == [.text("p0")])
+        try store.write { tx in _ = try tx.putRow(Row(columns: ["id", "title", "priority"], values: [.integer(2_501), .text("later"), .text("p1")]), in: Self.notes) }
+    }
 }

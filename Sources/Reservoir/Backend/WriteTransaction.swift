@@ -83,6 +83,19 @@ public protocol WriteTransaction: ReadTransaction {
     /// the column in one `UPDATE`, its type changed once to the values' own.
     func replaceColumn(_ column: String, in entity: EntityDescription, as target: EntityDescription,
                        pages: ((ColumnPage) throws -> Void) throws -> Void) throws
+
+    /// Replaces each value of `column` of every row of `entity` (stored as described, and
+    /// described the same afterwards) by `convert` of it, in one pass the backend drives: a
+    /// migration's ``MigrationStep/changeType(of:in:from:to:_:)`` calls it first. `convert` is
+    /// given the row's id beside the value, for the error naming the record; an error it throws
+    /// must leave this call by throwing it, and nothing of the pass may stay. `converted` is told
+    /// now and then how many rows were converted so far. Returns false, changing nothing, when
+    /// the backend cannot (the default): the migration then uses
+    /// ``replaceColumn(_:in:as:pages:)``. SQLite runs one `UPDATE` that calls `convert` through
+    /// an application-defined SQL function, so rows are neither read out nor sought one by one.
+    func convertColumn(_ column: String, in entity: EntityDescription,
+                       _ convert: (_ id: Value, _ value: Value) throws -> Value,
+                       converted: (Int) -> Void) throws -> Bool
 }
 
 extension WriteTransaction {
@@ -98,6 +111,11 @@ extension WriteTransaction {
     /// Renames nothing: the migration rewrites every row under the new names.
     public func renameColumns(_ renames: [(old: String, new: String)], in entity: EntityDescription,
                               to renamed: EntityDescription) throws -> Bool { false }
+
+    /// Converts nothing: the migration uses ``replaceColumn(_:in:as:pages:)``.
+    public func convertColumn(_ column: String, in entity: EntityDescription,
+                              _ convert: (_ id: Value, _ value: Value) throws -> Value,
+                              converted: (Int) -> Void) throws -> Bool { false }
 
     /// Puts each changed row under `target`, and the first row when `target` differs from `entity`.
     public func replaceColumn(_ column: String, in entity: EntityDescription, as target: EntityDescription,

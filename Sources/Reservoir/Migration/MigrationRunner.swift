@@ -76,7 +76,11 @@ struct MigrationRunner {
                 try writer.put(target, id: first.value(stored.idColumn), row: first)
             }
             report(index, entity: stored.name, done: total, of: total)
-        case let .changeType(field, _), let .addField(field, _, _):
+        case let .changeType(field, convert):
+            if try !convertInPlace(field, by: convert, of: stored, as: target, total: total, step: index) {
+                try replace(field, of: stored, as: target, total: total, step: index)
+            }
+        case let .addField(field, _, _):
             try replace(field, of: stored, as: target, total: total, step: index)
         default:
             try rewrite(stored, as: target, total: total, step: index)
@@ -114,6 +118,38 @@ struct MigrationRunner {
                 described = true
             }
         }
+    }
+
+    /// Runs a type change through ``WriteTransaction/convertColumn(_:in:_:converted:)``, which
+    /// converts every value where it is stored; false when the backend declines (or the step
+    /// changes the description or the id column), having changed nothing.
+    private func convertInPlace(_ field: String, by convert: @Sendable (Value) throws -> Value, of stored: EntityDescription,
+                                as target: EntityDescription, total: Int, step index: Int) throws -> Bool {
+        guard target == stored, field != stored.idColumn else { return false }
+        var started = false
+        var reported = 0
+        func start() {
+            if !started { report(index, entity: stored.name, done: 0, of: total) }
+            started = true
+        }
+        let converted = try writer.convertColumn(field, in: stored, { id, value in
+            do {
+                return try convert(value)
+            } catch {
+                let reason = (error as? ReservoirError)?.message ?? "\(error)"
+                throw failure(index, "entity \"\(stored.name)\", record \(id): \(reason)")
+            }
+        }, converted: { done in
+            start()
+            if done > reported, done < total, done - reported >= Self.progressInterval {
+                report(index, entity: stored.name, done: done, of: total)
+                reported = done
+            }
+        })
+        guard converted else { return false }
+        start()
+        report(index, entity: stored.name, done: total, of: total)
+        return true
     }
 
     /// Runs a step that changes only `field` (a type change, an added field) through

@@ -181,6 +181,40 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
         }
     }
 
+    /// One `UPDATE` of the column to `_reservoir_convert(id, column)`, an application-defined
+    /// function calling `convert` (registered on this connection for the statement only): SQLite
+    /// walks the table once, rewriting each row in place, as the same migration written in SQL
+    /// would, where ``replaceColumn(_:in:as:pages:)`` reads the rows out a page at a time and
+    /// seeks each one again to update it. An error `convert` throws aborts the statement (SQLite
+    /// undoes its changes) and is thrown here.
+    func convertColumn(_ column: String, in entity: EntityDescription,
+                       _ convert: (_ id: Value, _ value: Value) throws -> Value,
+                       converted: (Int) -> Void) throws -> Bool {
+        try checkOpen()
+        guard let table = try table(entity.name), table.entity == entity, column != entity.idColumn,
+              table.columnSet.contains(column) else { return false }
+        return try withoutActuallyEscaping(convert) { convert in
+            try withoutActuallyEscaping(converted) { converted in
+                let conversion = ColumnConversion(convert: convert, converted: converted, path: session.path)
+                let database = connection.handle
+                let name = ColumnConversion.functionName
+                let registered = sqlite3_create_function_v2(
+                    database, name, 2, SQLITE_UTF8, Unmanaged.passUnretained(conversion).toOpaque(),
+                    { context, _, arguments in ColumnConversion.call(context, arguments) }, nil, nil, nil)
+                guard registered == SQLITE_OK else { return false }
+                defer { sqlite3_create_function_v2(database, name, 2, SQLITE_UTF8, nil, nil, nil, nil, nil) }
+                let target = SQL.identifier(column)
+                do {
+                    try connection.execute("UPDATE \(SQL.identifier(entity.name)) SET \(target) = \(name)(\(SQL.identifier(entity.idColumn)), \(target))")
+                } catch {
+                    throw conversion.failure ?? error
+                }
+                if let failure = conversion.failure { throw failure }
+                return true
+            }
+        }
+    }
+
     /// Drops cached statements, which may name columns or tables no longer there.
     private func forgetStatements() {
         session.forgetRowStatements()
@@ -292,5 +326,92 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
             sql += " ON CONFLICT(\(SQL.identifier(idColumn))) DO UPDATE SET " + updates.joined(separator: ", ")
         }
         return try connection.cached(sql)
+    }
+}
+
+/// The state of one ``SQLiteWriteTransaction/convertColumn(_:in:_:converted:)``: the conversion
+/// its SQL function calls, how many rows it converted, and the first error.
+private final class ColumnConversion {
+    static let functionName = "_reservoir_convert"
+    /// Rows between two reports to `converted`.
+    static let reportInterval = 1000
+
+    let convert: (Value, Value) throws -> Value
+    let converted: (Int) -> Void
+    let path: String
+    var count = 0
+    var failure: Error?
+
+    init(convert: @escaping (Value, Value) throws -> Value, converted: @escaping (Int) -> Void, path: String) {
+        self.convert = convert
+        self.converted = converted
+        self.path = path
+    }
+
+    /// The SQL function's body: `arguments` are the row's id and the column's value.
+    static func call(_ context: OpaquePointer?, _ arguments: UnsafeMutablePointer<OpaquePointer?>?) {
+        guard let context, let arguments, let state = sqlite3_user_data(context) else { return }
+        let conversion = Unmanaged<ColumnConversion>.fromOpaque(state).takeUnretainedValue()
+        do {
+            let result = try conversion.convert(value(arguments[0]), value(arguments[1]))
+            try conversion.setResult(result, in: context)
+        } catch {
+            if conversion.failure == nil { conversion.failure = error }
+            sqlite3_result_error(context, "a migration's conversion failed", -1)
+            return
+        }
+        conversion.count += 1
+        if conversion.count % reportInterval == 0 { conversion.converted(conversion.count) }
+    }
+
+    /// A function argument as a ``Value``.
+    private static func value(_ argument: OpaquePointer?) -> Value {
+        switch sqlite3_value_type(argument) {
+        case SQLITE_INTEGER:
+            return .integer(sqlite3_value_int64(argument))
+        case SQLITE_FLOAT:
+            return .real(sqlite3_value_double(argument))
+        case SQLITE_TEXT:
+            let count = Int(sqlite3_value_bytes(argument))
+            guard let text = sqlite3_value_text(argument), count > 0 else { return .text("") }
+            return .text(String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self))
+        case SQLITE_BLOB:
+            let count = Int(sqlite3_value_bytes(argument))
+            guard let bytes = sqlite3_value_blob(argument), count > 0 else { return .blob(Data()) }
+            return .blob(Data(bytes: bytes, count: count))
+        default:
+            return .null
+        }
+    }
+
+    private func setResult(_ value: Value, in context: OpaquePointer) throws {
+        switch value {
+        case .null:
+            sqlite3_result_null(context)
+        case let .integer(integer):
+            sqlite3_result_int64(context, integer)
+        case let .real(real):
+            sqlite3_result_double(context, real)
+        case let .text(text):
+            var text = text
+            try text.withUTF8 { utf8 in
+                let count = try length(utf8.count)
+                guard let base = utf8.baseAddress, count > 0 else { return reservoir_sqlite3_result_text_transient(context, "", 0) }
+                base.withMemoryRebound(to: CChar.self, capacity: utf8.count) { reservoir_sqlite3_result_text_transient(context, $0, count) }
+            }
+        case let .blob(data):
+            try data.withUnsafeBytes { bytes in
+                let count = try length(bytes.count)
+                guard let base = bytes.baseAddress, count > 0 else { return sqlite3_result_zeroblob(context, 0) }
+                reservoir_sqlite3_result_blob_transient(context, base, count)
+            }
+        }
+    }
+
+    private func length(_ count: Int) throws -> Int32 {
+        guard let length = Int32(exactly: count) else {
+            throw ReservoirError(.valueOutOfRange, "\(sqliteStore(path)): a value of \(count) bytes is larger than SQLite's limit of 2 GiB")
+        }
+        return length
     }
 }
