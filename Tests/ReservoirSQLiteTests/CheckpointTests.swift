@@ -1,7 +1,7 @@
 import Foundation
 import Reservoir
 import ReservoirConformance
-import ReservoirSQLite
+@testable import ReservoirSQLite
 import Testing
 
 /// WAL checkpoints run on a background connection, and the WAL stays bounded under a
@@ -61,5 +61,43 @@ import Testing
         #expect(wal > 0)
         #expect(wal <= 6050 * frame, "the WAL grew to \(wal) bytes (\(wal / frame) frames)")
         #expect(try store.count(FetchRequest<Todo>()) == 5000)
+    }
+
+    /// A WAL that a checkpoint copied whole but that no writer could restart (commits kept
+    /// coming) asks for the next checkpoint only once another 1,000 frames arrived, not at
+    /// every commit past the threshold (each one two syncs for a few frames).
+    @Test func aCopiedWALAsksForTheNextCheckpointOnlyAfterAThousandNewFrames() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let path = directory.databasePath
+        let store = try openStore(path)
+        defer { store.close() }
+        try store.write { try $0.insert(Todo(id: 0, title: "made", done: false, priority: 0)) }
+        let writer = try Connection(path: path, create: false, busyTimeout: 1000)
+        try writer.execute("CREATE TABLE filler (x)")
+        for _ in 0..<1_100 { try writer.execute("INSERT INTO filler VALUES (randomblob(100))") }
+        // A reader of the newest snapshot lets a checkpoint copy every frame but keeps any
+        // writer from restarting the WAL, as back-to-back commits do.
+        let reader = try Connection(path: path, create: false, busyTimeout: 1000)
+        try reader.execute("BEGIN")
+        _ = try reader.scalar("SELECT count(*) FROM filler")
+        let checkpointer = Checkpointer(path: path, synchronous: "NORMAL")
+        defer { checkpointer.close() }
+        func frames() -> Int32 { Int32((size(path + "-wal") - 32) / (4096 + 24)) }
+        #expect(frames() >= 1_000)
+        checkpointer.request(frames: frames())
+        checkpointer.waitForBackground()
+        #expect(checkpointer.checkpointsRun == 1)
+        for step in 1...20 {
+            try writer.execute("INSERT INTO filler VALUES (\(step))")
+            checkpointer.request(frames: frames())
+            checkpointer.waitForBackground()
+        }
+        #expect(checkpointer.checkpointsRun == 1, "a checkpoint for every commit past the threshold")
+        for _ in 0..<1_000 { try writer.execute("INSERT INTO filler VALUES (randomblob(100))") }
+        checkpointer.request(frames: frames())
+        checkpointer.waitForBackground()
+        #expect(checkpointer.checkpointsRun == 2, "1,000 new frames ask for the next one")
+        try reader.execute("COMMIT")
     }
 }

@@ -42,6 +42,10 @@ final class Checkpointer: @unchecked Sendable {
     private let queue = DispatchQueue(label: "Reservoir.SQLite.checkpoint")
     private let lock = NSLock()
     private var requested = false
+    /// The WAL's length, in frames, when the last background checkpoint copied all of it.
+    private var checkpointedFrames: Int32 = 0
+    /// Background checkpoints run so far (for tests).
+    private var runs = 0
     private var isClosed = false
     private var connection: Connection?
 
@@ -69,7 +73,7 @@ final class Checkpointer: @unchecked Sendable {
                     _ = sqlite3_wal_checkpoint_v2(database, schema, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
                 }
             } else if frames >= Checkpointer.backgroundFrames {
-                checkpointer.request()
+                checkpointer.request(frames: frames)
             }
             return SQLITE_OK
         }, Unmanaged.passUnretained(self).toOpaque())
@@ -80,11 +84,23 @@ final class Checkpointer: @unchecked Sendable {
         sqlite3_wal_hook(writer.handle, nil, nil)
     }
 
-    /// Asks for a checkpoint; requests made while one is waiting to run are one request.
-    func request() {
+    /// Asks for a checkpoint of a WAL of `frames` frames, unless the last background
+    /// checkpoint left fewer than ``backgroundFrames`` of them to copy; requests made while one
+    /// is waiting to run are one request.
+    ///
+    /// A checkpoint that copied every frame does not shorten the WAL: the next writer restarts
+    /// it, but only when it begins after the checkpoint ended. Commits arriving back to back
+    /// begin while it runs, so the WAL kept its length and every commit past the threshold asked
+    /// for another checkpoint of its own few frames, two syncs each (520 `fdatasync`s in a run of
+    /// 1,000 commits, against 14 for SQLite's own checkpointing). Now one runs per
+    /// ``backgroundFrames`` new frames, as SQLite's own would, until the WAL restarts or reaches
+    /// ``inlineFrames``.
+    func request(frames: Int32) {
         lock.lock()
         defer { lock.unlock() }
         guard !requested, !isClosed else { return }
+        // A WAL shorter than the last checkpoint saw was restarted since.
+        guard frames < checkpointedFrames || frames - checkpointedFrames >= Self.backgroundFrames else { return }
         requested = true
         queue.async { self.checkpoint() }
     }
@@ -100,11 +116,18 @@ final class Checkpointer: @unchecked Sendable {
             connection = try? Self.open(path, synchronous: synchronous)
         }
         let connection = connection
+        runs += 1
         lock.unlock()
         guard let connection else { return }
         // PASSIVE copies what it can without waiting; SQLITE_BUSY (another process's
         // checkpoint running) or an I/O error leaves the frames for the next request.
-        _ = sqlite3_wal_checkpoint_v2(connection.handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+        var frames: Int32 = 0, copied: Int32 = 0
+        if sqlite3_wal_checkpoint_v2(connection.handle, nil, SQLITE_CHECKPOINT_PASSIVE, &frames, &copied) == SQLITE_OK,
+           frames > 0, copied == frames {
+            lock.lock()
+            checkpointedFrames = frames
+            lock.unlock()
+        }
     }
 
     private static func open(_ path: String, synchronous: String) throws -> Connection {
@@ -112,6 +135,13 @@ final class Checkpointer: @unchecked Sendable {
         // The checkpoint syncs the WAL and the database file as this setting says; never OFF.
         try connection.execute("PRAGMA synchronous = \(synchronous)")
         return connection
+    }
+
+    /// How many background checkpoints have run.
+    var checkpointsRun: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return runs
     }
 
     /// Returns once the background checkpoints asked for so far have run.
