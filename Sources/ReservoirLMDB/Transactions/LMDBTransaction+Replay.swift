@@ -103,7 +103,7 @@ extension LMDBTransaction {
     /// only throw, and the write rolls back); a full map also ends the LMDB transaction at once,
     /// freeing its dirty pages, and sets ``ReplayLog/mapFilled`` (``LMDBBackend/rerunnableWrite(_:)``
     /// grows the map and runs the closure again).
-    private func performOnce(_ body: () throws -> Bool) throws -> Bool {
+    func performOnce(_ body: () throws -> Bool) throws -> Bool {
         do {
             return try body()
         } catch let failure as LMDBFailure where failure.code == CLMDB_MAP_FULL {

@@ -1,0 +1,92 @@
+import CLMDB
+import Foundation
+import Reservoir
+
+/// A migration's type change in one walk of the row database (``WriteTransaction/convertColumn(_:in:_:converted:)``).
+extension LMDBTransaction {
+    /// Rows a conversion reads before writing the changed ones back.
+    static let convertBatch = 1000
+
+    /// Converts `column` of every row where it is stored: a cursor walks the entity's row
+    /// database a batch at a time, each row is decoded and its value converted, and the changed
+    /// rows are written back under their keys (in key order), the column's index entries moved
+    /// if it has one.
+    /// The default path read the rows out a page at a time through the core and put each
+    /// changed one again (a search from the root per row, the old row read again when the
+    /// entity has indexes).
+    ///
+    /// Only in a rerunnable write (a migration's version): there nothing is kept to replay, and a
+    /// full map or any failure ends the write as for every other operation (the version is run
+    /// again, or rolls back). An ordinary write keeps each operation to replay, which this one is
+    /// not; it declines there, and when the entity is not stored as described.
+    func convertColumn(_ column: String, in entity: EntityDescription,
+                       _ convert: (_ id: Value, _ value: Value) throws -> Value,
+                       converted: (Int) -> Void) throws -> Bool {
+        _ = try liveTransaction()
+        guard !replay.keepsOperations, column != entity.idColumn,
+              try storedDescription(entity.name) == entity,
+              let rows = try rowsDatabase(entity.name) else { return false }
+        try requireExisting(StoreFormat.rowsDatabase(entity.name))
+        let index = entity.indexes.contains(column) ? try indexDatabase(entity.name, column, create: true) : nil
+        if let poisoned = replay.poisoned { throw poisoned }
+        _ = try performOnce {
+            var row = Row()
+            var reader = RowReader()
+            var count = 0
+            // Rows are read with a cursor a batch at a time, and the batch's changed rows written
+            // after the cursor is closed: a cursor's own `MDB_CURRENT` put of a value of another
+            // size left it visiting rows again.
+            var changes: [(key: [UInt8], row: Row, old: Value, new: Value)] = []
+            var resumeAfter: [UInt8]?
+            var finished = false
+            while !finished {
+                changes.removeAll(keepingCapacity: true)
+                finished = true
+                try liveTransaction().withCursor(rows, "convert a column") { cursor in
+                    var record: MDBCursor.Record?
+                    if let start = resumeAfter {
+                        record = try start.withUnsafeBytes { try cursor.seek(atOrAfter: $0) }
+                        if let found = record, found.key.elementsEqual(start) { record = try cursor.next() }
+                    } else {
+                        record = try cursor.first()
+                    }
+                    while let (key, bytes) = record {
+                        guard try reader.decode(bytes, into: &row, layouts: layout) else {
+                            throw corruptRow(bytes, entity: entity.name, key: key)
+                        }
+                        let old = row.value(column)
+                        let new = try convert(row.value(entity.idColumn), old)
+                        if !new.isIdentical(to: old) {
+                            var changed = row
+                            changed[column] = new
+                            changes.append((Array(key), changed, old, new))
+                        }
+                        count += 1
+                        if count % Self.convertBatch == 0 {
+                            converted(count)
+                            resumeAfter = Array(key)
+                            finished = false
+                            return
+                        }
+                        record = try cursor.next()
+                    }
+                }
+                for change in changes {
+                    try change.key.withUnsafeBytes { key in
+                        if let index, Value.compare(change.old, change.new) != 0 {
+                            try withIndexKey(change.old, id: key) { try del(index, $0) }
+                            try withIndexKey(change.new, id: key) { try putEmpty(index, $0) }
+                        }
+                        let layout = try writeLayout(change.row.columns)
+                        let size = RowCodec.encodedSize(change.row, layout: layout)
+                        _ = try putReserved(rows, key, size: size, flags: 0, refused: false, "convert a column") {
+                            RowCodec.write(change.row, layout: layout, to: $0)
+                        }
+                    }
+                }
+            }
+            return true
+        }
+        return true
+    }
+}
