@@ -63,7 +63,7 @@ extension LMDBTransaction {
             if let bytes = try get(meta, StoreFormat.formatKey) {
                 let version = bytes.count == 4 ? bytes.reduce(UInt32(0)) { $0 << 8 | UInt32($1) } : 0
                 guard StoreFormat.readableFormats.contains(version) else {
-                    throw ReservoirError(.cannotOpen, "\(lmdbStore(path)): the store has format version \(version); this library reads formats \(StoreFormat.readableFormats.lowerBound) to \(StoreFormat.formatVersion)")
+                    throw ReservoirError(.cannotOpen, "\(lmdbStore(path)): the store has format version \(version); this library reads formats \(StoreFormat.readableFormats.lowerBound) to \(StoreFormat.readableFormats.upperBound)")
                 }
                 _ = try database(StoreFormat.logDatabase, create: true)
                 // Older stores hold rows and log records this library still reads; from now on

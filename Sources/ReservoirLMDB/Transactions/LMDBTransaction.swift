@@ -30,8 +30,9 @@ final class LMDBTransaction: WriteTransaction {
         /// The change log's, once looked up: every commit reads and writes it.
         var log: MDB_dbi?
         /// The entity the last put went to, as an index into the replay log's entities, its
-        /// row database, and whether it has indexes (see ``LMDBTransaction/putTarget(_:)``).
-        var lastPut: (entity: Int, rows: MDB_dbi, indexed: Bool)?
+        /// row database, whether it has indexes, and the least layout number its rows may name
+        /// (see ``LMDBTransaction/putTarget(_:)``).
+        var lastPut: (entity: Int, rows: MDB_dbi, indexed: Bool, floor: UInt32)?
         /// Committed databases a write found still there (see ``LMDBTransaction/requireExisting(_:)``).
         var verified: Set<String> = []
 
@@ -67,12 +68,19 @@ final class LMDBTransaction: WriteTransaction {
         /// The columns of the last row put, and the number of the layout it was written in.
         var lastWrittenColumns: [String] = []
         var lastWrittenNumber: UInt32?
+        /// Every entity's columns renamed in place as this transaction sees them, once looked up
+        /// (see ``RenameHistory``); `renamed` when this write renamed some.
+        var renames: StoreRenames?
+        var renamed = false
 
         /// Forgets what the ended LMDB transaction stored (a replay stores it again).
         mutating func forgetWrites() {
             addedLayouts = []
             lastWrittenColumns = []
             lastWrittenNumber = nil
+            renames = nil
+            renamed = false
+            reader = RowReader()
         }
     }
 
@@ -96,7 +104,7 @@ final class LMDBTransaction: WriteTransaction {
     @exclusivity(unchecked) var descriptions = Descriptions()
     @exclusivity(unchecked) var rowCoding = RowCoding()
     @exclusivity(unchecked) var snapshot = SnapshotState()
-    /// Where `MDB_APPEND` may be used (see ``putRow(_:_:_:onlyNew:)``).
+    /// Where `MDB_APPEND` may be used (see ``putRow(_:_:_:floor:onlyNew:)``).
     @exclusivity(unchecked) var appending = Appending()
     /// Reused for encoding index keys.
     @exclusivity(unchecked) var keyScratch: [UInt8] = []
@@ -214,6 +222,7 @@ final class LMDBTransaction: WriteTransaction {
             let committed = handles.opened
             let changed = descriptions.written
             let layouts = rowCoding.addedLayouts
+            let renamed = rowCoding.renamed ? rowCoding.renames : nil
             end()
             if rc == 0 {
                 if !committed.isEmpty { environment.addHandles(committed.mapValues { Optional($0) }) }
@@ -225,7 +234,8 @@ final class LMDBTransaction: WriteTransaction {
                 // missed another's commit, and a write here could reuse its sequence). The
                 // writer lock is still held, so the newest meta names our commit if it landed.
                 if environment.lastCommittedID() == snapshot.writeID {
-                    environment.advanceDescriptions(from: snapshot.id, to: snapshot.writeID, changed: changed, recorded: snapshot.recordedCommit)
+                    environment.advanceDescriptions(from: snapshot.id, to: snapshot.writeID, changed: changed, recorded: snapshot.recordedCommit,
+                                                    renamed: renamed)
                 }
                 return
             }
