@@ -90,32 +90,71 @@ struct RenameInPlaceTests {
 
     // MARK: - Raw environment access
 
-    /// The records of named database `name` (nil: no such database) and the `format` key, read
-    /// with the C API once the store is closed.
-    static func raw(_ path: String, _ name: String) throws -> [(key: [UInt8], value: [UInt8])]? {
+    /// Runs `body` in a raw LMDB transaction on the environment at `path` (the store closed),
+    /// read-only unless `writing`, which commits when `body` returns.
+    static func withRawTransaction<R>(_ path: String, writing: Bool = false, _ body: (OpaquePointer) throws -> R) throws -> R {
         var env: OpaquePointer?
         guard mdb_env_create(&env) == 0, let env else { throw MigrationDatabaseTests.CLIFailure("mdb_env_create failed") }
         defer { mdb_env_close(env) }
         mdb_env_set_maxdbs(env, 64)
-        guard mdb_env_open(env, path, CLMDB_RDONLY, 0o644) == 0 else { throw MigrationDatabaseTests.CLIFailure("cannot open \(path)") }
+        guard mdb_env_open(env, path, writing ? 0 : CLMDB_RDONLY, 0o644) == 0 else { throw MigrationDatabaseTests.CLIFailure("cannot open \(path)") }
         var txn: OpaquePointer?
-        guard mdb_txn_begin(env, nil, CLMDB_RDONLY, &txn) == 0, let txn else { throw MigrationDatabaseTests.CLIFailure("mdb_txn_begin failed") }
-        defer { mdb_txn_abort(txn) }
-        var dbi: MDB_dbi = 0
-        guard mdb_dbi_open(txn, name, 0, &dbi) == 0 else { return nil }
-        var cursor: OpaquePointer?
-        guard mdb_cursor_open(txn, dbi, &cursor) == 0, let cursor else { throw MigrationDatabaseTests.CLIFailure("mdb_cursor_open failed") }
-        defer { mdb_cursor_close(cursor) }
-        var records: [(key: [UInt8], value: [UInt8])] = []
-        var key = MDB_val()
-        var data = MDB_val()
-        var op = MDB_FIRST
-        while mdb_cursor_get(cursor, &key, &data, op) == 0 {
-            records.append(([UInt8](UnsafeRawBufferPointer(start: key.mv_data, count: key.mv_size)),
-                            [UInt8](UnsafeRawBufferPointer(start: data.mv_data, count: data.mv_size))))
-            op = MDB_NEXT
+        guard mdb_txn_begin(env, nil, writing ? 0 : CLMDB_RDONLY, &txn) == 0, let txn else { throw MigrationDatabaseTests.CLIFailure("mdb_txn_begin failed") }
+        let result: R
+        do {
+            result = try body(txn)
+        } catch {
+            mdb_txn_abort(txn)
+            throw error
         }
-        return records
+        if writing {
+            guard mdb_txn_commit(txn) == 0 else { throw MigrationDatabaseTests.CLIFailure("mdb_txn_commit failed") }
+        } else {
+            mdb_txn_abort(txn)
+        }
+        return result
+    }
+
+    /// The records of named database `name`, nil when there is no such database, read with the
+    /// C API once the store is closed.
+    static func raw(_ path: String, _ name: String) throws -> [(key: [UInt8], value: [UInt8])]? {
+        try withRawTransaction(path) { txn in
+            var dbi: MDB_dbi = 0
+            guard mdb_dbi_open(txn, name, 0, &dbi) == 0 else { return nil }
+            var cursor: OpaquePointer?
+            guard mdb_cursor_open(txn, dbi, &cursor) == 0, let cursor else { throw MigrationDatabaseTests.CLIFailure("mdb_cursor_open failed") }
+            defer { mdb_cursor_close(cursor) }
+            var records: [(key: [UInt8], value: [UInt8])] = []
+            var key = MDB_val()
+            var data = MDB_val()
+            var op = MDB_FIRST
+            while mdb_cursor_get(cursor, &key, &data, op) == 0 {
+                records.append(([UInt8](UnsafeRawBufferPointer(start: key.mv_data, count: key.mv_size)),
+                                [UInt8](UnsafeRawBufferPointer(start: data.mv_data, count: data.mv_size))))
+                op = MDB_NEXT
+            }
+            return records
+        }
+    }
+
+    /// Stores `value` under `key` in named database `name` with the C API, the store closed.
+    static func putRaw(_ path: String, _ name: String, key: [UInt8], value: [UInt8]) throws {
+        try withRawTransaction(path, writing: true) { txn in
+            var dbi: MDB_dbi = 0
+            guard mdb_dbi_open(txn, name, 0, &dbi) == 0 else { throw MigrationDatabaseTests.CLIFailure("no \(name)") }
+            var k = MDB_val()
+            var v = MDB_val()
+            let rc = key.withUnsafeBytes { kb in
+                value.withUnsafeBytes { vb in
+                    k.mv_size = kb.count
+                    k.mv_data = UnsafeMutableRawPointer(mutating: kb.baseAddress)
+                    v.mv_size = vb.count
+                    v.mv_data = UnsafeMutableRawPointer(mutating: vb.baseAddress)
+                    return mdb_put(txn, dbi, &k, &v, 0)
+                }
+            }
+            guard rc == 0 else { throw MigrationDatabaseTests.CLIFailure("mdb_put: \(rc)") }
+        }
     }
 
     /// The stored format and the `renames/` keys of `meta`.
@@ -124,6 +163,15 @@ struct RenameInPlaceTests {
         let format = meta.first { $0.key == Array("format".utf8) }.map { $0.value.reduce(UInt32(0)) { $0 << 8 | UInt32($1) } } ?? 0
         let renames = meta.map { String(decoding: $0.key, as: UTF8.self) }.filter { $0.hasPrefix("renames/") }
         return (format, renames)
+    }
+
+    /// Runs `body` with a new store in a temporary directory, closed and removed afterwards.
+    static func withNewStore(_ body: (Store) throws -> Void) throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.cleanUp() }
+        let store = try openStore("lmdb:" + dir.path + "/env")
+        defer { store.close() }
+        try body(store)
     }
 
     static func fill(_ store: Store, count: Int = 200) throws {
@@ -268,58 +316,52 @@ struct RenameInPlaceTests {
     /// A row of the entity that holds the new name (undeclared) keeps the rename from being
     /// made in place: the rewrite then decides, and refuses a non-null value.
     @Test func aNewNameARowHoldsIsNotRenamedInPlace() throws {
-        let dir = try TemporaryDirectory()
-        defer { dir.cleanUp() }
-        let path = dir.path + "/env"
-        let store = try openStore("lmdb:" + path)
-        defer { store.close() }
-        let notes = EntityDescription(name: "notes", fields: ["id", "a"], integerIDs: true)
-        try store.write { tx in
-            _ = try tx.putRow(Row(columns: ["id", "a"], values: [1, "x"]), in: notes)
-            _ = try tx.putRow(Row(columns: ["id", "a", "b"], values: [2, "y", "taken"]), in: notes)
-        }
-        #expect(throws: ReservoirError.self) {
-            try store.migrate(Migrations { SchemaVersion(1); SchemaVersion(2, .renameField("a", to: "b", in: "notes")) })
-        }
-        try store.backend.read { snapshot in
-            let row = try #require(try snapshot.row("notes", id: 2))
-            #expect(row.value("a") == .text("y") && row.value("b") == .text("taken"))
+        try Self.withNewStore { store in
+            let notes = EntityDescription(name: "notes", fields: ["id", "a"], integerIDs: true)
+            try store.write { tx in
+                _ = try tx.putRow(Row(columns: ["id", "a"], values: [1, "x"]), in: notes)
+                _ = try tx.putRow(Row(columns: ["id", "a", "b"], values: [2, "y", "taken"]), in: notes)
+            }
+            #expect(throws: ReservoirError.self) {
+                try store.migrate(Migrations { SchemaVersion(1); SchemaVersion(2, .renameField("a", to: "b", in: "notes")) })
+            }
+            try store.backend.read { snapshot in
+                let row = try #require(try snapshot.row("notes", id: 2))
+                #expect(row.value("a") == .text("y") && row.value("b") == .text("taken"))
+            }
         }
     }
 
     @Test func chainedRenamesAndASwapInOneVersion() throws {
-        let dir = try TemporaryDirectory()
-        defer { dir.cleanUp() }
-        let path = dir.path + "/env"
-        let store = try openStore("lmdb:" + path)
-        defer { store.close() }
-        let notes = EntityDescription(name: "notes", fields: ["id", "a", "b", "c"], integerIDs: true)
-        try store.write { tx in
-            for id in 1...50 {
-                _ = try tx.putRow(Row(columns: ["id", "a", "b", "c"], values: [.integer(Int64(id)), .text("a\(id)"), .text("b\(id)"), .integer(Int64(id))]), in: notes)
+        try Self.withNewStore { store in
+            let notes = EntityDescription(name: "notes", fields: ["id", "a", "b", "c"], integerIDs: true)
+            try store.write { tx in
+                for id in 1...50 {
+                    _ = try tx.putRow(Row(columns: ["id", "a", "b", "c"], values: [.integer(Int64(id)), .text("a\(id)"), .text("b\(id)"), .integer(Int64(id))]), in: notes)
+                }
             }
+            let v2 = SchemaVersion(2, .renameField("c", to: "d", in: "notes"))
+            // a swap: a → t, b → a, t → b
+            let v3 = SchemaVersion(3, .renameField("a", to: "t", in: "notes"), .renameField("b", to: "a", in: "notes"), .renameField("t", to: "b", in: "notes"))
+            let v4 = SchemaVersion(4, .renameField("d", to: "e", in: "notes"), .renameField("e", to: "c", in: "notes"))
+            try store.migrate(Migrations { SchemaVersion(1); v2 })
+            // A row written between two renames names a layout above the first watermark.
+            try store.write { tx in
+                _ = try tx.putRow(Row(columns: ["id", "a", "b", "d"], values: [51, "a51", "b51", 51]), in: EntityDescription(name: "notes", fields: ["id", "a", "b", "d"], integerIDs: true))
+            }
+            try store.migrate(Migrations { SchemaVersion(1); v2; v3; v4 })
+            let stored = try Self.stored(store)
+            #expect(stored.fields == ["id", "b", "a", "c"])
+            let rows = try store.read { try $0.rows(try Query(entity: stored, sort: [SortTerm(column: "id")])) }
+            #expect(rows.count == 51)
+            for (offset, row) in rows.enumerated() {
+                let id = offset + 1
+                #expect(row.value("a") == .text("b\(id)") && row.value("b") == .text("a\(id)") && row.value("c") == .integer(Int64(id)), "\(row)")
+                #expect(row.value("d").isNull && row.value("e").isNull && row.value("t").isNull)
+            }
+            let sorted = try store.read { try $0.rows(try Query(entity: stored, predicate: .compare(column: "c", .less, .integer(4)), sort: [SortTerm(column: "a", ascending: false)])) }
+            #expect(sorted.map { $0.value("id") } == [3, 2, 1])
         }
-        let v2 = SchemaVersion(2, .renameField("c", to: "d", in: "notes"))
-        // a swap: a → t, b → a, t → b
-        let v3 = SchemaVersion(3, .renameField("a", to: "t", in: "notes"), .renameField("b", to: "a", in: "notes"), .renameField("t", to: "b", in: "notes"))
-        let v4 = SchemaVersion(4, .renameField("d", to: "e", in: "notes"), .renameField("e", to: "c", in: "notes"))
-        try store.migrate(Migrations { SchemaVersion(1); v2 })
-        // A row written between two renames names a layout above the first watermark.
-        try store.write { tx in
-            _ = try tx.putRow(Row(columns: ["id", "a", "b", "d"], values: [51, "a51", "b51", 51]), in: EntityDescription(name: "notes", fields: ["id", "a", "b", "d"], integerIDs: true))
-        }
-        try store.migrate(Migrations { SchemaVersion(1); v2; v3; v4 })
-        let stored = try Self.stored(store)
-        #expect(stored.fields == ["id", "b", "a", "c"])
-        let rows = try store.read { try $0.rows(try Query(entity: stored, sort: [SortTerm(column: "id")])) }
-        #expect(rows.count == 51)
-        for (offset, row) in rows.enumerated() {
-            let id = offset + 1
-            #expect(row.value("a") == .text("b\(id)") && row.value("b") == .text("a\(id)") && row.value("c") == .integer(Int64(id)), "\(row)")
-            #expect(row.value("d").isNull && row.value("e").isNull && row.value("t").isNull)
-        }
-        let sorted = try store.read { try $0.rows(try Query(entity: stored, predicate: .compare(column: "c", .less, .integer(4)), sort: [SortTerm(column: "a", ascending: false)])) }
-        #expect(sorted.map { $0.value("id") } == [3, 2, 1])
     }
 
     /// A version that fails after its rename leaves no entry, no format 5, and no trace in this
@@ -385,31 +427,6 @@ struct RenameInPlaceTests {
         let error = try #require(throws: ReservoirError.self) { _ = try Self.row(store, 1) }
         #expect(error.code == .corrupt)
         #expect(error.message.contains("column renames of entity \"notes\""), "\(error.message)")
-    }
-
-    static func putRaw(_ path: String, _ name: String, key: [UInt8], value: [UInt8]) throws {
-        var env: OpaquePointer?
-        guard mdb_env_create(&env) == 0, let env else { throw MigrationDatabaseTests.CLIFailure("mdb_env_create failed") }
-        defer { mdb_env_close(env) }
-        mdb_env_set_maxdbs(env, 64)
-        guard mdb_env_open(env, path, 0, 0o644) == 0 else { throw MigrationDatabaseTests.CLIFailure("cannot open \(path)") }
-        var txn: OpaquePointer?
-        guard mdb_txn_begin(env, nil, 0, &txn) == 0, let txn else { throw MigrationDatabaseTests.CLIFailure("mdb_txn_begin failed") }
-        var dbi: MDB_dbi = 0
-        guard mdb_dbi_open(txn, name, 0, &dbi) == 0 else { mdb_txn_abort(txn); throw MigrationDatabaseTests.CLIFailure("no \(name)") }
-        var k = MDB_val()
-        var v = MDB_val()
-        let rc = key.withUnsafeBytes { kb in
-            value.withUnsafeBytes { vb in
-                k.mv_size = kb.count
-                k.mv_data = UnsafeMutableRawPointer(mutating: kb.baseAddress)
-                v.mv_size = vb.count
-                v.mv_data = UnsafeMutableRawPointer(mutating: vb.baseAddress)
-                return mdb_put(txn, dbi, &k, &v, 0)
-            }
-        }
-        guard rc == 0 else { mdb_txn_abort(txn); throw MigrationDatabaseTests.CLIFailure("mdb_put: \(rc)") }
-        guard mdb_txn_commit(txn) == 0 else { throw MigrationDatabaseTests.CLIFailure("mdb_txn_commit failed") }
     }
 
     /// Another process holding the store open (its layouts and renames cached) reads the new

@@ -88,10 +88,7 @@ extension LMDBTransaction {
         if format < StoreFormat.renamesFormat {
             try put(meta, StoreFormat.formatKey, withUnsafeBytes(of: StoreFormat.renamesFormat.bigEndian) { Array($0) })
         }
-        try put(meta, StoreFormat.entityKey(renamed.name), StoreFormat.encode(renamed))
-        descriptions.written[renamed.name] = renamed
-        descriptions.last = (renamed.name, renamed)
-        descriptions.lastEnsured = nil
+        try writeDescription(renamed, in: meta, ensured: nil)
         var byEntity = try storeRenames().byEntity
         byEntity[entity.name] = updated
         rowCoding.renames = StoreRenames(byEntity: byEntity)

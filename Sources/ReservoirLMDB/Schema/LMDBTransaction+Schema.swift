@@ -51,6 +51,12 @@ extension LMDBTransaction {
                 start = next
             } while start != nil
         }
+        try writeDescription(entity, in: meta, ensured: entityIndex)
+    }
+
+    /// Stores `entity` as its entity's description in this transaction; `entityIndex` (in the
+    /// replay log's entities) is then the description the last put made sure of, if any.
+    func writeDescription(_ entity: EntityDescription, in meta: MDB_dbi, ensured entityIndex: Int?) throws {
         try put(meta, StoreFormat.entityKey(entity.name), StoreFormat.encode(entity))
         descriptions.written[entity.name] = entity
         descriptions.last = (entity.name, entity)
