@@ -394,23 +394,43 @@ struct RenameInPlaceTests {
         #expect(renamed.value("name") == .text("note 21"))
     }
 
-    @Test func aRenamedIndexedColumnIsRewrittenAndMigrationsWithoutRenamesKeepFormat4() throws {
+    /// An indexed column's index moves to the database named by the new name; the rows stay.
+    /// Migrations without a rename keep format 4.
+    @Test func aRenamedIndexedColumnMovesItsIndexAndMigrationsWithoutRenamesKeepFormat4() throws {
         let dir = try TemporaryDirectory()
         defer { dir.cleanUp() }
         let path = dir.path + "/env"
-        let store = try openStore("lmdb:" + path)
+        var store = try openStore("lmdb:" + path)
         try Self.fill(store, count: 30)
-        try store.migrate(Migrations {
-            SchemaVersion(1)
-            SchemaVersion(2, .addField("extra", to: "notes", default: 1), .addIndex(on: "title", in: "notes"), .dropField("extra", from: "notes"))
-            SchemaVersion(3, .renameField("rank", to: "score", in: "notes"))
-        })
+        let v2 = SchemaVersion(2, .addField("extra", to: "notes", default: 1), .addIndex(on: "title", in: "notes"), .dropField("extra", from: "notes"))
+        try store.migrate(Migrations { SchemaVersion(1); v2 })
+        store.close()
+        #expect(try Self.formatAndRenames(path) == (4, []))
+        let before = try #require(try Self.raw(path, "rows/notes"))
+        let rankIndex = try #require(try Self.raw(path, "index/notes/rank"))
+        #expect(rankIndex.count == 30)
+
+        store = try openStore("lmdb:" + path)
+        defer { store.close() }
+        try store.migrate(Migrations { SchemaVersion(1); v2; SchemaVersion(3, .renameField("rank", to: "score", in: "notes")) })
         #expect(try Self.stored(store).indexes.sorted() == ["score", "title"])
         let found = try Self.rows(store) { try Query(entity: $0, predicate: .compare(column: "score", .equal, .integer(2))) }
         #expect(found.map { $0.value("id") } == [2, 9, 16, 23, 30].map { .integer($0) })
+        let ordered = try Self.rows(store) { try Query(entity: $0, sort: [SortTerm(column: "score", ascending: false)], limit: 2) }
+        #expect(ordered.map { $0.value("id") } == [6, 13].map { .integer($0) }, "score 6, then the id")
+        // A write after the rename keeps the moved index up to date.
+        try store.write { tx in
+            _ = try tx.putRow(Row(columns: ["id", "title", "score"], values: [9, "changed", 100]), in: Self.stored(store))
+        }
+        let moved = try Self.rows(store) { try Query(entity: $0, predicate: .compare(column: "score", .greaterOrEqual, .integer(100))) }
+        #expect(moved.map { $0.value("id") } == [.integer(9)])
         store.close()
-        #expect(try Self.formatAndRenames(path) == (4, []), "the indexed column was rewritten, not renamed in place")
+        #expect(try Self.formatAndRenames(path) == (5, ["renames/notes"]))
         #expect(try Self.raw(path, "index/notes/score")?.count == 30)
+        #expect(try Self.raw(path, "index/notes/rank")?.count ?? 0 == 0, "the old index database is left empty")
+        let after = try #require(try Self.raw(path, "rows/notes"))
+        #expect(zip(after, before).filter { $0.0.value != $0.1.value }.map(\.0.key) == [KeyEncoding.encode(.integer(9))],
+                "only the row written after the rename changed")
     }
 
     @Test func aDamagedRenameEntryIsCorruptNamingTheEntity() throws {

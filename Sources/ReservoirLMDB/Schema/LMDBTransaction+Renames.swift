@@ -56,18 +56,17 @@ extension LMDBTransaction {
         }
     }
 
-    /// Records `renames` for `entity`'s rows under the next free layout number, stores
-    /// `renamed` as its description and marks the store format 5. Returns false, changing
-    /// nothing, when a renamed column is indexed (the index database is named by its column:
-    /// the migration's rewrite builds the new one), or when a row of the entity may already
-    /// hold a new name.
+    /// Records `renames` for `entity`'s rows under the next free layout number, moves the index
+    /// of a renamed column to the database named by its new name, stores `renamed` as its
+    /// description and marks the store format 5. Returns false, changing nothing, when a row of
+    /// the entity may already hold a new name, or a new name is indexed already.
     func applyRenameColumns(_ renames: [RenameHistory.Rename], in entity: EntityDescription,
                             to renamed: EntityDescription) throws -> Bool {
         let olds = Set(renames.map(\.old))
         let news = Set(renames.map(\.new))
         guard !renames.isEmpty, olds.count == renames.count, news.count == renames.count,
               olds.isDisjoint(with: news),
-              !entity.indexes.contains(where: { olds.contains($0) || news.contains($0) }),
+              !entity.indexes.contains(where: news.contains),
               !news.contains(entity.idColumn), !olds.contains(entity.idColumn)
         else { return false }
         guard let meta = try database(StoreFormat.metaDatabase, create: true) else { return false }
@@ -79,6 +78,9 @@ extension LMDBTransaction {
         if layouts.contains(where: { holdsNew(history?.view(of: $0).columns ?? $0.columns) }),
            try rowsHoldAny(of: entity.name, history: history, holdsNew) {
             return false
+        }
+        for rename in renames where entity.indexes.contains(rename.old) {
+            try moveIndex(of: entity.name, from: rename.old, to: rename.new)
         }
         let entry = RenameHistory.Entry(watermark: watermark, renames: renames)
         let updated = history?.appending(entry) ?? RenameHistory(entries: [entry])
@@ -97,6 +99,32 @@ extension LMDBTransaction {
         rowCoding.lastWrittenNumber = nil
         handles.lastPut = nil
         return true
+    }
+
+    /// Copies the entries of the index on `old` (value then id: they do not name the column)
+    /// into the index database of `new`, a batch at a time, and empties the old one, which stays
+    /// as a dropped index's does.
+    private func moveIndex(of entity: String, from old: String, to new: String) throws {
+        guard let target = try indexDatabase(entity, new, create: true) else { return }
+        try liveTransaction().empty(target, "empty the index on \(entity).\(new)")
+        guard let source = try indexDatabase(entity, old) else { return }
+        var keys: [[UInt8]] = []
+        var start: [UInt8]?
+        repeat {
+            keys.removeAll(keepingCapacity: true)
+            var next: [UInt8]?
+            try scan(source, from: start) { key, _ in
+                guard keys.count < Self.indexBuildBatch else {
+                    next = Array(key)
+                    return false
+                }
+                keys.append(Array(key))
+                return true
+            }
+            for key in keys { try key.withUnsafeBytes { try putEmpty(target, $0) } }
+            start = next
+        } while start != nil
+        try liveTransaction().empty(source, "empty the index on \(entity).\(old)")
     }
 
     /// Whether a row of `entity` reads (through `history`) a column list `test` accepts,
