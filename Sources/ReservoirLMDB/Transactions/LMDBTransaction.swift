@@ -78,9 +78,10 @@ final class LMDBTransaction: WriteTransaction {
             addedLayouts = []
             lastWrittenColumns = []
             lastWrittenNumber = nil
-            renames = nil
+            // The next snapshot (a replay's, a reused read's) looks them up again. The reader
+            // keeps its layout: it checks the history it was read through.
+            if renames != nil { renames = nil }
             renamed = false
-            reader = RowReader()
         }
     }
 
