@@ -10,7 +10,7 @@ extension LMDBTransaction {
     /// Every entity's column renames as this transaction sees them: this write's own, else
     /// the environment's for the snapshot's commit, else read from `meta` (and cached there).
     func storeRenames() throws -> StoreRenames {
-        if let known = rowCoding.renames { return known }
+        if let known = rowCoding.renames, rowCoding.renamesAt == snapshot.id { return known }
         let renames: StoreRenames
         if let cached = environment.cachedRenames(at: snapshot.id) {
             renames = cached
@@ -21,13 +21,18 @@ extension LMDBTransaction {
             environment.cacheRenames(renames, at: snapshot.id)
         }
         rowCoding.renames = renames
+        rowCoding.renamesAt = snapshot.id
+        rowCoding.anyRenames = !renames.byEntity.isEmpty
         return renames
     }
 
-    /// The entity's rename history; nil when its columns were never renamed in place.
+    /// The entity's rename history; nil when its columns were never renamed in place. Without
+    /// renames in the store, a transaction's second call (and a reused read's at the same commit)
+    /// compares two numbers.
     @inline(__always)
     func renameHistory(_ entity: String) throws -> RenameHistory? {
-        try storeRenames().history(entity)
+        if rowCoding.renamesAt == snapshot.id, !rowCoding.anyRenames { return nil }
+        return try storeRenames().history(entity)
     }
 
     private func readStoredRenames() throws -> StoreRenames {
@@ -94,6 +99,8 @@ extension LMDBTransaction {
         var byEntity = try storeRenames().byEntity
         byEntity[entity.name] = updated
         rowCoding.renames = StoreRenames(byEntity: byEntity)
+        rowCoding.renamesAt = snapshot.id
+        rowCoding.anyRenames = true
         rowCoding.renamed = true
         // The entity's next rows need a layout at or above the new watermark.
         rowCoding.lastWrittenNumber = nil

@@ -188,17 +188,14 @@ struct RowReader {
     mutating func decode(_ bytes: UnsafeRawBufferPointer, into row: inout Row, renames: RenameHistory?,
                          layouts: (UInt32) throws -> RowLayout?) rethrows -> Bool {
         guard let (number, offset) = RowCodec.header(bytes) else {
-            guard let named = RowCodec.decodeNamed(bytes) else { return false }
-            row = named
-            if let renames { row = Row(columns: renames.renamed(named.columns, from: nil), values: named.values) }
-            return true
+            return Self.decodeNamed(bytes, into: &row, renames: renames)
         }
         let layout: RowLayout
         if let last, last.number == number, lastRenames === renames {
             layout = last
         } else {
             guard let found = try layouts(number) else { return false }
-            layout = renames?.view(of: found) ?? found
+            layout = Self.view(of: found, renames)
             last = layout
             lastRenames = renames
         }
@@ -211,7 +208,22 @@ struct RowReader {
         return true
     }
 
+    /// A version 1 row (older than every rename), its columns renamed. Kept out of line, like
+    /// ``view(of:_:)``: the usual rows' path stays small enough to inline what it calls.
+    @inline(never)
+    private static func decodeNamed(_ bytes: UnsafeRawBufferPointer, into row: inout Row, renames: RenameHistory?) -> Bool {
+        guard let named = RowCodec.decodeNamed(bytes) else { return false }
+        row = renames.map { Row(columns: $0.renamed(named.columns, from: nil), values: named.values) } ?? named
+        return true
+    }
+
+    @inline(never)
+    private static func view(of layout: RowLayout, _ renames: RenameHistory?) -> RowLayout {
+        renames?.view(of: layout) ?? layout
+    }
+
     /// Decodes a stored row; nil as ``decode(_:into:renames:layouts:)`` returns false.
+    @inline(__always)
     mutating func decode(_ bytes: UnsafeRawBufferPointer, renames: RenameHistory?,
                          layouts: (UInt32) throws -> RowLayout?) rethrows -> Row? {
         var row = Row()

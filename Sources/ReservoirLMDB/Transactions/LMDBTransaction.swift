@@ -68,9 +68,12 @@ final class LMDBTransaction: WriteTransaction {
         /// The columns of the last row put, and the number of the layout it was written in.
         var lastWrittenColumns: [String] = []
         var lastWrittenNumber: UInt32?
-        /// Every entity's columns renamed in place as this transaction sees them, once looked up
-        /// (see ``RenameHistory``); `renamed` when this write renamed some.
+        /// Every entity's columns renamed in place as of commit `renamesAt`, once looked up (see
+        /// ``RenameHistory``), and whether there are any; `renamed` when this write renamed some.
+        /// A read transaction reused for the same commit keeps them.
         var renames: StoreRenames?
+        var renamesAt = -1
+        var anyRenames = false
         var renamed = false
 
         /// Forgets what the ended LMDB transaction stored (a replay stores it again).
@@ -78,10 +81,13 @@ final class LMDBTransaction: WriteTransaction {
             addedLayouts = []
             lastWrittenColumns = []
             lastWrittenNumber = nil
-            // The next snapshot (a replay's, a reused read's) looks them up again. The reader
-            // keeps its layout: it checks the history it was read through.
-            if renames != nil { renames = nil }
-            renamed = false
+            // A replay makes its renames again. (A reused read checks `renamesAt`; the reader
+            // keeps its layout, checking the history it was read through.)
+            if renamed {
+                renames = nil
+                renamesAt = -1
+                renamed = false
+            }
         }
     }
 
