@@ -115,22 +115,9 @@ extension LMDBTransaction {
         guard let target = try indexDatabase(entity, new, create: true) else { return }
         try liveTransaction().empty(target, "empty the index on \(entity).\(new)")
         guard let source = try indexDatabase(entity, old) else { return }
-        var keys: [[UInt8]] = []
-        var start: [UInt8]?
-        repeat {
-            keys.removeAll(keepingCapacity: true)
-            var next: [UInt8]?
-            try scan(source, from: start) { key, _ in
-                guard keys.count < Self.indexBuildBatch else {
-                    next = Array(key)
-                    return false
-                }
-                keys.append(Array(key))
-                return true
-            }
+        try inBatches(source) { key, _ in Array(key) } store: { keys in
             for key in keys { try key.withUnsafeBytes { try putEmpty(target, $0) } }
-            start = next
-        } while start != nil
+        }
         try liveTransaction().empty(source, "empty the index on \(entity).\(old)")
     }
 
