@@ -23,16 +23,22 @@ extension LMDBTransaction {
         rowCoding.renames = renames
         rowCoding.renamesAt = snapshot.id
         rowCoding.anyRenames = !renames.byEntity.isEmpty
+        rowCoding.lastHistory = nil
         return renames
     }
 
     /// The entity's rename history; nil when its columns were never renamed in place. Without
     /// renames in the store, a transaction's second call (and a reused read's at the same commit)
-    /// compares two numbers.
+    /// compares two numbers; with some, the entity looked up last is compared by name.
     @inline(__always)
     func renameHistory(_ entity: String) throws -> RenameHistory? {
-        if rowCoding.renamesAt == snapshot.id, !rowCoding.anyRenames { return nil }
-        return try storeRenames().history(entity)
+        if rowCoding.renamesAt == snapshot.id {
+            if !rowCoding.anyRenames { return nil }
+            if let last = rowCoding.lastHistory, last.entity == entity { return last.history }
+        }
+        let history = try storeRenames().history(entity)
+        rowCoding.lastHistory = (entity, history)
+        return history
     }
 
     private func readStoredRenames() throws -> StoreRenames {
@@ -102,6 +108,7 @@ extension LMDBTransaction {
         rowCoding.renamesAt = snapshot.id
         rowCoding.anyRenames = true
         rowCoding.renamed = true
+        rowCoding.lastHistory = nil
         // The entity's next rows need a layout at or above the new watermark.
         rowCoding.lastWrittenNumber = nil
         handles.lastPut = nil

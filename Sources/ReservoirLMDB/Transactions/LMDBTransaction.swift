@@ -75,6 +75,9 @@ final class LMDBTransaction: WriteTransaction {
         var renamesAt = -1
         var anyRenames = false
         var renamed = false
+        /// The history looked up last (of ``renames``): the rows a transaction reads are
+        /// usually one entity's, so the next lookup compares the name without hashing it.
+        var lastHistory: (entity: String, history: RenameHistory?)?
 
         /// Forgets what the ended LMDB transaction stored (a replay stores it again).
         mutating func forgetWrites() {
@@ -87,6 +90,7 @@ final class LMDBTransaction: WriteTransaction {
                 renames = nil
                 renamesAt = -1
                 renamed = false
+                lastHistory = nil
             }
         }
     }
