@@ -16,6 +16,10 @@ import ReservoirTestRecords
 //     ReservoirLMDBTestHelper use CONFIG                       reads every note, rewrites each, reads again:
 //                                                              "read N", "wrote N", "read N" (a damaged store
 //                                                              must fail with an error, exit 2, not a signal)
+//     ReservoirLMDBTestHelper read-across CONFIG ENTITY GO_FILE  reads the entity's rows ("row ID COL=VALUE ..."
+//                                                              per row, then "read"), waits for GO_FILE, reads
+//                                                              them again, puts one more row (id 1000, the
+//                                                              stored fields, text values), "wrote"
 //     ReservoirLMDBTestHelper backup DIR COPY_DIR              a copy of the environment (mdb_env_copy): "copied"
 //     ReservoirLMDBTestHelper restore DIR COPY_DIR             replaces every named database's contents with the
 //                                                              copy's, in one write transaction: "restored"
@@ -177,6 +181,32 @@ do {
             let count = try store.count(FetchRequest<Note>())
             say("readable \(count)")
         }
+    case "read-across":
+        guard arguments.count == 5 else { fail("usage: read-across CONFIG ENTITY GO_FILE") }
+        let name = arguments[3]
+        func readRows() throws -> EntityDescription? {
+            try store.backend.read { snapshot in
+                guard let entity = try snapshot.entities().first(where: { $0.name == name }) else { return nil }
+                try snapshot.fetch(Query(entity: entity, sort: [SortTerm(column: entity.idColumn)])) { row in
+                    say("row \(row.value(entity.idColumn)) " + row.map { "\($0.0)=\($0.1)" }.joined(separator: " "))
+                }
+                return entity
+            }
+        }
+        _ = try readRows()
+        say("read")
+        var waited = 0
+        while !FileManager.default.fileExists(atPath: arguments[4]) {
+            usleep(20_000)
+            waited += 1
+            if waited > 1500 { fail("no \(arguments[4]) after 30 s") }
+        }
+        guard let entity = try readRows() else { fail("no entity \(name) after the go") }
+        say("read")
+        let columns = [entity.idColumn] + entity.fields.filter { $0 != entity.idColumn }
+        let row = Row(columns: columns, values: [.integer(1000)] + columns.dropFirst().map { .text("helper \($0)") })
+        try store.backend.write { tx in try tx.put(entity, id: .integer(1000), row: row) }
+        say("wrote")
     case "use":
         let notes = try store.fetch(Note.self)
         say("read \(notes.count)")

@@ -96,12 +96,12 @@ import Testing
             let backend = try #require(store.backend as? LMDBBackend)
             try backend.write { tx in
                 let t = try #require(tx as? LMDBTransaction)
-                try t.put(try #require(try t.database(StoreFormat.metaDatabase)), StoreFormat.formatKey, [0, 0, 0, 5])
+                try t.put(try #require(try t.database(StoreFormat.metaDatabase)), StoreFormat.formatKey, [0, 0, 0, 6])
             }
         }
         let error = try openError("lmdb:\(path)")
         #expect(error.code == .cannotOpen)
-        #expect(error.message.contains(path) && error.message.contains("format version 5") && error.message.contains("1 to 4"), "\(error)")
+        #expect(error.message.contains(path) && error.message.contains("format version 6") && error.message.contains("1 to 5"), "\(error)")
         // Nothing was written over: the format is still the newer one.
         var env: OpaquePointer?
         #expect(mdb_env_create(&env) == 0)
@@ -118,7 +118,7 @@ import Testing
             return mdb_get(txn, meta, &mk, &stored)
         }
         #expect(rc == 0)
-        #expect(Array(UnsafeRawBufferPointer(start: stored.mv_data, count: stored.mv_size)) == [0, 0, 0, 5])
+        #expect(Array(UnsafeRawBufferPointer(start: stored.mv_data, count: stored.mv_size)) == [0, 0, 0, 6])
         mdb_txn_abort(txn)
         mdb_env_close(env)
     }

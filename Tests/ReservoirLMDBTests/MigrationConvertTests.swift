@@ -67,4 +67,31 @@ struct MigrationConvertTests {
         try store.write { tx in _ = try tx.putRow(Row(columns: ["id", "title", "priority"], values: [.integer(2_501), .text("later"), .text("p1")]), in: Self.notes) }
         #expect(try Self.priorities(store).last == .text("p1"))
     }
+
+    /// A type change after a rename in the same version reads the rows through the new name and
+    /// writes them in a layout at or above the rename, so they keep the new name.
+    @Test func aTypeChangeAfterARenameKeepsTheNewName() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.cleanUp() }
+        let store = try openStore("lmdb:" + dir.path + "/env")
+        defer { store.close() }
+        try store.write { tx in
+            for id in 1...1_500 {
+                _ = try tx.putRow(Row(columns: ["id", "title", "priority"], values: [.integer(Int64(id)), .text("note \(id)"), .integer(Int64(id % 4))]), in: Self.notes)
+            }
+        }
+        try store.migrate(Migrations {
+            SchemaVersion(1)
+            SchemaVersion(2, .renameField("title", to: "name", in: "notes"),
+                          .changeType(of: "priority", in: "notes", from: Int.self, to: String.self) { "p\($0)" })
+        })
+        let rows = try store.read { snapshot -> [Row] in
+            guard let stored = try snapshot.entities().first(where: { $0.name == "notes" }) else { return [] }
+            #expect(stored.fields.contains("name") && !stored.fields.contains("title"))
+            return try snapshot.rows(Query(entity: stored, sort: [SortTerm(column: "id")]))
+        }
+        #expect(rows.count == 1_500)
+        #expect(rows.allSatisfy { $0.index(of: "title") == nil })
+        #expect(rows[41].value("name") == .text("note 42") && rows[41].value("priority") == .text("p2"))
+    }
 }

@@ -66,7 +66,7 @@ func namedRowBytes(_ row: Row) -> [UInt8] {
         #expect(bytes.first == RowCodec.version)
         #expect(bytes.withUnsafeBytes { RowCodec.header($0)?.layout } == number)
         var reader = RowReader()
-        let decoded = bytes.withUnsafeBytes { reader.decode($0, layouts: layouts.lookup) }
+        let decoded = bytes.withUnsafeBytes { reader.decode($0, renames: nil, layouts: layouts.lookup) }
         #expect(decoded == Self.everyKind)
         #expect(decoded?.columns == Self.everyKind.columns)
         // No column name is stored: the row is its values and a two-byte header.
@@ -76,7 +76,7 @@ func namedRowBytes(_ row: Row) -> [UInt8] {
 
     @Test func readsVersionOneRows() {
         var reader = RowReader()
-        let decoded = namedRowBytes(Self.everyKind).withUnsafeBytes { reader.decode($0) { _ in nil } }
+        let decoded = namedRowBytes(Self.everyKind).withUnsafeBytes { reader.decode($0, renames: nil) { _ in nil } }
         #expect(decoded == Self.everyKind)
         #expect(decoded?.columns == Self.everyKind.columns)
     }
@@ -89,21 +89,21 @@ func namedRowBytes(_ row: Row) -> [UInt8] {
             var reader = RowReader()
             for cut in 0..<bytes.count {
                 let truncated = Array(bytes[0..<cut])
-                #expect(truncated.withUnsafeBytes { reader.decode($0, layouts: layouts.lookup) } == nil, "cut at \(cut)")
+                #expect(truncated.withUnsafeBytes { reader.decode($0, renames: nil, layouts: layouts.lookup) } == nil, "cut at \(cut)")
             }
             var wrongVersion = bytes
             wrongVersion[0] = 9
-            #expect(wrongVersion.withUnsafeBytes { reader.decode($0, layouts: layouts.lookup) } == nil)
-            #expect((bytes + [0]).withUnsafeBytes { reader.decode($0, layouts: layouts.lookup) } == nil)
-            #expect(bytes.withUnsafeBytes { reader.decode($0, layouts: layouts.lookup) } == row)
+            #expect(wrongVersion.withUnsafeBytes { reader.decode($0, renames: nil, layouts: layouts.lookup) } == nil)
+            #expect((bytes + [0]).withUnsafeBytes { reader.decode($0, renames: nil, layouts: layouts.lookup) } == nil)
+            #expect(bytes.withUnsafeBytes { reader.decode($0, renames: nil, layouts: layouts.lookup) } == row)
         }
         // A layout nobody stored, and a layout with more columns than the row has values.
         var reader = RowReader()
         let unknown = RowCodec.encode(row, layout: 99)
-        #expect(unknown.withUnsafeBytes { reader.decode($0, layouts: layouts.lookup) } == nil)
+        #expect(unknown.withUnsafeBytes { reader.decode($0, renames: nil, layouts: layouts.lookup) } == nil)
         let wider = layouts.number(["id", "t", "extra"])
         let short = RowCodec.encode(row, layout: wider)
-        #expect(short.withUnsafeBytes { reader.decode($0, layouts: layouts.lookup) } == nil)
+        #expect(short.withUnsafeBytes { reader.decode($0, renames: nil, layouts: layouts.lookup) } == nil)
     }
 
     /// One reader across rows of several layouts and both versions (as a scan over rows
@@ -123,7 +123,7 @@ func namedRowBytes(_ row: Row) -> [UInt8] {
         var reader = RowReader()
         for (position, row) in (rows + rows.reversed()).enumerated() {
             let bytes = position % 3 == 2 ? namedRowBytes(row) : layouts.encode(row)
-            let decoded = bytes.withUnsafeBytes { reader.decode($0, layouts: layouts.lookup) }
+            let decoded = bytes.withUnsafeBytes { reader.decode($0, renames: nil, layouts: layouts.lookup) }
             #expect(decoded == row)
             #expect(decoded?.columns == row.columns)
         }
@@ -143,7 +143,7 @@ func namedRowBytes(_ row: Row) -> [UInt8] {
         var row = Row()
         var kept: [Row] = []
         for expected in [ab, ab2, ac, ab, ab2] {
-            #expect(layouts.encode(expected).withUnsafeBytes { reader.decode($0, into: &row, layouts: layouts.lookup) })
+            #expect(layouts.encode(expected).withUnsafeBytes { reader.decode($0, into: &row, renames: nil, layouts: layouts.lookup) })
             #expect(row == expected)
             #expect(row.columns == expected.columns)
             kept.append(row)
@@ -151,12 +151,12 @@ func namedRowBytes(_ row: Row) -> [UInt8] {
         #expect(kept == [ab, ab2, ac, ab, ab2])
         // A row built elsewhere with the same count of columns.
         var stranger = Row(columns: ["id", "a", "b"], values: [.integer(9), .text("z"), .null])
-        #expect(layouts.encode(ac).withUnsafeBytes { reader.decode($0, into: &stranger, layouts: layouts.lookup) })
+        #expect(layouts.encode(ac).withUnsafeBytes { reader.decode($0, into: &stranger, renames: nil, layouts: layouts.lookup) })
         #expect(stranger.columns == ac.columns)
         #expect(stranger == ac)
         var damaged = layouts.encode(ab)
         damaged.removeLast()
-        #expect(!damaged.withUnsafeBytes { reader.decode($0, into: &row, layouts: layouts.lookup) })
+        #expect(!damaged.withUnsafeBytes { reader.decode($0, into: &row, renames: nil, layouts: layouts.lookup) })
     }
 
     @Test func readsOneColumnWithoutDecodingTheRest() {

@@ -89,13 +89,35 @@ extension LMDBEnvironment {
         cache.sequence = (transactionID, commit)
     }
 
-    /// After this process's write transaction `commit` (begun on snapshot `snapshot`)
-    /// committed: descriptions cached as of the snapshot are still the state, except those
-    /// the transaction `changed`; so is the newest sequence, unless it `recorded` one.
-    /// One lock, no per-transaction copies.
-    func advanceDescriptions(from snapshot: Int, to commit: Int, changed: [String: EntityDescription], recorded: CommitPosition?) {
+    /// The column renames as of commit `transactionID`, when known.
+    func cachedRenames(at transactionID: Int) -> StoreRenames? {
         descriptionsLock.lock()
         defer { descriptionsLock.unlock() }
+        guard let entry = cache.renames, entry.transactionID == transactionID else { return nil }
+        return entry.renames
+    }
+
+    func cacheRenames(_ renames: StoreRenames, at transactionID: Int) {
+        descriptionsLock.lock()
+        defer { descriptionsLock.unlock() }
+        if let entry = cache.renames, entry.transactionID > transactionID { return }
+        cache.renames = (transactionID, renames)
+    }
+
+    /// After this process's write transaction `commit` (begun on snapshot `snapshot`)
+    /// committed: descriptions cached as of the snapshot are still the state, except those
+    /// the transaction `changed`; so is the newest sequence, unless it `recorded` one, and so
+    /// are the column renames, unless it `renamed` (then those are the state).
+    /// One lock, no per-transaction copies.
+    func advanceDescriptions(from snapshot: Int, to commit: Int, changed: [String: EntityDescription], recorded: CommitPosition?,
+                             renamed: StoreRenames? = nil) {
+        descriptionsLock.lock()
+        defer { descriptionsLock.unlock() }
+        if let renamed {
+            cache.renames = (commit, renamed)
+        } else if let entry = cache.renames, entry.transactionID == snapshot {
+            cache.renames = (commit, entry.renames)
+        }
         if let recorded {
             cache.sequence = (commit, recorded)
         } else if let entry = cache.sequence, entry.transactionID == snapshot {

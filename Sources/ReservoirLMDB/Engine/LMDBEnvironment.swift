@@ -81,6 +81,8 @@ final class LMDBEnvironment: @unchecked Sendable {
     struct SnapshotCache {
         var descriptions: [String: (transactionID: Int, description: EntityDescription?)] = [:]
         var sequence: (transactionID: Int, commit: CommitPosition)?
+        /// Every entity's columns renamed in place (``StoreRenames``).
+        var renames: (transactionID: Int, renames: StoreRenames)?
     }
 
     let path: String

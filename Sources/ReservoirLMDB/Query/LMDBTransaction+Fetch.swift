@@ -204,6 +204,7 @@ extension LMDBTransaction {
         }
         expecting(window.count)
         var row = Row()
+        let renames = window.isEmpty ? nil : try renameHistory(entity)
         var reader = RowReader()
         swap(&reader, &self.rowCoding.reader)
         defer { swap(&reader, &self.rowCoding.reader) }
@@ -213,7 +214,7 @@ extension LMDBTransaction {
             // Rows in sort order lie scattered over the map: start loading one a few ahead.
             if position &+ 4 < window.count { clmdb_prefetch(window[position &+ 4].bytes.baseAddress) }
             let stored = window[position]
-            guard try reader.decode(stored.bytes, into: &row, layouts: layout) else {
+            guard try reader.decode(stored.bytes, into: &row, renames: renames, layouts: layout) else {
                 throw corruptRow(stored.bytes, entity: entity, key: stored.key)
             }
             try body(row)
@@ -247,8 +248,9 @@ extension LMDBTransaction {
     /// The positions of `rows` in the query's order, reading only the sort columns.
     private func sortOrder(_ rows: [StoredRow], _ query: Query, inIDOrder: Bool) throws -> [Int] {
         let entity = query.entity.name
+        let renames = try renameHistory(entity)
         return try RowSort.order(count: rows.count, by: query.sort, idColumn: query.entity.idColumn, inIDOrder: inIDOrder) { term in
-            var reader = FieldReader(column: query.sort[term].column)
+            var reader = FieldReader(column: query.sort[term].column, renames: renames)
             return try rows.withUnsafeBufferPointer { rows in
                 var fields: [StoredField] = []
                 fields.reserveCapacity(rows.count)
@@ -267,11 +269,12 @@ extension LMDBTransaction {
     private struct RowFilter {
         let predicate: RowPredicate
         let entity: String
+        let renames: RenameHistory?
         var row = Row()
         var reader: RowReader
 
         mutating func matches(_ key: UnsafeRawBufferPointer, _ bytes: UnsafeRawBufferPointer, in transaction: LMDBTransaction) throws -> Bool {
-            guard try reader.decode(bytes, into: &row, layouts: transaction.layout) else {
+            guard try reader.decode(bytes, into: &row, renames: renames, layouts: transaction.layout) else {
                 throw transaction.corruptRow(bytes, entity: entity, key: key)
             }
             return QueryEvaluator.matches(predicate, row)
@@ -281,8 +284,9 @@ extension LMDBTransaction {
     /// Runs `body` with a filter for `predicate` (nil when there is none) that borrows the
     /// transaction's row reader: a local copy, since the class property would be checked
     /// for exclusive access per row.
-    private func withFilter<R>(_ predicate: RowPredicate?, entity: String, _ body: (inout RowFilter?) throws -> R) rethrows -> R {
-        var filter = predicate.map { RowFilter(predicate: $0, entity: entity, reader: RowReader()) }
+    private func withFilter<R>(_ predicate: RowPredicate?, entity: String, _ body: (inout RowFilter?) throws -> R) throws -> R {
+        let renames = predicate == nil ? nil : try renameHistory(entity)
+        var filter = predicate.map { RowFilter(predicate: $0, entity: entity, renames: renames, reader: RowReader()) }
         if filter != nil { swap(&filter!.reader, &rowCoding.reader) }
         defer { if filter != nil { swap(&filter!.reader, &rowCoding.reader) } }
         return try body(&filter)

@@ -30,27 +30,42 @@ extension LMDBTransaction {
         for column in entity.indexes where !previous.contains(column) {
             guard let index = try indexDatabase(entity.name, column, create: true) else { continue }
             try liveTransaction().empty(index, "empty the index on \(entity.name).\(column)")
-            // A batch of entries at a time (the scan's pages may not change under its cursor),
-            // so that building an index over many rows does not hold an entry for each.
-            var entries: [[UInt8]] = []
-            var start: [UInt8]?
-            repeat {
-                entries.removeAll(keepingCapacity: true)
-                var next: [UInt8]?
-                try scan(rows, from: start) { key, value in
-                    guard entries.count < Self.indexBuildBatch else {
-                        next = Array(key)
-                        return false
-                    }
-                    if let row = try? decodeRow(value, entity: entity.name, key: key) {
-                        entries.append(withIndexKey(row.value(column), id: key) { Array($0) })
-                    }
-                    return true
-                }
+            try inBatches(rows) { key, value in
+                guard let row = try? decodeRow(value, entity: entity.name, key: key) else { return nil }
+                return withIndexKey(row.value(column), id: key) { Array($0) }
+            } store: { entries in
                 for entry in entries { try put(index, entry, []) }
-                start = next
-            } while start != nil
+            }
         }
+        try writeDescription(entity, in: meta, ensured: entityIndex)
+    }
+
+    /// Calls `make` with each record of `dbi` in key order and `store` with what it made, a batch
+    /// (``indexBuildBatch``) at a time: the scan's pages may not change under its cursor, and
+    /// building an index over many rows holds one batch of entries, not one for each row.
+    func inBatches(_ dbi: MDB_dbi, _ make: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> [UInt8]?,
+                   store: ([[UInt8]]) throws -> Void) throws {
+        var made: [[UInt8]] = []
+        var start: [UInt8]?
+        repeat {
+            made.removeAll(keepingCapacity: true)
+            var next: [UInt8]?
+            try scan(dbi, from: start) { key, value in
+                guard made.count < Self.indexBuildBatch else {
+                    next = Array(key)
+                    return false
+                }
+                if let entry = try make(key, value) { made.append(entry) }
+                return true
+            }
+            try store(made)
+            start = next
+        } while start != nil
+    }
+
+    /// Stores `entity` as its entity's description in this transaction; `entityIndex` (in the
+    /// replay log's entities) is then the description the last put made sure of, if any.
+    func writeDescription(_ entity: EntityDescription, in meta: MDB_dbi, ensured entityIndex: Int?) throws {
         try put(meta, StoreFormat.entityKey(entity.name), StoreFormat.encode(entity))
         descriptions.written[entity.name] = entity
         descriptions.last = (entity.name, entity)
@@ -63,7 +78,7 @@ extension LMDBTransaction {
             if let bytes = try get(meta, StoreFormat.formatKey) {
                 let version = bytes.count == 4 ? bytes.reduce(UInt32(0)) { $0 << 8 | UInt32($1) } : 0
                 guard StoreFormat.readableFormats.contains(version) else {
-                    throw ReservoirError(.cannotOpen, "\(lmdbStore(path)): the store has format version \(version); this library reads formats \(StoreFormat.readableFormats.lowerBound) to \(StoreFormat.formatVersion)")
+                    throw ReservoirError(.cannotOpen, "\(lmdbStore(path)): the store has format version \(version); this library reads formats \(StoreFormat.readableFormats.lowerBound) to \(StoreFormat.readableFormats.upperBound)")
                 }
                 _ = try database(StoreFormat.logDatabase, create: true)
                 // Older stores hold rows and log records this library still reads; from now on

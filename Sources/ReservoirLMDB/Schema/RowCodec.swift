@@ -175,26 +175,29 @@ enum RowCodec {
 /// rows of a scan nearly always share it, so it is looked up once.
 struct RowReader {
     private var last: RowLayout?
+    /// The rename history `last` was read through: a layout number reads as other columns
+    /// in an entity whose columns were renamed in place.
+    private var lastRenames: RenameHistory?
 
     /// Decodes a stored row into `row`, overwriting its values in place when it holds the
     /// last layout's columns (the usual case in a scan: no row is allocated); `layouts` finds
-    /// a layout by number. False when the bytes are not a row this library can read, or name
-    /// a layout `layouts` does not know.
+    /// a layout by number, and the row's entity reads its columns through `renames` (nil when
+    /// they were never renamed in place). False when the bytes are not a row this library can
+    /// read, or name a layout `layouts` does not know.
     @inline(__always)
-    mutating func decode(_ bytes: UnsafeRawBufferPointer, into row: inout Row,
+    mutating func decode(_ bytes: UnsafeRawBufferPointer, into row: inout Row, renames: RenameHistory?,
                          layouts: (UInt32) throws -> RowLayout?) rethrows -> Bool {
         guard let (number, offset) = RowCodec.header(bytes) else {
-            guard let named = RowCodec.decodeNamed(bytes) else { return false }
-            row = named
-            return true
+            return Self.decodeNamed(bytes, into: &row, renames: renames)
         }
         let layout: RowLayout
-        if let last, last.number == number {
+        if let last, last.number == number, lastRenames === renames {
             layout = last
         } else {
             guard let found = try layouts(number) else { return false }
-            layout = found
-            last = found
+            layout = Self.view(of: found, renames)
+            last = layout
+            lastRenames = renames
         }
         // Identical column arrays compare without looking at their names.
         if row.count == layout.columns.count, row.columns == layout.columns {
@@ -205,9 +208,25 @@ struct RowReader {
         return true
     }
 
-    /// Decodes a stored row; nil as ``decode(_:into:layouts:)`` returns false.
-    mutating func decode(_ bytes: UnsafeRawBufferPointer, layouts: (UInt32) throws -> RowLayout?) rethrows -> Row? {
+    /// A version 1 row (older than every rename), its columns renamed. Kept out of line, like
+    /// ``view(of:_:)``: the usual rows' path stays small enough to inline what it calls.
+    @inline(never)
+    private static func decodeNamed(_ bytes: UnsafeRawBufferPointer, into row: inout Row, renames: RenameHistory?) -> Bool {
+        guard let named = RowCodec.decodeNamed(bytes) else { return false }
+        row = renames.map { Row(columns: $0.renamed(named.columns, from: nil), values: named.values) } ?? named
+        return true
+    }
+
+    @inline(never)
+    private static func view(of layout: RowLayout, _ renames: RenameHistory?) -> RowLayout {
+        renames?.view(of: layout) ?? layout
+    }
+
+    /// Decodes a stored row; nil as ``decode(_:into:renames:layouts:)`` returns false.
+    @inline(__always)
+    mutating func decode(_ bytes: UnsafeRawBufferPointer, renames: RenameHistory?,
+                         layouts: (UInt32) throws -> RowLayout?) rethrows -> Row? {
         var row = Row()
-        return try decode(bytes, into: &row, layouts: layouts) ? row : nil
+        return try decode(bytes, into: &row, renames: renames, layouts: layouts) ? row : nil
     }
 }

@@ -1,3 +1,4 @@
+import CLMDB
 import Foundation
 import Reservoir
 
@@ -26,6 +27,8 @@ final class LayoutRegistry: Sendable {
     private struct Known {
         var byNumber: [UInt32: RowLayout] = [:]
         var byColumns: [[String]: RowLayout] = [:]
+        /// The greatest number with these columns, when several have them.
+        var newestByColumns: [[String]: RowLayout] = [:]
         /// The layout `layout(columns:)` found last: a transaction of single-record commits
         /// asks again for the same columns, usually the very same array, which compares
         /// equal without hashing the names.
@@ -38,11 +41,17 @@ final class LayoutRegistry: Sendable {
         known.withLock { $0.byNumber[number] }
     }
 
-    func layout(columns: [String]) -> RowLayout? {
+    /// A layout with `columns` numbered `floor` or above (an entity whose columns were
+    /// renamed in place writes only those, see ``RenameHistory``).
+    func layout(columns: [String], atLeast floor: UInt32) -> RowLayout? {
         known.withLock { known in
-            if let recent = known.recent, recent.columns == columns { return recent }
-            let found = known.byColumns[columns]
-            if found != nil { known.recent = found }
+            if let recent = known.recent, recent.number >= floor, recent.columns == columns { return recent }
+            guard var found = known.byColumns[columns] else { return nil }
+            if found.number < floor {
+                guard let newest = known.newestByColumns[columns], newest.number >= floor else { return nil }
+                found = newest
+            }
+            known.recent = found
             return found
         }
     }
@@ -51,9 +60,13 @@ final class LayoutRegistry: Sendable {
         known.withLock { known in
             for layout in layouts {
                 known.byNumber[layout.number] = layout
-                // Writers read every stored layout before adding one, so no two numbers
-                // should name the same columns; should they, writers keep the first met.
+                // Writers read every stored layout before adding one, so two numbers name the
+                // same columns only when an entity renamed in place needed one above its
+                // watermark: writers keep the first met, and such an entity the newest.
                 if known.byColumns[layout.columns] == nil { known.byColumns[layout.columns] = layout }
+                if known.newestByColumns[layout.columns].map({ $0.number < layout.number }) ?? true {
+                    known.newestByColumns[layout.columns] = layout
+                }
             }
         }
     }
@@ -107,26 +120,43 @@ extension LMDBTransaction {
         return layout
     }
 
-    /// The layout to write a row with `columns` in: a stored one with exactly these columns,
+    /// The layout to write a row with `columns` in: a stored one with exactly these columns
+    /// numbered `floor` or above (the entity's newest rename watermark, 0 when it has none),
     /// or a new one this transaction stores under the next free number.
-    func writeLayout(_ columns: [String]) throws -> UInt32 {
+    func writeLayout(_ columns: [String], floor: UInt32) throws -> UInt32 {
         // The columns of one record type's rows are usually one shared array, which compares
         // equal without looking at the names.
-        if let number = rowCoding.lastWrittenNumber, columns == rowCoding.lastWrittenColumns { return number }
-        let layout = try environment.layouts.layout(columns: columns)
-            ?? rowCoding.addedLayouts.first { $0.columns == columns }
-            ?? storedLayout(columns)
+        if let number = rowCoding.lastWrittenNumber, number >= floor, columns == rowCoding.lastWrittenColumns { return number }
+        let layout = try environment.layouts.layout(columns: columns, atLeast: floor)
+            ?? rowCoding.addedLayouts.last { $0.number >= floor && $0.columns == columns }
+            ?? storedLayout(columns, floor: floor)
         rowCoding.lastWrittenColumns = columns
         rowCoding.lastWrittenNumber = layout.number
         return layout.number
     }
 
     /// Reads every stored layout (another process may have added some) into the registry and
-    /// returns the one with `columns`, or stores a new one after the greatest number.
-    private func storedLayout(_ columns: [String]) throws -> RowLayout {
+    /// returns the one with `columns` numbered `floor` or above, or stores a new one after the
+    /// greatest number.
+    private func storedLayout(_ columns: [String], floor: UInt32) throws -> RowLayout {
         guard let meta = try database(StoreFormat.metaDatabase, create: true) else {
             throw ReservoirError(.backend, "\(lmdbStore(path)): the metadata database is missing")
         }
+        let (stored, next) = try storedLayouts(meta)
+        if let found = stored.last(where: { $0.number >= floor && $0.columns == columns }) { return found }
+        guard next < UInt32.max else {
+            throw ReservoirError(.valueOutOfRange, "\(lmdbStore(path)): every column layout number is taken")
+        }
+        let layout = RowLayout(number: next, columns: columns)
+        try put(meta, StoreFormat.layoutKey(layout.number), StoreFormat.encodeLayout(columns))
+        rowCoding.addedLayouts.append(layout)
+        return layout
+    }
+
+    /// Every layout stored in this transaction's view, by number, the committed ones added to
+    /// the registry, and the next free number (one past the greatest; 0 when there is none).
+    func storedLayouts(_ meta: MDB_dbi) throws -> (layouts: [RowLayout], next: UInt32) {
+        var layouts: [RowLayout] = []
         var committed: [RowLayout] = []
         var next: UInt64 = 0
         try scan(meta, from: StoreFormat.layoutKeyPrefix) { key, value in
@@ -135,19 +165,17 @@ extension LMDBTransaction {
                 throw ReservoirError(.corrupt, "\(lmdbStore(path)): a stored column layout cannot be decoded")
             }
             next = max(next, UInt64(number) + 1)
-            if !rowCoding.addedLayouts.contains(where: { $0.number == number }) {
-                committed.append(RowLayout(number: number, columns: stored))
+            if let mine = rowCoding.addedLayouts.first(where: { $0.number == number }) {
+                layouts.append(mine)
+            } else {
+                let layout = RowLayout(number: number, columns: stored)
+                committed.append(layout)
+                layouts.append(layout)
             }
             return true
         }
         environment.layouts.add(committed)
-        if let found = committed.first(where: { $0.columns == columns }) { return found }
-        guard next <= UInt64(UInt32.max) else {
-            throw ReservoirError(.valueOutOfRange, "\(lmdbStore(path)): every column layout number is taken")
-        }
-        let layout = RowLayout(number: UInt32(next), columns: columns)
-        try put(meta, StoreFormat.layoutKey(layout.number), StoreFormat.encodeLayout(columns))
-        rowCoding.addedLayouts.append(layout)
-        return layout
+        // At most 2^32 - 1 numbers, so that the next free one is always a UInt32.
+        return (layouts, UInt32(min(next, UInt64(UInt32.max))))
     }
 }

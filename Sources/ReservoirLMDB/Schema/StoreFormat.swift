@@ -6,16 +6,20 @@ import Reservoir
 ///
 /// | database | key | value |
 /// | --- | --- | --- |
-/// | `meta` | `format` | format version, 4 bytes big-endian (4) |
+/// | `meta` | `format` | format version, 4 bytes big-endian (4; 5 once a column was renamed in place) |
 /// | `meta` | `entity/NAME` | the entity's description |
 /// | `meta` | `data/KEY` | metadata the library keeps (``ReadTransaction/metadata(_:)``): consumers' history holds, the history clock |
 /// | `meta` | `store` | the store's identity: a UUID's 16 bytes, made when the store is created (or first opened by a library that makes them) |
 /// | `meta` | `layout/` then 4 bytes big-endian | a column layout that rows name (``RowLayout``) |
+/// | `meta` | `renames/NAME` | the entity's columns renamed in place (``RenameHistory``) |
 /// | `log` | sequence, 8 bytes big-endian | the change set's record (``ChangeLogCodec``; the last key is the newest sequence) |
 /// | `rows/NAME` | encoded id | encoded row |
 /// | `index/NAME/COLUMN` | encoded value, then encoded id | empty |
 enum StoreFormat {
-    /// The format this library writes. Format 4 writes change-log records that carry their
+    /// The format this library writes, and ``renamesFormat`` once a migration renamed columns
+    /// in place (``RenameHistory``, `renames/NAME` in `meta`): a library that does not know
+    /// renames would read the old names, so it refuses such a store, while stores without
+    /// renames stay readable by it. Format 4 writes change-log records that carry their
     /// commit's identity (``ChangeLogCodec`` version 4, see ``CommitPosition``), which format 3
     /// code cannot read, so it refuses the store at open instead of failing on its log later.
     /// Format 3 writes the core's change-log records
@@ -23,7 +27,8 @@ enum StoreFormat {
     /// format 1 stores hold rows that spell their columns. Older stores are upgraded when
     /// opened: their rows and log records stay as they are and are still read.
     static let formatVersion: UInt32 = 4
-    static let readableFormats: ClosedRange<UInt32> = 1...4
+    static let renamesFormat: UInt32 = 5
+    static let readableFormats: ClosedRange<UInt32> = 1...5
     static let metaDatabase = "meta"
     static let logDatabase = "log"
     static let formatKey = Array("format".utf8)

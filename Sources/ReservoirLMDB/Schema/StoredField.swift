@@ -32,29 +32,37 @@ enum StoredField {
 /// each layout is found once, and the values before it are stepped over.
 struct FieldReader {
     let column: String
-    /// The column's name as version 1 rows spell it (length varint, then UTF-8).
-    private let spelled: [UInt8]
+    /// The rows' entity's columns renamed in place (nil: never).
+    private let renames: RenameHistory?
+    /// The column's name as version 1 rows spell it (length varint, then UTF-8); nil when a
+    /// rename took that name away, so no such row holds the column.
+    private let spelled: [UInt8]?
     /// The last layout's number and the column's position in it (nil: the layout lacks it).
     private var last: (layout: UInt32, position: Int?)?
 
-    init(column: String) {
+    init(column: String, renames: RenameHistory? = nil) {
         self.column = column
-        var writer = ByteWriter()
-        writer.string(column)
-        spelled = writer.bytes
+        self.renames = renames
+        spelled = (renames.map { $0.originalName(of: column) } ?? column).map { name in
+            var writer = ByteWriter()
+            writer.string(name)
+            return writer.bytes
+        }
     }
 
     /// The column's field in a stored row: null when the row lacks the column, nil when the
     /// bytes are not a row this library can read or name a layout `layouts` does not know.
     mutating func field(in bytes: UnsafeRawBufferPointer, layouts: (UInt32) throws -> RowLayout?) rethrows -> StoredField? {
         guard let (number, offset) = RowCodec.header(bytes) else {
+            guard let spelled else { return RowCodec.decodeNamed(bytes) == nil ? nil : .null }
             return spelled.withUnsafeBytes { RowCodec.namedField($0, in: bytes) }
         }
         let position: Int?
         if let last, last.layout == number {
             position = last.position
         } else {
-            guard let layout = try layouts(number) else { return nil }
+            guard let found = try layouts(number) else { return nil }
+            let layout = renames?.view(of: found) ?? found
             position = layout.columns.firstIndex(of: column)
             last = (number, position)
         }

@@ -29,6 +29,10 @@ extension LMDBTransaction {
         try requireExisting(StoreFormat.rowsDatabase(entity.name))
         let index = entity.indexes.contains(column) ? try indexDatabase(entity.name, column, create: true) : nil
         if let poisoned = replay.poisoned { throw poisoned }
+        // Rows read through the entity's renamed columns, and written in a layout at or above
+        // its newest rename (``RenameHistory``), as every put of the entity is.
+        let renames = try renameHistory(entity.name)
+        let floor = renames?.floor ?? 0
         _ = try performOnce {
             var row = Row()
             var reader = RowReader()
@@ -51,7 +55,7 @@ extension LMDBTransaction {
                         record = try cursor.first()
                     }
                     while let (key, bytes) = record {
-                        guard try reader.decode(bytes, into: &row, layouts: layout) else {
+                        guard try reader.decode(bytes, into: &row, renames: renames, layouts: layout) else {
                             throw corruptRow(bytes, entity: entity.name, key: key)
                         }
                         let old = row.value(column)
@@ -77,7 +81,7 @@ extension LMDBTransaction {
                             try withIndexKey(change.old, id: key) { try del(index, $0) }
                             try withIndexKey(change.new, id: key) { try putEmpty(index, $0) }
                         }
-                        let layout = try writeLayout(change.row.columns)
+                        let layout = try writeLayout(change.row.columns, floor: floor)
                         let size = RowCodec.encodedSize(change.row, layout: layout)
                         _ = try putReserved(rows, key, size: size, flags: 0, refused: false, "convert a column") {
                             RowCodec.write(change.row, layout: layout, to: $0)

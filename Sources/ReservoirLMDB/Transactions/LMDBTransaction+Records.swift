@@ -4,7 +4,7 @@ import Reservoir
 
 /// What a write knows about appending to a row database: records usually arrive in key
 /// order (ascending integer ids), and a key above every key in the database is put with
-/// `MDB_APPEND` (see ``LMDBTransaction/putRow(_:_:_:onlyNew:)``). Confined to the writing thread.
+/// `MDB_APPEND` (see ``LMDBTransaction/putRow(_:_:_:floor:onlyNew:)``). Confined to the writing thread.
 struct Appending {
     enum State {
         /// Nothing known of the database yet: the next put tries `MDB_APPEND`.
@@ -62,8 +62,8 @@ extension LMDBTransaction {
     /// again plainly (so an insert still learns whether the key exists). While keys keep
     /// ascending, the last one appended bounds the database's keys, and the order is checked
     /// here instead. Deletes only lower the true maximum, so the bound stays safe.
-    func putRow(_ dbi: MDB_dbi, _ key: UnsafeRawBufferPointer, _ row: Row, onlyNew: Bool) throws -> Bool {
-        let layout = try writeLayout(row.columns)
+    func putRow(_ dbi: MDB_dbi, _ key: UnsafeRawBufferPointer, _ row: Row, floor: UInt32, onlyNew: Bool) throws -> Bool {
+        let layout = try writeLayout(row.columns, floor: floor)
         let size = RowCodec.encodedSize(row, layout: layout)
         func encode(_ base: UnsafeMutablePointer<UInt8>) -> Int { RowCodec.write(row, layout: layout, to: base) }
         if appending.target != dbi {
@@ -199,7 +199,7 @@ extension LMDBTransaction {
     // MARK: - Rows and descriptions
 
     func decodeRow(_ bytes: UnsafeRawBufferPointer, entity: String, key: UnsafeRawBufferPointer) throws -> Row {
-        if let row = try rowCoding.reader.decode(bytes, layouts: layout) { return row }
+        if let row = try rowCoding.reader.decode(bytes, renames: renameHistory(entity), layouts: layout) { return row }
         throw corruptRow(bytes, entity: entity, key: key)
     }
 

@@ -26,6 +26,8 @@ struct ReplayLog {
         case setMetadata(key: String, value: Data?)
         case prepareStore
         case dropEntity(String)
+        /// A migration's field rename in place; false (nothing kept) when it renamed nothing.
+        case renameColumns(entity: EntityDescription, renames: [RenameHistory.Rename], renamed: EntityDescription)
     }
 
     var operations: [Operation] = []
@@ -158,7 +160,7 @@ extension LMDBTransaction {
         }
     }
 
-    /// Applies one operation; false only for an insert whose id was taken.
+    /// Applies one operation; false only for an insert whose id was taken or a rename refused.
     private func apply(_ operation: ReplayLog.Operation) throws -> Bool {
         switch operation {
         case let .put(entity, id, row): return try applyPut(entity, id: id, row: row, onlyNew: false)
@@ -169,6 +171,7 @@ extension LMDBTransaction {
         case let .setMetadata(key, value): try applySetMetadata(key, value)
         case .prepareStore: try applyPrepareStore()
         case let .dropEntity(name): try applyDropEntity(name)
+        case let .renameColumns(entity, renames, renamed): return try applyRenameColumns(renames, in: entity, to: renamed)
         }
         return true
     }

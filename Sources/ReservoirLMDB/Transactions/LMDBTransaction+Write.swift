@@ -100,11 +100,11 @@ extension LMDBTransaction {
     /// Stores `row` under `id` and updates the entity's indexes. With `onlyNew` (an insert),
     /// returns false, writing nothing at all, when a row has that id.
     func applyPut(_ entityIndex: Int, id: Value, row: Row, onlyNew: Bool) throws -> Bool {
-        let (rows, indexed) = try putTarget(entityIndex)
+        let (rows, indexed, floor) = try putTarget(entityIndex)
         return try KeyEncoding.withEncoded(id) { key in
             var old: Row?
             if onlyNew {
-                guard try putRow(rows, key, row, onlyNew: true) else { return false }
+                guard try putRow(rows, key, row, floor: floor, onlyNew: true) else { return false }
                 // After the row, so that an index this description adds is built including it
                 // (writing its entry again below is harmless).
                 try ensureEntity(entityIndex)
@@ -113,7 +113,7 @@ extension LMDBTransaction {
                 if indexed, let bytes = try get(rows, key) {
                     old = try? decodeRow(bytes, entity: replay.entities[entityIndex].name, key: key)
                 }
-                _ = try putRow(rows, key, row, onlyNew: false)
+                _ = try putRow(rows, key, row, floor: floor, onlyNew: false)
             }
             guard indexed else { return true }
             let entity = replay.entities[entityIndex]
@@ -133,17 +133,20 @@ extension LMDBTransaction {
     }
 
     /// The row database of the entity at `entityIndex` in the replay log's entities (created when
-    /// missing) and whether it has indexes; kept for the next put, which in a bulk write goes
-    /// to the same entity, so that it neither copies the description nor looks its name up.
+    /// missing), whether it has indexes and the least layout number its rows may name (its
+    /// newest rename watermark, ``RenameHistory/floor``); kept for the next put, which in a bulk
+    /// write goes to the same entity, so that it neither copies the description nor looks its
+    /// name up.
     @inline(__always)
-    func putTarget(_ entityIndex: Int) throws -> (rows: MDB_dbi, indexed: Bool) {
-        if let last = handles.lastPut, last.entity == entityIndex { return (last.rows, last.indexed) }
+    func putTarget(_ entityIndex: Int) throws -> (rows: MDB_dbi, indexed: Bool, floor: UInt32) {
+        if let last = handles.lastPut, last.entity == entityIndex { return (last.rows, last.indexed, last.floor) }
         let entity = replay.entities[entityIndex]
         guard let rows = try rowsDatabase(entity.name, create: true) else {
             throw ReservoirError(.backend, "\(lmdbStore(path)): the row database of \"\(entity.name)\" could not be created")
         }
-        handles.lastPut = (entityIndex, rows, !entity.indexes.isEmpty)
-        return (rows, !entity.indexes.isEmpty)
+        let floor = try renameHistory(entity.name)?.floor ?? 0
+        handles.lastPut = (entityIndex, rows, !entity.indexes.isEmpty, floor)
+        return (rows, !entity.indexes.isEmpty, floor)
     }
 
     func applyDelete(_ entity: EntityDescription, id: Value) throws {

@@ -30,8 +30,9 @@ final class LMDBTransaction: WriteTransaction {
         /// The change log's, once looked up: every commit reads and writes it.
         var log: MDB_dbi?
         /// The entity the last put went to, as an index into the replay log's entities, its
-        /// row database, and whether it has indexes (see ``LMDBTransaction/putTarget(_:)``).
-        var lastPut: (entity: Int, rows: MDB_dbi, indexed: Bool)?
+        /// row database, whether it has indexes, and the least layout number its rows may name
+        /// (see ``LMDBTransaction/putTarget(_:)``).
+        var lastPut: (entity: Int, rows: MDB_dbi, indexed: Bool, floor: UInt32)?
         /// Committed databases a write found still there (see ``LMDBTransaction/requireExisting(_:)``).
         var verified: Set<String> = []
 
@@ -67,12 +68,30 @@ final class LMDBTransaction: WriteTransaction {
         /// The columns of the last row put, and the number of the layout it was written in.
         var lastWrittenColumns: [String] = []
         var lastWrittenNumber: UInt32?
+        /// Every entity's columns renamed in place as of commit `renamesAt`, once looked up (see
+        /// ``RenameHistory``), and whether there are any; `renamed` when this write renamed some.
+        /// A read transaction reused for the same commit keeps them.
+        var renames: StoreRenames?
+        var renamesAt = -1
+        var anyRenames = false
+        var renamed = false
+        /// The history looked up last (of ``renames``): the rows a transaction reads are
+        /// usually one entity's, so the next lookup compares the name without hashing it.
+        var lastHistory: (entity: String, history: RenameHistory?)?
 
         /// Forgets what the ended LMDB transaction stored (a replay stores it again).
         mutating func forgetWrites() {
             addedLayouts = []
             lastWrittenColumns = []
             lastWrittenNumber = nil
+            // A replay makes its renames again. (A reused read checks `renamesAt`; the reader
+            // keeps its layout, checking the history it was read through.)
+            if renamed {
+                renames = nil
+                renamesAt = -1
+                renamed = false
+                lastHistory = nil
+            }
         }
     }
 
@@ -96,7 +115,7 @@ final class LMDBTransaction: WriteTransaction {
     @exclusivity(unchecked) var descriptions = Descriptions()
     @exclusivity(unchecked) var rowCoding = RowCoding()
     @exclusivity(unchecked) var snapshot = SnapshotState()
-    /// Where `MDB_APPEND` may be used (see ``putRow(_:_:_:onlyNew:)``).
+    /// Where `MDB_APPEND` may be used (see ``putRow(_:_:_:floor:onlyNew:)``).
     @exclusivity(unchecked) var appending = Appending()
     /// Reused for encoding index keys.
     @exclusivity(unchecked) var keyScratch: [UInt8] = []
@@ -214,6 +233,7 @@ final class LMDBTransaction: WriteTransaction {
             let committed = handles.opened
             let changed = descriptions.written
             let layouts = rowCoding.addedLayouts
+            let renamed = rowCoding.renamed ? rowCoding.renames : nil
             end()
             if rc == 0 {
                 if !committed.isEmpty { environment.addHandles(committed.mapValues { Optional($0) }) }
@@ -225,7 +245,8 @@ final class LMDBTransaction: WriteTransaction {
                 // missed another's commit, and a write here could reuse its sequence). The
                 // writer lock is still held, so the newest meta names our commit if it landed.
                 if environment.lastCommittedID() == snapshot.writeID {
-                    environment.advanceDescriptions(from: snapshot.id, to: snapshot.writeID, changed: changed, recorded: snapshot.recordedCommit)
+                    environment.advanceDescriptions(from: snapshot.id, to: snapshot.writeID, changed: changed, recorded: snapshot.recordedCommit,
+                                                    renamed: renamed)
                 }
                 return
             }
