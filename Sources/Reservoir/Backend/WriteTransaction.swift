@@ -92,7 +92,8 @@ public protocol WriteTransaction: ReadTransaction {
     /// now and then how many rows were converted so far. Returns false, changing nothing, when
     /// the backend cannot (the default): the migration then uses
     /// ``replaceColumn(_:in:as:pages:)``. SQLite runs one `UPDATE` that calls `convert` through
-    /// an application-defined SQL function, so rows are neither read out nor sought one by one.
+    /// an application-defined SQL function, so rows are neither read out nor sought one by one;
+    /// LMDB walks the row database with a cursor.
     func convertColumn(_ column: String, in entity: EntityDescription,
                        _ convert: (_ id: Value, _ value: Value) throws -> Value,
                        converted: (Int) -> Void) throws -> Bool
