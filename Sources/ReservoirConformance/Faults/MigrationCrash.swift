@@ -10,9 +10,11 @@ import Reservoir
 /// Each trial starts from a copy of one seeded store (so trials are independent), or, for a
 /// server backend where there is no file to copy, from a fresh store the caller names, which
 /// the harness seeds (``run(records:trials:seed:freshStore:)``). The first
-/// trial is not killed: it times the child's opening and its migration; later kills land at a
-/// random moment of the child's start (one in five) or, timed from the child's `opened` line,
-/// anywhere in the migration or a little after it would have finished. The child
+/// trial is not killed: it times the child's opening and its migration and counts its progress
+/// reports (the child prints a line for each); later kills land at a random moment of the child's
+/// start (one in five), timed from the child's `opened` line anywhere in the migration or a little
+/// after it would have finished (two in five), or right after a random one of its progress reports
+/// (two in five), which lands inside the migration however the machine's load changed its pace. The child
 /// is the backend's fault-test executable, started with ``childArgument``:
 ///
 ///     try await MigrationCrash(child: try ChildProcess.builtExecutable("my-fault-child"), registry: myRegistry)
@@ -111,6 +113,7 @@ public struct MigrationCrash: Sendable {
 
         var g = SeededGenerator(seed: seed)
         var openSeconds = 0.0
+        var progressLines = 0
         var report = Report()
         report.records = records
         for trial in 0..<trials {
@@ -125,17 +128,24 @@ public struct MigrationCrash: Sendable {
                 guard process.waitUntilExit(within: 600) == 0 else {
                     throw ConformanceFailure(message: "the uncut migration failed: \(process.outputText) \(process.errorText)", file: #fileID, line: #line)
                 }
+                progressLines = process.output.filter { $0 == "progress" }.count
             } else {
-                // One kill in five at a random moment of the child's start; the rest timed from its
-                // "opened" line, so they land inside the migration (or just after) however slow the machine.
-                if g.next() % 5 == 0 {
+                // One kill in five at a random moment of the child's start. Of the rest, half are timed
+                // from its "opened" line by the uncut migration's duration, so they land inside the
+                // migration or just after; half right after a random one of its progress reports, so
+                // they land inside it however the machine's load stretched or shrank that duration.
+                switch g.next() % 10 {
+                case 0, 1:
                     let delay = Double(g.next() % 1000) / 1000 * openSeconds
                     while process.isRunning && Date().timeIntervalSince(started) < delay { usleep(200) }
-                } else {
+                case 2, 3, 4, 5:
                     while process.isRunning && !process.output.contains("opened") { usleep(200) }
                     let opened = Date()
                     let delay = Double(g.next() % 1000) / 1000 * report.migrationSeconds * 1.1
                     while process.isRunning && Date().timeIntervalSince(opened) < delay { usleep(200) }
+                default:
+                    let wanted = 1 + Int(g.next() % UInt64(max(1, progressLines)))
+                    while process.isRunning && process.output.lazy.filter({ $0 == "progress" }).count < wanted { usleep(200) }
                 }
                 let output = process.output
                 process.kill9()
@@ -199,7 +209,8 @@ public struct MigrationCrash: Sendable {
         do {
             let store = try Store.open(arguments[2], registry: registry)
             FileHandle.standardOutput.write(Data("opened\n".utf8))
-            try store.migrate(migrations)
+            // A line per progress report, so that a kill can be timed by the migration's own pace.
+            try store.migrate(migrations, progress: { _ in FileHandle.standardOutput.write(Data("progress\n".utf8)) })
             store.close()
             FileHandle.standardOutput.write(Data("migrated\n".utf8))
             exit(0)
