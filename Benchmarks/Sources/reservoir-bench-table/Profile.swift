@@ -34,12 +34,8 @@ enum Profile {
         let records = dataset.records.prefix(settings.records)
         (side as? ReservoirSide)?.prepare(records)
         // New values each repetition, as in the table: a Reservoir side skips a write that changes nothing.
-        let single = (0..<settings.repetitions).map { round in
-            dataset.lookupOrder.prefix(settings.singleCommits).map { dataset.changed($0, round: round) }
-        }
-        let many = (0..<settings.repetitions).map { round in
-            dataset.lookupOrder.suffix(settings.updateRecords).map { dataset.changed($0, round: 200 + round) }
-        }
+        let single = dataset.singleCommitRounds(settings)
+        let many = dataset.updateRounds(settings, first: 200)
         var samples: [Duration] = []
         if parts[0] != "insert" {
             try side.reset()

@@ -111,15 +111,11 @@ final class TableRun {
             groupSum = sum
         }
         // Each repetition writes new values, so no side can skip a write as a no-op; made before any timing.
-        let single = (0..<settings.repetitions).map { round in
-            dataset.lookupOrder.prefix(settings.singleCommits).map { dataset.changed($0, round: round) }
-        }
+        let single = dataset.singleCommitRounds(settings)
         try run("\(Self.count(settings.singleCommits)) single-record commits") { side, repetition in
             try side.commitEach(single[repetition])
         }
-        let many = (0..<settings.repetitions).map { round in
-            dataset.lookupOrder.suffix(settings.updateRecords).map { dataset.changed($0, round: 100 + round) }
-        }
+        let many = dataset.updateRounds(settings, first: 100)
         try run("update \(Self.count(settings.updateRecords)) records, one transaction") { side, repetition in
             try side.updateAll(many[repetition])
         }

@@ -104,6 +104,17 @@ final class Dataset: Sendable {
         record.name += "-v\(round)"
         return record
     }
+
+    /// For each repetition, the records the single-commit row writes, with new values each
+    /// time, so no side can skip a write as a no-op.
+    func singleCommitRounds(_ settings: Settings) -> [[BenchRecord]] {
+        (0..<settings.repetitions).map { round in lookupOrder.prefix(settings.singleCommits).map { changed($0, round: round) } }
+    }
+
+    /// For each repetition, the records the one-transaction update writes, rounds numbered from `first`.
+    func updateRounds(_ settings: Settings, first: Int) -> [[BenchRecord]] {
+        (0..<settings.repetitions).map { round in lookupOrder.suffix(settings.updateRecords).map { changed($0, round: first + round) } }
+    }
 }
 
 /// Wall-clock timing and medians.

@@ -37,6 +37,12 @@ struct MigrationRunner {
         try writer.entities().first { $0.name == name }
     }
 
+    /// The step's failure for `error`, thrown while it changed record `id` of `entity`.
+    func recordFailure(_ index: Int, _ error: any Error, entity: EntityDescription, id: Value) -> ReservoirError {
+        let reason = (error as? ReservoirError)?.message ?? "\(error)"
+        return failure(index, "entity \"\(entity.name)\", record \(id): \(reason)")
+    }
+
     func failure(_ index: Int, _ message: String) -> ReservoirError {
         let step = version.steps[index]
         return ReservoirError(.migrationFailed, "migration to version \(version.number) failed at step \(index + 1) (\(step)): \(message); the store stays at the version before")
@@ -136,8 +142,7 @@ struct MigrationRunner {
             do {
                 return try convert(value)
             } catch {
-                let reason = (error as? ReservoirError)?.message ?? "\(error)"
-                throw failure(index, "entity \"\(stored.name)\", record \(id): \(reason)")
+                throw recordFailure(index, error, entity: stored, id: id)
             }
         }, converted: { done in
             start()
@@ -180,8 +185,7 @@ struct MigrationRunner {
         do {
             try apply(action, to: &changed, entity: stored)
         } catch {
-            let reason = (error as? ReservoirError)?.message ?? "\(error)"
-            throw failure(index, "entity \"\(stored.name)\", record \(id): \(reason)")
+            throw recordFailure(index, error, entity: stored, id: id)
         }
         guard changed.value(idColumn).isIdentical(to: id) else {
             throw failure(index, "entity \"\(stored.name)\", record \(id): the step changed the record's id to \(changed.value(idColumn)); a migration cannot change ids")

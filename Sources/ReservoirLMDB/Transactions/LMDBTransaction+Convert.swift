@@ -26,7 +26,6 @@ extension LMDBTransaction {
         guard !replay.keepsOperations, column != entity.idColumn,
               try storedDescription(entity.name) == entity,
               let rows = try rowsDatabase(entity.name) else { return false }
-        try requireExisting(StoreFormat.rowsDatabase(entity.name))
         let index = entity.indexes.contains(column) ? try indexDatabase(entity.name, column, create: true) : nil
         if let poisoned = replay.poisoned { throw poisoned }
         // Rows read through the entity's renamed columns, and written in a layout at or above
@@ -42,50 +41,47 @@ extension LMDBTransaction {
             // size left it visiting rows again.
             var changes: [(key: [UInt8], row: Row, old: Value, new: Value)] = []
             var resumeAfter: [UInt8]?
-            var finished = false
-            while !finished {
-                changes.removeAll(keepingCapacity: true)
-                finished = true
-                try liveTransaction().withCursor(rows, "convert a column") { cursor in
-                    var record: MDBCursor.Record?
-                    if let start = resumeAfter {
-                        record = try start.withUnsafeBytes { try cursor.seek(atOrAfter: $0) }
-                        if let found = record, found.key.elementsEqual(start) { record = try cursor.next() }
-                    } else {
-                        record = try cursor.first()
-                    }
-                    while let (key, bytes) = record {
-                        guard try reader.decode(bytes, into: &row, renames: renames, layouts: layout) else {
-                            throw corruptRow(bytes, entity: entity.name, key: key)
-                        }
-                        let old = row.value(column)
-                        let new = try convert(row.value(entity.idColumn), old)
-                        if !new.isIdentical(to: old) {
-                            var changed = row
-                            changed[column] = new
-                            changes.append((Array(key), changed, old, new))
-                        }
-                        count += 1
-                        if count % Self.convertBatch == 0 {
-                            converted(count)
-                            resumeAfter = Array(key)
-                            finished = false
-                            return
-                        }
-                        record = try cursor.next()
-                    }
+            /// Reads and converts the next batch into `changes`; false once the walk reached the end.
+            func readBatch(_ cursor: inout MDBCursor) throws -> Bool {
+                var record: MDBCursor.Record?
+                if let start = resumeAfter {
+                    record = try start.withUnsafeBytes { try cursor.seek(atOrAfter: $0) }
+                    if let found = record, found.key.elementsEqual(start) { record = try cursor.next() }
+                } else {
+                    record = try cursor.first()
                 }
+                while let (key, bytes) = record {
+                    guard try reader.decode(bytes, into: &row, renames: renames, layouts: layout) else {
+                        throw corruptRow(bytes, entity: entity.name, key: key)
+                    }
+                    let old = row.value(column)
+                    let new = try convert(row.value(entity.idColumn), old)
+                    if !new.isIdentical(to: old) {
+                        var changed = row
+                        changed[column] = new
+                        changes.append((Array(key), changed, old, new))
+                    }
+                    count += 1
+                    if count % Self.convertBatch == 0 {
+                        converted(count)
+                        resumeAfter = Array(key)
+                        return true
+                    }
+                    record = try cursor.next()
+                }
+                return false
+            }
+            var more = true
+            while more {
+                changes.removeAll(keepingCapacity: true)
+                more = try liveTransaction().withCursor(rows, "convert a column") { try readBatch(&$0) }
                 for change in changes {
                     try change.key.withUnsafeBytes { key in
                         if let index, Value.compare(change.old, change.new) != 0 {
                             try withIndexKey(change.old, id: key) { try del(index, $0) }
                             try withIndexKey(change.new, id: key) { try putEmpty(index, $0) }
                         }
-                        let layout = try writeLayout(change.row.columns, floor: floor)
-                        let size = RowCodec.encodedSize(change.row, layout: layout)
-                        _ = try putReserved(rows, key, size: size, flags: 0, refused: false, "convert a column") {
-                            RowCodec.write(change.row, layout: layout, to: $0)
-                        }
+                        _ = try putRow(rows, key, change.row, floor: floor, onlyNew: false)
                     }
                 }
             }

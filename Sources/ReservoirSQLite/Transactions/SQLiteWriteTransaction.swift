@@ -209,7 +209,6 @@ final class SQLiteWriteTransaction: SQLiteReadTransaction, WriteTransaction {
                 } catch {
                     throw conversion.failure ?? error
                 }
-                if let failure = conversion.failure { throw failure }
                 return true
             }
         }
