@@ -136,13 +136,38 @@ public struct Row: Sendable {
     }
 
     /// The body of both `ValueConvertible` overloads, inlined into the one the caller reaches.
+    /// The value is lent to `fromValue` from the row's storage, not copied out of it: a copy
+    /// would retain and release a text or blob value for every field of every record read.
     @inlinable @inline(__always)
     func converted<T: ValueConvertible>(_ column: String, at position: Int?) throws -> T {
         do {
-            return try T.fromValue(value(column, at: position))
+            return try storedValues.withUnsafeBufferPointer { values in
+                if let position, position >= 0, position < values.count,
+                   columns.withUnsafeBufferPointer({ Self.isColumn(column, at: position, in: $0) }) {
+                    return try T.fromValue(values[position])
+                }
+                guard let found = index(of: column) else { return try T.fromValue(.null) }
+                return try T.fromValue(values[found])
+            }
         } catch let error as ReservoirError {
             throw error.inColumn(column)
         }
+    }
+
+    /// Whether `columns[position]` is `column`, tried first by representation (see
+    /// ``identicalIndex(of:in:)``), then by comparison.
+    @inlinable @inline(__always)
+    static func isColumn(_ column: String, at position: Int, in columns: UnsafeBufferPointer<String>) -> Bool {
+        if MemoryLayout<String>.size == 16, let base = columns.baseAddress {
+            let bits = unsafeBitCast(column, to: (UInt64, UInt64).self)
+            let raw = UnsafeRawPointer(base)
+            let offset = position &* 16
+            if raw.load(fromByteOffset: offset, as: UInt64.self) == bits.0,
+               raw.load(fromByteOffset: offset &+ 8, as: UInt64.self) == bits.1 {
+                return true
+            }
+        }
+        return columns[position] == column
     }
 }
 

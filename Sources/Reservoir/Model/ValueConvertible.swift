@@ -34,8 +34,15 @@ extension ValueConvertible where Self: FixedWidthInteger {
         return .integer(i)
     }
 
-    /// Reads an integer, or a real with an exact value of this type.
-    @inlinable public static func fromValue(_ value: Value) throws -> Self {
+    /// Reads an integer, or a real with an exact value of this type. The common case is
+    /// inlined into the caller; the rest is a call, so the caller stays small enough to inline.
+    @inlinable @inline(__always) public static func fromValue(_ value: Value) throws -> Self {
+        if case let .integer(i) = value, let v = Self(exactly: i) { return v }
+        return try fromOtherValue(value)
+    }
+
+    /// ``fromValue(_:)`` for anything but an integer in range.
+    @inlinable @inline(never) static func fromOtherValue(_ value: Value) throws -> Self {
         switch value {
         case let .integer(i):
             if let v = Self(exactly: i) { return v }
@@ -67,7 +74,13 @@ extension Double: ValueConvertible {
     @inlinable public func toValue() throws -> Value { isNaN ? .null : .real(self) }
 
     /// Reads a real or an integer; null reads as NaN.
-    @inlinable public static func fromValue(_ value: Value) throws -> Double {
+    @inlinable @inline(__always) public static func fromValue(_ value: Value) throws -> Double {
+        if case let .real(d) = value { return d }
+        return try fromOtherValue(value)
+    }
+
+    /// ``fromValue(_:)`` for anything but a real.
+    @inlinable @inline(never) static func fromOtherValue(_ value: Value) throws -> Double {
         switch value {
         case let .real(d): return d
         case let .integer(i): return Double(i)
@@ -105,9 +118,14 @@ extension String: ValueConvertible {
     @inlinable public func toValue() throws -> Value { .text(self) }
 
     /// Reads text.
-    @inlinable public static func fromValue(_ value: Value) throws -> String {
-        guard case let .text(s) = value else { throw mismatch(value, expected: "text") }
-        return s
+    @inlinable @inline(__always) public static func fromValue(_ value: Value) throws -> String {
+        if case let .text(s) = value { return s }
+        return try notText(value)
+    }
+
+    /// The error for a value that is not text.
+    @inlinable @inline(never) static func notText(_ value: Value) throws -> String {
+        throw mismatch(value, expected: "text")
     }
 }
 
