@@ -16,8 +16,43 @@ public final class MemoryBackend: StorageBackend {
         var indexes: [String: TreeDictionary<Value, TreeSet<Value>>] = [:]
     }
 
+    /// The tables by entity name. A short array, searched first for the name's exact
+    /// representation (a request names its entity with the schema's own string), which spares
+    /// hashing the name on every read; then by comparing names.
+    struct Tables {
+        private(set) var all: [Table] = []
+        private var names: [String] = []
+
+        func position(of name: String) -> Int? {
+            names.withUnsafeBufferPointer { names in
+                if let position = Row.identicalIndex(of: name, in: names) { return position }
+                let length = name.utf8.count
+                return names.firstIndex { $0.utf8.count == length && $0 == name }
+            }
+        }
+
+        subscript(name: String) -> Table? {
+            guard let position = position(of: name) else { return nil }
+            return all[position]
+        }
+
+        /// The stored row, read in place (no copy of the table).
+        func row(_ name: String, id: Value) -> Row? {
+            guard let position = position(of: name) else { return nil }
+            return all[position].rows[id]
+        }
+
+        /// Runs `body` on `name`'s table in place, made by `creating` when there is none.
+        mutating func update<R>(_ name: String, creating: () -> Table, _ body: (inout Table) throws -> R) rethrows -> R {
+            if let position = position(of: name) { return try body(&all[position]) }
+            all.append(creating())
+            names.append(name)
+            return try body(&all[all.count - 1])
+        }
+    }
+
     struct State {
-        var tables: [String: Table] = [:]
+        var tables = Tables()
         var sequence: UInt64 = 0
         /// The identity of the newest change set's commit.
         var commit: UInt64 = 0
@@ -75,7 +110,7 @@ public final class MemoryBackend: StorageBackend {
 
     /// One lookup in the current state, without a snapshot.
     public func row(_ entity: String, id: Value) throws -> Row? {
-        let (closed, row) = state.withLock { ($0.isClosed, $0.tables[entity]?.rows[id]) }
+        let (closed, row) = state.withLock { ($0.isClosed, $0.tables.row(entity, id: id)) }
         if closed { throw Self.closedError }
         return row
     }
@@ -127,7 +162,7 @@ final class MemoryTransaction: WriteTransaction {
 
     func row(_ entity: String, id: Value) throws -> Row? {
         try checkOpen()
-        return state.tables[entity]?.rows[id]
+        return state.tables.row(entity, id: id)
     }
 
     func fetch(_ query: Query) throws -> [Row] {
@@ -155,7 +190,7 @@ final class MemoryTransaction: WriteTransaction {
 
     func entities() throws -> [EntityDescription] {
         try checkOpen()
-        return state.tables.values.filter { !$0.rows.isEmpty }.map(\.entity).sorted { $0.name < $1.name }
+        return state.tables.all.filter { !$0.rows.isEmpty }.map(\.entity).sorted { $0.name < $1.name }
     }
 
     func lastSequence() throws -> UInt64 {
@@ -202,15 +237,20 @@ final class MemoryTransaction: WriteTransaction {
 
     func insert(_ entity: EntityDescription, id: Value, row: Row) throws -> Bool {
         try checkOpen()
-        if state.tables[entity.name]?.rows[id] != nil { return false }
+        if state.tables.row(entity.name, id: id) != nil { return false }
         try put(entity, id: id, row: row)
         return true
     }
 
     func put(_ entity: EntityDescription, id: Value, row: Row) throws {
         try checkOpen()
-        var table = state.tables[entity.name] ?? MemoryBackend.Table(entity: entity)
-        state.tables[entity.name] = nil  // keep the table uniquely referenced while mutating
+        try state.tables.update(entity.name, creating: { MemoryBackend.Table(entity: entity) }) { table in
+            try Self.putRow(row, id: id, entity: entity, in: &table)
+        }
+    }
+
+    /// ``put(_:id:row:)`` on `table`, mutated in place so it stays uniquely referenced.
+    private static func putRow(_ row: Row, id: Value, entity: EntityDescription, in table: inout MemoryBackend.Table) throws {
         if table.entity != entity {
             table.entity = entity
             table.indexes = table.indexes.filter { entity.indexes.contains($0.key) }
@@ -232,19 +272,18 @@ final class MemoryTransaction: WriteTransaction {
             }
             table.indexes[column]![newKey, default: []].insert(id)
         }
-        state.tables[entity.name] = table
     }
 
     func delete(_ entity: EntityDescription, id: Value) throws {
         try checkOpen()
-        guard var table = state.tables[entity.name] else { return }
-        state.tables[entity.name] = nil
-        if let old = table.rows.removeValue(forKey: id) {
-            for column in table.indexes.keys {
-                Self.removeFromIndex(&table.indexes[column]!, key: old.value(column), id: id)
+        guard state.tables.position(of: entity.name) != nil else { return }
+        state.tables.update(entity.name, creating: { MemoryBackend.Table(entity: entity) }) { table in
+            if let old = table.rows.removeValue(forKey: id) {
+                for column in table.indexes.keys {
+                    Self.removeFromIndex(&table.indexes[column]!, key: old.value(column), id: id)
+                }
             }
         }
-        state.tables[entity.name] = table
     }
 
     func record(_ changeSet: ChangeSet) throws {
