@@ -13,14 +13,20 @@ enum SQL {
         quote(text, with: "'")
     }
 
+    /// Works on UTF-8 bytes: the marks are ASCII, so a byte equal to one is that mark (never part
+    /// of a longer character), and a name without one, nearly every name, is copied whole.
     private static func quote(_ text: String, with mark: Character) -> String {
-        var result = String(mark)
-        result.reserveCapacity(text.utf8.count + 2)
-        for character in text {
-            result.append(character)
-            if character == mark { result.append(mark) }
+        guard let byte = mark.asciiValue else { return String(mark) + text + String(mark) }
+        let quoted = String(mark)
+        guard text.utf8.contains(byte) else { return quoted + text + quoted }
+        var result = quoted
+        result.reserveCapacity(text.utf8.count + 4)
+        var rest = Substring(text)
+        while let found = rest.utf8.firstIndex(of: byte) {
+            result += rest[..<found] + quoted + quoted
+            rest = rest[rest.utf8.index(after: found)...]
         }
-        result.append(mark)
+        result += rest + quoted
         return result
     }
 
