@@ -90,6 +90,52 @@ extension ConformanceSuite {
                             [DescribedEntity(describedV2), DescribedEntity(otherEntity)], "entities() after a row came back")
         },
 
+        ConformanceCase("spi", "withRow(_:id:_:) lends the row row(_:id:) returns, and a row kept from it never changes") { context in
+            let backend = context.store.backend
+            let stored: [Int64: Row] = [
+                1: Row([("id", .integer(1)), ("x", .integer(10)), ("s", .text("one"))]),
+                2: Row([("id", .integer(2)), ("x", .integer(20)), ("s", .text("two, a longer text than the first"))]),
+                3: Row([("id", .integer(3)), ("x", .real(3.5))]),
+            ]
+            try backend.write { tx in
+                for (id, row) in stored.sorted(by: { $0.key < $1.key }) { try tx.put(otherEntity, id: .integer(id), row: row) }
+            }
+            // The same ids twice over, in an order that changes the row's shape between calls.
+            let order: [Int64] = [1, 2, 3, 99, 1, 3, 2, 2]
+            // What row(_:id:) returns (a table backend gives a column the row lacks as null).
+            var expected: [Int64: Row] = [:]
+            for id in stored.keys { expected[id] = try backend.read { try $0.row(otherEntity.name, id: .integer(id)) } }
+            try expectEqual(Set(expected.keys), Set(stored.keys), "the rows row(_:id:) finds")
+            func check(_ name: String, _ lend: (Int64, (Row) throws -> Void) throws -> Bool) throws {
+                var kept: [(Int64, Row)] = []
+                for id in order {
+                    var calls = 0
+                    let found = try lend(id) { row in
+                        calls += 1
+                        kept.append((id, row))
+                    }
+                    try expectEqual(found, stored[id] != nil, "\(name): whether id \(id) was found")
+                    try expectEqual(calls, found ? 1 : 0, "\(name): calls of the body for id \(id)")
+                }
+                for (id, row) in kept {
+                    try expectEqual(row, expected[id], "\(name): the row of id \(id), kept while later reads went on")
+                }
+            }
+            try check("the backend's withRow") { id, body in try backend.withRow(otherEntity.name, id: .integer(id), body) }
+            try check("a read transaction's withRow") { id, body in
+                try backend.read { tx in try tx.withRow(otherEntity.name, id: .integer(id), body) }
+            }
+            try backend.write { tx in
+                try tx.put(otherEntity, id: .integer(4), row: Row([("id", .integer(4)), ("x", .integer(40))]))
+                var seen: Row?
+                let found = try tx.withRow(otherEntity.name, id: .integer(4)) { seen = $0 }
+                try expect(found, "a write's withRow finds the row it put")
+                try expectEqual(seen, try tx.row(otherEntity.name, id: .integer(4)), "a write's withRow against its row(_:id:)")
+            }
+            try expectEqual(try backend.withRow(otherEntity.name, id: .text("not an id")) { _ in }, false, "withRow of a text id in an entity of integer ids")
+            try expectEqual(try backend.withRow("conformance_no_such_entity", id: .integer(1)) { _ in }, false, "withRow in an entity never written")
+        },
+
         ConformanceCase("spi", "a backend transaction used after its closure is refused") { context in
             let backend = context.store.backend
             let query = try Query(entity: otherEntity)
@@ -105,6 +151,7 @@ extension ConformanceSuite {
             }
             for (name, reader) in [("read", read), ("write", write as any ReadTransaction)] {
                 try expectError(.misuse, "row(_:id:) on an ended \(name) transaction") { try reader.row(otherEntity.name, id: .integer(1)) }
+                try expectError(.misuse, "withRow(_:id:_:) on an ended \(name) transaction") { try reader.withRow(otherEntity.name, id: .integer(1)) { _ in } }
                 try expectError(.misuse, "fetch(_:) on an ended \(name) transaction") { try reader.fetch(query) }
                 try expectError(.misuse, "fetch(_:each:) on an ended \(name) transaction") { try reader.fetch(query) { _ in } }
                 try expectError(.misuse, "fetch(_:expecting:each:) on an ended \(name) transaction") { try reader.fetch(query, expecting: { _ in }) { _ in } }
@@ -132,6 +179,8 @@ extension ConformanceSuite {
             backend.close()
             backend.close()  // idempotent
             try expectError(.closed, "read(_:) after close()") { try backend.read { try $0.row(otherEntity.name, id: .integer(1)) } }
+            try expectError(.closed, "row(_:id:) after close()") { try backend.row(otherEntity.name, id: .integer(1)) }
+            try expectError(.closed, "withRow(_:id:_:) after close()") { try backend.withRow(otherEntity.name, id: .integer(1)) { _ in } }
             try expectError(.closed, "write(_:) after close()") {
                 try backend.write { tx in try tx.put(otherEntity, id: .integer(2), row: Row([("id", .integer(2)), ("x", .integer(2))])) }
             }

@@ -68,6 +68,11 @@ public final class LMDBBackend: StorageBackend {
         return try body(transaction)
     }
 
+    /// The row in a read transaction of its own, lent from the transaction's reused row.
+    public func withRow(_ entity: String, id: Value, _ body: (Row) throws -> Void) throws -> Bool {
+        try read { try $0.withRow(entity, id: id, body) }
+    }
+
     public func write<R>(_ body: (any WriteTransaction) throws -> R) throws -> R {
         try checkWritable()
         return try environment.withWriterLocks {

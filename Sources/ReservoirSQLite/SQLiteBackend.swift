@@ -193,6 +193,26 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
         return try read { try $0.row(entity, id: id) }
     }
 
+    /// ``row(_:id:)``, read into the session's lent row and handed to `body` before the
+    /// session goes back to the pool: a point read allocates and frees no row.
+    public func withRow(_ entity: String, id: Value, _ body: (Row) throws -> Void) throws -> Bool {
+        try checkOpen()
+        let session = try pool.acquire()
+        let found: Bool?
+        do {
+            found = try SQLiteReadTransaction.cachedRow(entity, id: id, in: session, into: &session.lent)
+            if found == true { try body(session.lent) }
+        } catch {
+            pool.release(session, healthy: !session.connection.inTransaction)
+            throw error
+        }
+        pool.release(session, healthy: !session.connection.inTransaction)
+        if let found { return found }
+        guard let row = try read({ try $0.row(entity, id: id) }) else { return false }
+        try body(row)
+        return true
+    }
+
     /// Ends a read transaction; false when the connection could not leave it (then discarded).
     private static func end(_ session: Session, _ command: HeldStatement) -> Bool {
         session.catalog.endTransaction()

@@ -6,6 +6,15 @@ public protocol ReadTransaction {
     /// The row stored under `id` in the entity named `entity`, or nil.
     func row(_ entity: String, id: Value) throws -> Row?
 
+    /// Calls `body` with the row ``row(_:id:)`` returns and returns true, or returns false
+    /// when there is none: how ``Snapshot`` and ``Store`` read one record. A backend may lend
+    /// `body` one `Row` it refills in place for each call (see ``Row/withUnsafeMutableValues(_:)``),
+    /// which spares allocating and freeing a row per point read; `Row` is a value, so a body
+    /// that keeps the row keeps an unchanging copy. `body` must not use the transaction. Not
+    /// generic, so a call through `any ReadTransaction` builds no type metadata. The default
+    /// calls ``row(_:id:)``.
+    func withRow(_ entity: String, id: Value, _ body: (Row) throws -> Void) throws -> Bool
+
     /// Exactly the rows `QueryEvaluator.evaluate(query, over: allRowsOfTheEntity)` returns,
     /// in that order. An entity never written to has no rows.
     func fetch(_ query: Query) throws -> [Row]

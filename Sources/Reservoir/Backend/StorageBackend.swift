@@ -70,6 +70,12 @@ public protocol StorageBackend: AnyObject, Sendable {
     /// statement) and ``read(_:)``'s other checks (closed, files gone or damaged) still apply.
     func row(_ entity: String, id: Value) throws -> Row?
 
+    /// Calls `body` with the row ``row(_:id:)`` returns and returns true, or returns false when
+    /// there is none, with the same freedom from a whole read transaction. As
+    /// ``ReadTransaction/withRow(_:id:_:)``, a backend may lend `body` a row it refills in
+    /// place; `body` must not call the backend. The default calls ``row(_:id:)``.
+    func withRow(_ entity: String, id: Value, _ body: (Row) throws -> Void) throws -> Bool
+
     /// A number that changes whenever any process commits a write (SQLite's
     /// `data_version`, LMDB's last transaction id). Probed to find external commits.
     ///
@@ -125,6 +131,13 @@ extension StorageBackend {
         try read { try $0.row(entity, id: id) }
     }
 
+    /// Calls `body` with ``row(_:id:)``'s row.
+    public func withRow(_ entity: String, id: Value, _ body: (Row) throws -> Void) throws -> Bool {
+        guard let row = try row(entity, id: id) else { return false }
+        try body(row)
+        return true
+    }
+
     /// Runs `body` once, through ``write(_:)``.
     public func rerunnableWrite<R>(_ body: (any WriteTransaction) throws -> R) throws -> R {
         try write(body)
@@ -153,6 +166,13 @@ extension ReadTransaction {
         guard sequence > 0 else { return .start }
         guard let first = try changeLog(after: sequence - 1, limit: 1).first, first.sequence == sequence else { return nil }
         return CommitPosition(sequence: sequence, commit: first.commit)
+    }
+
+    /// Calls `body` with ``row(_:id:)``'s row.
+    public func withRow(_ entity: String, id: Value, _ body: (Row) throws -> Void) throws -> Bool {
+        guard let row = try row(entity, id: id) else { return false }
+        try body(row)
+        return true
     }
 
     /// The number of rows `query` selects; the default counts what ``fetch(_:)`` returns.

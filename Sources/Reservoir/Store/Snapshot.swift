@@ -55,8 +55,9 @@ public class Snapshot {
     public final func get<T: Storable>(_ type: T.Type, id: T.ID) throws -> T? {
         try checkOpen()
         try T.schema.validate()
-        guard let row = try reader.row(T.schema.name, id: id.toValue()) else { return nil }
-        return try RecordCoding.decode(T.self, from: row)
+        var record: T?
+        _ = try reader.withRow(T.schema.name, id: id.toValue()) { record = try RecordCoding.decode(T.self, from: $0) }
+        return record
     }
 
     /// The records with these ids, in the order of `ids`; an id with no record is left out,
@@ -70,9 +71,7 @@ public class Snapshot {
         var records: [T] = []
         records.reserveCapacity(ids.underestimatedCount)
         for id in ids {
-            if let row = try reader.row(entity, id: id.toValue()) {
-                records.append(try RecordCoding.decode(T.self, from: row))
-            }
+            _ = try reader.withRow(entity, id: id.toValue()) { records.append(try RecordCoding.decode(T.self, from: $0)) }
         }
         return records
     }

@@ -145,8 +145,9 @@ public final class Store: Sendable {
         do {
             let schema = T.schema
             try schema.validate()
-            guard let row = try backend.row(schema.name, id: id.toValue()) else { return nil }
-            return try RecordCoding.decode(T.self, from: row)
+            var record: T?
+            _ = try backend.withRow(schema.name, id: id.toValue()) { record = try RecordCoding.decode(T.self, from: $0) }
+            return record
         } catch let error as ReservoirError {
             throw named(error)
         }

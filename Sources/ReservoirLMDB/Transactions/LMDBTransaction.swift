@@ -63,6 +63,9 @@ final class LMDBTransaction: WriteTransaction {
     struct RowCoding {
         /// Decodes rows, keeping the last layout it met.
         var reader = RowReader()
+        /// The row ``withRow(_:id:_:)`` lends, refilled in place for each point read. The
+        /// transaction object is reused across reads, so the row's storage is too.
+        var lent = Row()
         /// Stored by this write transaction; they join the environment's registry when it commits.
         var addedLayouts: [RowLayout] = []
         /// The columns of the last row put, and the number of the layout it was written in.

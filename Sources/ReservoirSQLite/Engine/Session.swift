@@ -9,6 +9,8 @@ final class Session {
     /// (`@exclusivity(unchecked)`: a session is used by one thread at a time.)
     @exclusivity(unchecked) private var rowStatements: [String: RowStatement] = [:]
     @exclusivity(unchecked) private var lastRowStatement: (entity: String, statement: RowStatement)?
+    /// The row point reads lend (``SQLiteBackend/withRow(_:id:_:)``), refilled in place.
+    @exclusivity(unchecked) var lent = Row()
 
     /// The row-by-id select prepared for `entity`, if there is one.
     @inline(__always)

@@ -67,11 +67,24 @@ class SQLiteReadTransaction: ReadTransaction {
     /// is no such statement yet, or it failed as a dropped table makes it fail (the caller
     /// then reads in a transaction, which checks the catalog).
     static func cachedRow(_ entity: String, id: Value, in session: Session) throws -> Row?? {
+        var row = Row()
+        guard let found = try cachedRow(entity, id: id, in: session, into: &row) else { return nil }
+        return .some(found ? row : nil)
+    }
+
+    /// ``cachedRow(_:id:in:)`` read into `row` (in place when it holds the table's columns):
+    /// whether there is such a row, or nil when the caller must read in a transaction.
+    static func cachedRow(_ entity: String, id: Value, in session: Session, into row: inout Row) throws -> Bool? {
         guard let cached = session.rowStatement(entity) else { return nil }
-        if id.isNull || (cached.integerKey && id.isText) { return .some(nil) }
-        cached.statement.reset()
+        if id.isNull || (cached.integerKey && id.isText) { return false }
+        let statement = cached.statement
+        statement.reset()
         do {
-            return .some(try row(cached.statement, id: id))
+            defer { statement.reset() }
+            try statement.bind(id, at: 1)
+            guard try statement.step() else { return false }
+            statement.read(into: &row, columns: statement.columnNames)
+            return true
         } catch let error as ReservoirError where error.nativeCode == SQLiteCode.error {
             session.setRowStatement(nil, for: entity)
             return nil
