@@ -303,6 +303,9 @@ extension LMDBTransaction {
             let indexed = Set(try storedDescription(entity)?.indexes ?? [])
             if let access = Self.access(for: predicate, indexed: indexed) {
                 var found = Candidates()
+                // Room for a typical index read at once: grown by doubling from empty, a read of
+                // 100 keys reallocated eight times (about 70 instructions a row).
+                found.keys.reserveCapacity(128)
                 try candidates(access, entity: entity, into: &found)
                 found.sortKeys()
                 stored.reserveCapacity(found.keys.count)
