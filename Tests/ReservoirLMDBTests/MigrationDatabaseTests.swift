@@ -116,3 +116,45 @@ struct MigrationDatabaseTests {
         #expect(merged == ["index/notes/rank", "index/notes/title", "rows/notes", "rows/reservoir_schema_versions"], "the merged entity's databases are gone")
     }
 }
+
+/// A read transaction kept for reuse remembers the row database it read last; a database
+/// deleted meanwhile (its handle's slot free for LMDB to give another database) must not be
+/// read through that memory.
+@Suite("LMDB: point reads after a deleted database")
+struct KeptReadAfterDeletionTests {
+    @Test func aPointReadAfterAnEntitysDatabasesWereDeletedFindsNothingOfAnotherEntity() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.cleanUp() }
+        let store = try openStore("lmdb:" + dir.path + "/env")
+        defer { store.close() }
+        let backend = store.backend
+        let notes = EntityDescription(name: "notes", fields: ["id", "x"], integerIDs: true)
+        let other = EntityDescription(name: "other", fields: ["id", "x"], integerIDs: true)
+        try backend.write { tx in try tx.put(notes, id: .integer(1), row: Row([("id", .integer(1)), ("x", .text("a note"))])) }
+        var seen: Row?
+        // Point reads of `notes`: the kept read transactions remember its row database.
+        for _ in 0..<3 {
+            #expect(try backend.withRow("notes", id: .integer(1)) { seen = $0 })
+        }
+        #expect(seen?.value("x") == .text("a note"))
+        // Empty `notes` and delete its databases, then give another entity a database (LMDB
+        // hands it the freed slot).
+        try backend.write { tx in
+            try tx.delete(notes, id: .integer(1))
+            try tx.dropEntity(notes)
+        }
+        try backend.write { tx in try tx.put(other, id: .integer(1), row: Row([("id", .integer(1)), ("x", .text("not a note"))])) }
+        for _ in 0..<3 {
+            seen = nil
+            let found = try backend.withRow("notes", id: .integer(1)) { seen = $0 }
+            #expect(!found, "notes has no rows; read \(String(describing: seen))")
+            #expect(try backend.row("notes", id: .integer(1)) == nil)
+        }
+        #expect(try backend.row("other", id: .integer(1))?.value("x") == .text("not a note"))
+        // The entity comes back with a database of its own.
+        try backend.write { tx in try tx.put(notes, id: .integer(2), row: Row([("id", .integer(2)), ("x", .text("back"))])) }
+        #expect(try backend.withRow("notes", id: .integer(2)) { seen = $0 })
+        #expect(seen?.value("x") == .text("back"))
+        #expect(try backend.withRow("notes", id: .integer(1)) { _ in } == false)
+    }
+}

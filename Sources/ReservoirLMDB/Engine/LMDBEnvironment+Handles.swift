@@ -14,11 +14,12 @@ extension LMDBEnvironment {
         return committed.all
     }
 
-    /// The committed handles, and those of entities' row databases by entity name.
-    func committedHandlesAndRows() -> ([String: MDB_dbi?], [String: MDB_dbi]) {
+    /// The committed handles, those of entities' row databases by entity name, and the count
+    /// of deletions so far (``CommittedHandles/deletions``).
+    func committedHandlesAndRows() -> ([String: MDB_dbi?], [String: MDB_dbi], UInt64) {
         handlesLock.lock()
         defer { handlesLock.unlock() }
-        return (committed.all, committed.rowsByEntity)
+        return (committed.all, committed.rowsByEntity, committed.deletions)
     }
 
     /// Adds handles a committed transaction opened.
@@ -47,6 +48,7 @@ extension LMDBEnvironment {
         defer { gate.unlock() }
         guard gated.activeCount == 1 else { return false }
         handlesLock.lock()
+        committed.deletions &+= 1
         let prefix = StoreFormat.rowsDatabase("")
         for database in databases {
             committed.all[database.name] = nil

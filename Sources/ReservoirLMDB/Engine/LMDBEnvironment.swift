@@ -70,8 +70,13 @@ final class LMDBEnvironment: @unchecked Sendable {
     struct CommittedHandles {
         /// By name (nil: not a database).
         var all: [String: MDB_dbi?] = [:]
-        /// Those of entities' row databases, by entity name.
+        /// Those of entities' row databases, by entity name. An entry, once made, stays the
+        /// same until its database is deleted.
         var rowsByEntity: [String: MDB_dbi] = [:]
+        /// How many times databases were deleted (their handles forgotten, and their slots
+        /// free for LMDB to give another database): a row handle a reused read transaction
+        /// remembers is still the entity's while this has not moved.
+        var deletions: UInt64 = 0
     }
 
     /// Stored entity descriptions and the change log's newest sequence, each as of a

@@ -22,9 +22,12 @@ final class LMDBTransaction: WriteTransaction {
         var committed: [String: MDB_dbi?] = [:]
         /// Opened by this write transaction.
         var opened: [String: MDB_dbi] = [:]
-        /// Row databases by entity name, and the one looked up last.
+        /// Row databases by entity name, and the one looked up last. A read transaction kept
+        /// for reuse keeps `lastRows` while no database was deleted (``LMDBEnvironment/CommittedHandles/deletions``
+        /// is still `deletions`): a run of point reads of one entity then hashes no name.
         var rows: [String: MDB_dbi] = [:]
         var lastRows: (entity: String, handle: MDB_dbi)?
+        var deletions: UInt64 = 0
         /// Index databases by entity and column.
         var indexes: [String: [String: MDB_dbi]] = [:]
         /// The change log's, once looked up: every commit reads and writes it.
@@ -36,13 +39,14 @@ final class LMDBTransaction: WriteTransaction {
         /// Committed databases a write found still there (see ``LMDBTransaction/requireExisting(_:)``).
         var verified: Set<String> = []
 
-        /// Forgets what the ended LMDB transaction opened or looked up.
-        mutating func forgetLookUps() {
+        /// Forgets what the ended LMDB transaction opened or looked up; a read keeps `lastRows`
+        /// for the next transaction to check.
+        mutating func forgetLookUps(keepingLastRows: Bool = false) {
             // Emptied only when they hold something: a point read touches none but `rows`.
             if !verified.isEmpty { verified = [] }
             if !opened.isEmpty { opened = [:] }
             if !rows.isEmpty { rows = [:] }
-            lastRows = nil
+            if !keepingLastRows { lastRows = nil }
             if !indexes.isEmpty { indexes = [:] }
             log = nil
             lastPut = nil
@@ -148,7 +152,7 @@ final class LMDBTransaction: WriteTransaction {
         }
         var refreshes = 0
         while true {
-            let (txn, (known, rows)) = try LMDBErrors.convert(path: environment.path) {
+            let (txn, (known, rows, deletions)) = try LMDBErrors.convert(path: environment.path) {
                 try environment.beginTransaction(readOnly: true) { environment.committedHandlesAndRows() }
             }
             do {
@@ -164,6 +168,10 @@ final class LMDBTransaction: WriteTransaction {
                 transaction.inGate = true
                 transaction.handles.committed = known
                 transaction.handles.rows = rows
+                if transaction.handles.deletions != deletions {
+                    transaction.handles.lastRows = nil
+                    transaction.handles.deletions = deletions
+                }
                 transaction.snapshot.id = txn.id
                 return transaction
             }
@@ -192,7 +200,7 @@ final class LMDBTransaction: WriteTransaction {
 
     /// Begins (or, replaying, begins again) the LMDB write transaction.
     func beginWriteTransaction() throws {
-        let (txn, (known, rows)) = try environment.beginTransaction(readOnly: false) { environment.committedHandlesAndRows() }
+        let (txn, (known, rows, _)) = try environment.beginTransaction(readOnly: false) { environment.committedHandlesAndRows() }
         handles.committed = known
         handles.rows = rows
         self.txn = txn
@@ -214,7 +222,7 @@ final class LMDBTransaction: WriteTransaction {
             txn.abort()
             self.txn = nil
         }
-        handles.forgetLookUps()
+        handles.forgetLookUps(keepingLastRows: !isWrite)
         if descriptions.last != nil || !descriptions.written.isEmpty || descriptions.lastEnsured != nil { descriptions = Descriptions() }
         rowCoding.forgetWrites()
         appending.target = nil
