@@ -28,6 +28,11 @@
  *
  *   cc -O2 -o /tmp/commit_protocol Benchmarks/LMDB/commit_protocol.c -llmdb -lpthread
  *   /tmp/commit_protocol 1000 100000
+ *
+ * A third argument runs that line alone, once (for instruction counts: callgrind's inclusive
+ * count of `commit`, divided by the commits):
+ *
+ *   valgrind --tool=callgrind /tmp/commit_protocol 1000 20000 5
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -135,7 +140,7 @@ static uint64_t new_identity(int from_getrandom) {
 }
 
 /* One commit updating record `id` to group `group`, with steps 2 to `level` of the header. */
-static void commit(int level, uint64_t id, uint64_t group, uint64_t rank) {
+__attribute__((noinline)) static void commit(int level, uint64_t id, uint64_t group, uint64_t rank) {
     if (level >= 3) {
         pthread_mutex_lock(&writer_mutex);
         while (flock(writer_lock, LOCK_EX) != 0) if (errno != EINTR) { perror("flock"); exit(1); }
@@ -207,6 +212,7 @@ static void commit(int level, uint64_t id, uint64_t group, uint64_t rank) {
 int main(int argc, char **argv) {
     int commits = argc > 1 ? atoi(argv[1]) : 1000;
     int records = argc > 2 ? atoi(argv[2]) : 100000;
+    int only = argc > 3 ? atoi(argv[3]) : 0;
     if (!mkdtemp(path)) { perror("mkdtemp"); return 1; }
     CHECK(mdb_env_create(&env));
     CHECK(mdb_env_set_mapsize(env, 4UL << 30));
@@ -244,8 +250,8 @@ int main(int argc, char **argv) {
                                   "3 + writer mutex and flock", "4 + stat x3 (replaced files)",
                                   "5 + truncation, named dbs, published (floor)", "6 + getrandom identity (before)"};
     uint64_t round_number = 0;
-    for (int pass = 0; pass < 3; pass++) {
-        for (int level = 1; level <= 6; level++) {
+    for (int pass = 0; pass < (only ? 1 : 3); pass++) {
+        for (int level = only ? only : 1; level <= (only ? only : 6); level++) {
             round_number++;
             double start = now();
             for (int i = 0; i < commits; i++) {
