@@ -40,4 +40,26 @@ import Testing
         let write = try #require(throws: ReservoirError.self) { try store.write { try $0.insert(Note(id: 2, title: "lost?")) } }
         #expect(write.code == .gone, "\(write)")
     }
+
+    /// Writes check the files by the directory's times once those are old enough
+    /// (``DirectoryFiles``): a file replaced after that must still stop the store.
+    @Test(arguments: ["lock.mdb", "reservoir-writer.lock", "data.mdb"])
+    func aFileReplacedAfterTheDirectorySettledStopsTheStore(file: String) async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.cleanUp() }
+        let store = try openStore("lmdb:\(dir.path)/env")
+        defer { store.close() }
+        try await store.write { try $0.insert(Note(id: 1, title: "one")) }
+        try await Task.sleep(for: .seconds(DirectoryFiles.settledSeconds + 1))
+        // The first write after the pause remembers the directory's times, the second trusts them.
+        try await store.write { try $0.insert(Note(id: 2, title: "two")) }
+        try await store.write { try $0.insert(Note(id: 3, title: "three")) }
+        let path = "\(dir.path)/env/\(file)"
+        let replacement = "\(dir.path)/env/replacement"
+        #expect(FileManager.default.createFile(atPath: replacement, contents: Data()))
+        #expect(rename(replacement, path) == 0)
+
+        let write = try #require(throws: ReservoirError.self) { try store.write { try $0.insert(Note(id: 4, title: "lost?")) } }
+        #expect(write.code == .gone && write.message.contains(path), "\(write)")
+    }
 }

@@ -103,8 +103,8 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// data.mdb, lock.mdb and reservoir-writer.lock as opened. A process that finds one
     /// deleted makes a new one: a new lock.mdb or writer lock no longer serialises its
     /// writers with ours, and a new data.mdb holds other data. Checked when the store is
-    /// probed and when a write begins (`.gone`).
-    private let files: [FileIdentity]
+    /// probed and when a write begins (`.gone`), usually by one `stat` of the directory.
+    private let files: DirectoryFiles
 
     /// Serialises writers in this process.
     let writerMutex = NSLock()
@@ -209,9 +209,8 @@ final class LMDBEnvironment: @unchecked Sendable {
         }
         writerLockFD = fd
         do {
-            files = try ["data.mdb", "lock.mdb", "reservoir-writer.lock"]
-                .filter { !options.readOnly || FileManager.default.fileExists(atPath: path + "/" + $0) }
-                .map { try FileIdentity(path: path + "/" + $0, store: lmdbStore(path)) }
+            files = try DirectoryFiles(directory: path, names: ["data.mdb", "lock.mdb", "reservoir-writer.lock"]
+                .filter { !options.readOnly || FileManager.default.fileExists(atPath: path + "/" + $0) }, store: lmdbStore(path))
         } catch {
             mdb_env_close(env)
             close(fd)
@@ -264,7 +263,7 @@ final class LMDBEnvironment: @unchecked Sendable {
 
 
     func checkFiles() throws {
-        for file in files { try file.check(store: lmdbStore(path)) }
+        try files.check(store: lmdbStore(path))
     }
 
     /// The id of the last committed transaction, whichever process committed it.

@@ -81,11 +81,11 @@ extension LMDBTransaction {
         for database in databases {
             handles.committed[database.name] = nil
             handles.opened[database.name] = nil
-            handles.verified.remove(database.name)
+            handles.verified.removeAll { $0 == database.handle }
         }
         handles.rows[name] = nil
         handles.lastRows = nil
-        handles.indexes[name] = nil
+        handles.indexes.removeAll { $0.entity == name }
         handles.lastPut = nil
         appending.target = nil
     }

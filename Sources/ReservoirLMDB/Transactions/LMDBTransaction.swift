@@ -28,16 +28,19 @@ final class LMDBTransaction: WriteTransaction {
         var rows: [String: MDB_dbi] = [:]
         var lastRows: (entity: String, handle: MDB_dbi)?
         var deletions: UInt64 = 0
-        /// Index databases by entity and column.
-        var indexes: [String: [String: MDB_dbi]] = [:]
+        /// Index databases by entity and column: a transaction uses a few, so a list, where
+        /// a dictionary of dictionaries allocated two on a commit's first lookup.
+        var indexes: [(entity: String, column: String, handle: MDB_dbi)] = []
         /// The change log's, once looked up: every commit reads and writes it.
         var log: MDB_dbi?
         /// The entity the last put went to, as an index into the replay log's entities, its
         /// row database, whether it has indexes, and the least layout number its rows may name
         /// (see ``LMDBTransaction/putTarget(_:)``).
         var lastPut: (entity: Int, rows: MDB_dbi, indexed: Bool, floor: UInt32)?
-        /// Committed databases a write found still there (see ``LMDBTransaction/requireExisting(_:)``).
-        var verified: Set<String> = []
+        /// Committed databases a write found still there, by handle (see
+        /// ``LMDBTransaction/requireExisting(_:_:)``): a write uses a few, so a list, where a
+        /// set of names hashed and allocated on every commit.
+        var verified: [MDB_dbi] = []
 
         /// Forgets what the ended LMDB transaction opened or looked up; a read keeps `lastRows`
         /// for the next transaction to check.
@@ -47,7 +50,7 @@ final class LMDBTransaction: WriteTransaction {
             if !opened.isEmpty { opened = [:] }
             if !rows.isEmpty { rows = [:] }
             if !keepingLastRows { lastRows = nil }
-            if !indexes.isEmpty { indexes = [:] }
+            if !indexes.isEmpty { indexes = [] }
             log = nil
             lastPut = nil
         }
@@ -284,7 +287,7 @@ final class LMDBTransaction: WriteTransaction {
     /// The handle of a named database, or nil when it does not exist (and `create` is false).
     func database(_ name: String, create: Bool = false) throws -> MDB_dbi? {
         if let known = handles.committed[name] {
-            if isWrite, known != nil { try requireExisting(name) }
+            if isWrite, let known { try requireExisting(known, name) }
             return known
         }
         if let handle = handles.opened[name] { return handle }
@@ -306,7 +309,7 @@ final class LMDBTransaction: WriteTransaction {
         // Most transactions touch one entity: skip hashing its name.
         if let last = handles.lastRows, last.entity == entity { return last.handle }
         if let handle = handles.rows[entity] {
-            if isWrite { try requireExisting(StoreFormat.rowsDatabase(entity)) }
+            if isWrite { try requireExisting(handle, StoreFormat.rowsDatabase(entity)) }
             handles.lastRows = (entity, handle)
             return handle
         }
@@ -321,26 +324,33 @@ final class LMDBTransaction: WriteTransaction {
     /// its handle, which LMDB cannot reopen or close safely while other transactions may hold
     /// it. Reading through it finds nothing, but writing through it would damage the
     /// environment, so a write checks each committed database once before using it.
-    func requireExisting(_ name: String) throws {
-        guard !handles.verified.contains(name) else { return }
+    /// `name` is built only when `handle` was not checked yet in this write.
+    @inline(__always)
+    func requireExisting(_ handle: MDB_dbi, _ name: @autoclosure () -> String) throws {
+        guard !handles.verified.contains(handle) else { return }
+        try checkExisting(handle, name())
+    }
+
+    private func checkExisting(_ handle: MDB_dbi, _ name: String) throws {
         let txn = try liveTransaction()
         let found: Bool
         do {
-            found = try Array(name.utf8).withUnsafeBytes { try txn.get(CLMDB_MAIN_DBI, $0) } != nil
+            var key = name
+            found = try key.withUTF8 { try txn.get(CLMDB_MAIN_DBI, UnsafeRawBufferPointer($0)) } != nil
         } catch let failure as LMDBFailure where failure.code == MDB_INCOMPATIBLE {
             found = true  // a named database's record, which some LMDB versions refuse to read as data
         }
         guard found else {
             throw ReservoirError(.invalidSchema, "\(lmdbStore(path)): the named database \"\(name)\" was deleted by another process (a migration renamed or merged its entity) while this process kept it open; reopen the store to write to it")
         }
-        handles.verified.insert(name)
+        handles.verified.append(handle)
     }
 
     /// The index database of `entity`'s `column` (cached).
     func indexDatabase(_ entity: String, _ column: String, create: Bool = false) throws -> MDB_dbi? {
-        if let handle = handles.indexes[entity]?[column] { return handle }
+        if let known = handles.indexes.first(where: { $0.entity == entity && $0.column == column }) { return known.handle }
         guard let handle = try database(StoreFormat.indexDatabase(entity, column), create: create) else { return nil }
-        handles.indexes[entity, default: [:]][column] = handle
+        handles.indexes.append((entity, column, handle))
         return handle
     }
 }
