@@ -175,26 +175,18 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
         return result
     }
 
-    /// One statement on a pooled connection, outside a transaction, when the connection has
-    /// the entity's row statement prepared (a single statement reads one snapshot): `BEGIN`
-    /// and `COMMIT` cost as much as the read itself. Otherwise a read transaction.
+    /// The row ``withRow(_:id:_:)`` lends, kept (a copy the next refill leaves alone).
     public func row(_ entity: String, id: Value) throws -> Row? {
-        try checkOpen()
-        let session = try pool.acquire()
-        let answer: Row??
-        do {
-            answer = try SQLiteReadTransaction.cachedRow(entity, id: id, in: session)
-        } catch {
-            pool.release(session, healthy: !session.connection.inTransaction)
-            throw error
-        }
-        pool.release(session, healthy: !session.connection.inTransaction)
-        if let answer { return answer }
-        return try read { try $0.row(entity, id: id) }
+        var found: Row?
+        _ = try withRow(entity, id: id) { found = $0 }
+        return found
     }
 
-    /// ``row(_:id:)``, read into the session's lent row and handed to `body` before the
-    /// session goes back to the pool: a point read allocates and frees no row.
+    /// One statement on a pooled connection, outside a transaction, when the connection has
+    /// the entity's row statement prepared (a single statement reads one snapshot): `BEGIN`
+    /// and `COMMIT` cost as much as the read itself. Otherwise a read transaction. The row is
+    /// read into the session's lent row and handed to `body` before the session goes back to
+    /// the pool: a point read allocates and frees no row.
     public func withRow(_ entity: String, id: Value, _ body: (Row) throws -> Void) throws -> Bool {
         try checkOpen()
         let session = try pool.acquire()

@@ -24,11 +24,7 @@ public final class MemoryBackend: StorageBackend {
         private var names: [String] = []
 
         func position(of name: String) -> Int? {
-            names.withUnsafeBufferPointer { names in
-                if let position = Row.identicalIndex(of: name, in: names) { return position }
-                let length = name.utf8.count
-                return names.firstIndex { $0.utf8.count == length && $0 == name }
-            }
+            Row.position(of: name, in: names)
         }
 
         subscript(name: String) -> Table? {

@@ -45,11 +45,18 @@ public struct Row: Sendable {
     /// The position of `column`, if the row has it.
     @inlinable
     public func index(of column: String) -> Int? {
-        columns.withUnsafeBufferPointer { columns in
-            if let position = Self.identicalIndex(of: column, in: columns) { return position }
+        Self.position(of: column, in: columns)
+    }
+
+    /// The position of `name` in `names`: first by exact representation, then by comparison.
+    /// Also how the memory backend finds a table by its entity's name.
+    @inlinable
+    static func position(of name: String, in names: [String]) -> Int? {
+        names.withUnsafeBufferPointer { names in
+            if let position = identicalIndex(of: name, in: names) { return position }
             // Comparing lengths first skips most of the string comparisons that would fail.
-            let length = column.utf8.count
-            return columns.firstIndex { $0.utf8.count == length && $0 == column }
+            let length = name.utf8.count
+            return names.firstIndex { $0.utf8.count == length && $0 == name }
         }
     }
 
@@ -59,17 +66,20 @@ public struct Row: Sendable {
     /// the full comparisons `index(of:)` would otherwise make with every column before it.
     @inlinable @inline(__always)
     static func identicalIndex(of column: String, in columns: UnsafeBufferPointer<String>) -> Int? {
-        guard MemoryLayout<String>.size == 16, let base = columns.baseAddress else { return nil }
+        guard MemoryLayout<String>.size == 16 else { return nil }
+        return columns.indices.first { isIdentical(column, at: $0, in: columns) }
+    }
+
+    /// Whether `columns[position]` has exactly `column`'s representation (see
+    /// ``identicalIndex(of:in:)``); false where a `String` is not two words.
+    @inlinable @inline(__always)
+    static func isIdentical(_ column: String, at position: Int, in columns: UnsafeBufferPointer<String>) -> Bool {
+        guard MemoryLayout<String>.size == 16, let base = columns.baseAddress else { return false }
         let bits = unsafeBitCast(column, to: (UInt64, UInt64).self)
+        let offset = position &* 16
         let raw = UnsafeRawPointer(base)
-        for position in 0..<columns.count {
-            let offset = position &* 16
-            if raw.load(fromByteOffset: offset, as: UInt64.self) == bits.0,
-               raw.load(fromByteOffset: offset &+ 8, as: UInt64.self) == bits.1 {
-                return position
-            }
-        }
-        return nil
+        return raw.load(fromByteOffset: offset, as: UInt64.self) == bits.0
+            && raw.load(fromByteOffset: offset &+ 8, as: UInt64.self) == bits.1
     }
 
     /// The value of `column`, or `nil` when the row has no such column
@@ -154,20 +164,10 @@ public struct Row: Sendable {
         }
     }
 
-    /// Whether `columns[position]` is `column`, tried first by representation (see
-    /// ``identicalIndex(of:in:)``), then by comparison.
+    /// Whether `columns[position]` is `column`, tried first by representation, then by comparison.
     @inlinable @inline(__always)
     static func isColumn(_ column: String, at position: Int, in columns: UnsafeBufferPointer<String>) -> Bool {
-        if MemoryLayout<String>.size == 16, let base = columns.baseAddress {
-            let bits = unsafeBitCast(column, to: (UInt64, UInt64).self)
-            let raw = UnsafeRawPointer(base)
-            let offset = position &* 16
-            if raw.load(fromByteOffset: offset, as: UInt64.self) == bits.0,
-               raw.load(fromByteOffset: offset &+ 8, as: UInt64.self) == bits.1 {
-                return true
-            }
-        }
-        return columns[position] == column
+        isIdentical(column, at: position, in: columns) || columns[position] == column
     }
 }
 

@@ -6,34 +6,36 @@ import Reservoir
 /// log in `Changes/`).
 extension LMDBTransaction {
     func row(_ entity: String, id: Value) throws -> Row? {
-        _ = try liveTransaction()  // an ended transaction is refused before any cache answers
-        return try LMDBErrors.convert(path: path) {
-            guard let rows = try rowsDatabase(entity) else { return nil }
-            return try KeyEncoding.withEncoded(id) { key -> Row? in
-                guard key.count < environment.maxKeySize, let bytes = try get(rows, key) else { return nil }
-                return try decodeRow(bytes, entity: entity, key: key)
-            }
-        }
+        try storedRow(entity, id: id) { bytes, key in try decodeRow(bytes, entity: entity, key: key) }
     }
 
     /// The row, decoded into the transaction's lent row and handed to `body`: a point read
     /// then allocates and frees no row (freeing one costs about 1,000 instructions, a value
     /// witness per column).
     func withRow(_ entity: String, id: Value, _ body: (Row) throws -> Void) throws -> Bool {
+        let found = try storedRow(entity, id: id) { bytes, key -> Bool in
+            guard try rowCoding.reader.decode(bytes, into: &rowCoding.lent, renames: renameHistory(entity), layouts: layout) else {
+                throw corruptRow(bytes, entity: entity, key: key)
+            }
+            return true
+        } ?? false
+        if found { try body(rowCoding.lent) }
+        return found
+    }
+
+    /// `decode` applied to the stored bytes of `entity`'s row `id` and its key, or nil when
+    /// there is no such row.
+    @inline(__always)
+    private func storedRow<T>(_ entity: String, id: Value,
+                              _ decode: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> T) throws -> T? {
         _ = try liveTransaction()  // an ended transaction is refused before any cache answers
-        let found = try LMDBErrors.convert(path: path) { () -> Bool in
-            guard let rows = try rowsDatabase(entity) else { return false }
-            return try KeyEncoding.withEncoded(id) { key -> Bool in
-                guard key.count < environment.maxKeySize, let bytes = try get(rows, key) else { return false }
-                guard try rowCoding.reader.decode(bytes, into: &rowCoding.lent, renames: renameHistory(entity), layouts: layout) else {
-                    throw corruptRow(bytes, entity: entity, key: key)
-                }
-                return true
+        return try LMDBErrors.convert(path: path) {
+            guard let rows = try rowsDatabase(entity) else { return nil }
+            return try KeyEncoding.withEncoded(id) { key -> T? in
+                guard key.count < environment.maxKeySize, let bytes = try get(rows, key) else { return nil }
+                return try decode(bytes, key)
             }
         }
-        guard found else { return false }
-        try body(rowCoding.lent)
-        return true
     }
 
     func entities() throws -> [EntityDescription] {

@@ -5,24 +5,23 @@ import Reservoir
 enum SQL {
     /// `name` as a quoted identifier: `"name"`, with inner quotes doubled.
     static func identifier(_ name: String) -> String {
-        quote(name, with: "\"")
+        quote(name, with: UInt8(ascii: "\""))
     }
 
     /// `text` as a string literal: `'text'`, with inner quotes doubled.
     static func literal(_ text: String) -> String {
-        quote(text, with: "'")
+        quote(text, with: UInt8(ascii: "'"))
     }
 
-    /// Works on UTF-8 bytes: the marks are ASCII, so a byte equal to one is that mark (never part
+    /// Works on UTF-8 bytes: the mark is ASCII, so a byte equal to it is that mark (never part
     /// of a longer character), and a name without one, nearly every name, is copied whole.
-    private static func quote(_ text: String, with mark: Character) -> String {
-        guard let byte = mark.asciiValue else { return String(mark) + text + String(mark) }
-        let quoted = String(mark)
-        guard text.utf8.contains(byte) else { return quoted + text + quoted }
+    private static func quote(_ text: String, with mark: UInt8) -> String {
+        let quoted = String(UnicodeScalar(mark))
+        guard text.utf8.contains(mark) else { return quoted + text + quoted }
         var result = quoted
         result.reserveCapacity(text.utf8.count + 4)
         var rest = Substring(text)
-        while let found = rest.utf8.firstIndex(of: byte) {
+        while let found = rest.utf8.firstIndex(of: mark) {
             result += rest[..<found] + quoted + quoted
             rest = rest[rest.utf8.index(after: found)...]
         }

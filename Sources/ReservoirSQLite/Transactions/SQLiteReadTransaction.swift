@@ -63,28 +63,16 @@ class SQLiteReadTransaction: ReadTransaction {
     }
 
     /// The row through `session`'s prepared row statement for `entity`, run on its own
-    /// outside any transaction (one statement is its own snapshot in SQLite); nil when there
-    /// is no such statement yet, or it failed as a dropped table makes it fail (the caller
-    /// then reads in a transaction, which checks the catalog).
-    static func cachedRow(_ entity: String, id: Value, in session: Session) throws -> Row?? {
-        var row = Row()
-        guard let found = try cachedRow(entity, id: id, in: session, into: &row) else { return nil }
-        return .some(found ? row : nil)
-    }
-
-    /// ``cachedRow(_:id:in:)`` read into `row` (in place when it holds the table's columns):
-    /// whether there is such a row, or nil when the caller must read in a transaction.
+    /// outside any transaction (one statement is its own snapshot in SQLite), read into `row`
+    /// (in place when it holds the table's columns): whether there is such a row, or nil when
+    /// there is no such statement yet, or it failed as a dropped table makes it fail (the
+    /// caller then reads in a transaction, which checks the catalog).
     static func cachedRow(_ entity: String, id: Value, in session: Session, into row: inout Row) throws -> Bool? {
         guard let cached = session.rowStatement(entity) else { return nil }
         if id.isNull || (cached.integerKey && id.isText) { return false }
-        let statement = cached.statement
-        statement.reset()
+        cached.statement.reset()
         do {
-            defer { statement.reset() }
-            try statement.bind(id, at: 1)
-            guard try statement.step() else { return false }
-            statement.read(into: &row, columns: statement.columnNames)
-            return true
+            return try read(cached.statement, id: id, into: &row)
         } catch let error as ReservoirError where error.nativeCode == SQLiteCode.error {
             session.setRowStatement(nil, for: entity)
             return nil
@@ -92,10 +80,17 @@ class SQLiteReadTransaction: ReadTransaction {
     }
 
     private static func row(_ statement: Statement, id: Value) throws -> Row? {
+        var row = Row()
+        return try read(statement, id: id, into: &row) ? row : nil
+    }
+
+    /// Runs the row statement for `id` and reads its row into `row`; false when there is none.
+    private static func read(_ statement: Statement, id: Value, into row: inout Row) throws -> Bool {
         defer { statement.reset() }
         try statement.bind(id, at: 1)
-        guard try statement.step() else { return nil }
-        return statement.row(columns: statement.columnNames)
+        guard try statement.step() else { return false }
+        statement.read(into: &row, columns: statement.columnNames)
+        return true
     }
 
     func fetch(_ query: Query) throws -> [Row] {
