@@ -15,6 +15,9 @@ private struct Tally: Storable {
 private final class AnnouncingMemory: StorageBackend {
     let inner: MemoryBackend
     let reads = Locked(0)
+    /// `reads` when `commitToken()` was first called: only the store's poller calls it, first in
+    /// the probe it makes as it starts, which then reads the log once.
+    let readsAtFirstToken = Locked<Int?>(nil)
     let pending = Locked(HeardCommits(announcements: [], isComplete: false))
 
     init(_ inner: MemoryBackend) { self.inner = inner }
@@ -28,7 +31,11 @@ private final class AnnouncingMemory: StorageBackend {
     }
 
     func write<R>(_ body: (any WriteTransaction) throws -> R) throws -> R { try inner.write(body) }
-    func commitToken() throws -> UInt64 { try inner.commitToken() }
+    func commitToken() throws -> UInt64 {
+        let count = reads.withLock { $0 }
+        readsAtFirstToken.withLock { if $0 == nil { $0 = count } }
+        return try inner.commitToken()
+    }
     func close() {}
 
     func takeHeardCommits() -> HeardCommits {
@@ -125,6 +132,12 @@ struct CommitAnnouncementTests {
             .sink(receiveCompletion: { _ in }, receiveValue: { difference in live.withLock { $0 = $0.applying(difference) ?? $0 } })
         defer { subscription.cancel() }
         #expect(eventuallyBlocking(timeout: .seconds(60)) { live.withLock { $0 }.isEmpty })
+        // The poller probes once as it starts, on its own queue, and reads the log: under load
+        // that read could come after the test's commits, counting a read the test did not make.
+        #expect(eventuallyBlocking(timeout: .seconds(60)) {
+            guard let before = mine.readsAtFirstToken.withLock({ $0 }) else { return false }
+            return mine.reads.withLock { $0 } > before
+        })
         try body(store, elsewhere, mine, live)
     }
 
