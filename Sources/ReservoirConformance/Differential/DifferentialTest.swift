@@ -146,6 +146,11 @@ public struct DifferentialTest: Sendable {
             }
             try expect(replica, "last sequence", try snapshot.lastSequence(), model.sequence)
         }
+        // Outside a snapshot, the backend's point read (`withRow(_:id:_:)`: a row the backend
+        // may lend and refill) after whatever writes the steps made.
+        for id in DifferentialNote.ids {
+            try expect(replica, "store get \(id)", try store.get(DifferentialNote.self, id: id)?.description ?? "nil", model.get(id)?.description ?? "nil")
+        }
         for (name, request) in replica.observers.foldChecks {
             try expect(replica, "what subscriber \"\(name)\" folds to", DifferentialRender.list(replica.observers.folded(name)), DifferentialRender.list(model.fetch(request)))
         }
