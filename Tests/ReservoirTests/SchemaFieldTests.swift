@@ -80,4 +80,25 @@ struct SchemaFieldTests {
         #expect(error?.code == .invalidSchema)
         #expect(error?.message.contains(#"names column "labels""#) == true, "\(error?.message ?? "")")
     }
+    @Test("a key path's field is found again from the schema's memory, and the same as the first time")
+    func rememberedFields() throws {
+        let schema = Message.schema
+        for _ in 0..<3 {
+            // Literals from two call sites, a key path made at run time, and one the schema lacks.
+            #expect(try schema.column(for: \Message.text) == "text")
+            #expect(try schema.column(for: \Message.id) == "id")
+            #expect(schema.field(for: \Message.place)?.column == "place")
+            let built: AnyKeyPath = (\Message.place).appending(path: \Place?.?.name)
+            #expect(schema.field(for: built) == nil, "a key path equal to no field's finds none")
+            #expect(schema.field(for: \Message.isSelected) == nil)
+        }
+        #expect(try schema.column(for: \Message.text) == "text", "a literal at another site, another object, finds the same field")
+        // Many distinct key path objects: past the memory's limit they are still answered, by search.
+        for _ in 0..<300 {
+            let made: AnyKeyPath = (\Message.place).appending(path: \Place?.?.name)
+            #expect(schema.field(for: made) == nil)
+            let text: AnyKeyPath = (\Message.self).appending(path: \Message.text)
+            #expect(schema.field(for: text)?.column == "text")
+        }
+    }
 }

@@ -71,6 +71,8 @@ public struct Schema<Root: Storable>: @unchecked Sendable {
     var unstored: [UnstoredProperty] = []
     /// ``entity``, built once: every insert, update and delete asks for it.
     private let entityDescription: EntityDescription
+    /// The positions in `fields` that key paths were found at (``field(for:)``).
+    private let found = FieldPositions()
 
     /// A schema for `Root` stored as entity `name`.
     /// - Parameters:
@@ -117,12 +119,21 @@ public struct Schema<Root: Storable>: @unchecked Sendable {
 
     /// The field for a key path, or nil when the schema does not name it.
     public func field(for keyPath: AnyKeyPath) -> Field? {
-        if let listed = fields.first(where: { $0.keyPath == keyPath }) { return listed }
+        if let position = found.position(of: keyPath) { return position >= 0 ? fields[position] : nil }
+        let position = search(keyPath)
+        found.remember(keyPath, at: position ?? -1)
+        return position.map { fields[$0] }
+    }
+
+    /// Where `keyPath`'s field is in `fields`: comparing key paths walks their components, a
+    /// few hundred instructions each, which ``field(for:)`` then spares the next query.
+    private func search(_ keyPath: AnyKeyPath) -> Int? {
+        if let listed = fields.firstIndex(where: { $0.keyPath == keyPath }) { return listed }
         // `\Todo.id` written at a call site is not equal to the generic `\Root.id` the schema
         // holds when `.field(\.id)` is not listed (that one goes through `Identifiable`'s
         // requirement). A top-level member named `id` of type `ID` is that requirement's
         // witness all the same, since no other member can have that name.
-        if keyPath is KeyPath<Root, Root.ID>, Schema.defaultColumnName(for: keyPath) == "id" { return fields[0] }
+        if keyPath is KeyPath<Root, Root.ID>, Schema.defaultColumnName(for: keyPath) == "id" { return 0 }
         return nil
     }
 
@@ -165,4 +176,30 @@ extension Schema {
             throw ReservoirError(.invalidSchema, "schema of \(Root.self) (\"\(name)\"): " + problems.joined(separator: "; "))
         }
     }
+}
+
+/// Key paths a schema has looked up, by the identity of the key path object: a key path
+/// written in code is one object for the life of the process (each literal is made once), so
+/// the next query naming it finds its field without comparing key paths. Each entry holds its
+/// key path, so no other key path can come to have that identity; at most `limit` are kept.
+final class FieldPositions: Sendable {
+    private let known = Locked<[ObjectIdentifier: (keyPath: AnyKeyPathBox, position: Int)]>([:])
+    static let limit = 256
+
+    /// The position remembered for `keyPath` (-1: no field), or nil when there is none.
+    func position(of keyPath: AnyKeyPath) -> Int? {
+        known.withLock { $0[ObjectIdentifier(keyPath)]?.position }
+    }
+
+    func remember(_ keyPath: AnyKeyPath, at position: Int) {
+        known.withLock { known in
+            if known.count < Self.limit { known[ObjectIdentifier(keyPath)] = (AnyKeyPathBox(keyPath), position) }
+        }
+    }
+}
+
+/// A key path held only to keep its object, and so its identity, alive.
+struct AnyKeyPathBox: @unchecked Sendable {
+    let keyPath: AnyKeyPath
+    init(_ keyPath: AnyKeyPath) { self.keyPath = keyPath }
 }
