@@ -16,7 +16,7 @@ public struct RowEncoder: Sendable {
     /// columns array and no column is searched for.
     public func encode<T: Encodable>(_ value: T) throws -> Row {
         let type = ObjectIdentifier(T.self)
-        let layout = Self.layouts.withLock { $0[type] }
+        let layout = Self.layouts.withLock { $0.columns(of: type) }
         let encoder = RowEncoding(layout: layout)
         try value.encode(to: encoder)
         guard encoder.usedKeyedContainer else {
@@ -24,13 +24,32 @@ public struct RowEncoder: Sendable {
         }
         let row = encoder.finishedRow()
         if layout != row.columns {
-            Self.layouts.withLock { $0[type] = row.columns }
+            Self.layouts.withLock { $0.set(row.columns, for: type) }
         }
         return row
     }
 
     /// Per type: the columns its last value encoded.
-    private static let layouts = Locked<[ObjectIdentifier: [String]]>([:])
+    private static let layouts = Locked(Layouts())
+
+    /// The columns each type's last value encoded, the last type asked for kept apart: a bulk
+    /// insert encodes one type over and over, which then needs no hashing.
+    private struct Layouts {
+        var byType: [ObjectIdentifier: [String]] = [:]
+        var last: (type: ObjectIdentifier, columns: [String])?
+
+        mutating func columns(of type: ObjectIdentifier) -> [String]? {
+            if let last, last.type == type { return last.columns }
+            guard let columns = byType[type] else { return nil }
+            last = (type, columns)
+            return columns
+        }
+
+        mutating func set(_ columns: [String], for type: ObjectIdentifier) {
+            byType[type] = columns
+            last = (type, columns)
+        }
+    }
 
     static func encodeNested<T: Encodable>(_ value: T, column: String) throws -> Value {
         if let convertible = value as? any ValueConvertible {
@@ -105,7 +124,7 @@ private final class RowEncoding: Encoder {
         if let layout { layoutValues.reserveCapacity(layout.count) }
     }
 
-    func set(_ column: String, _ value: Value) {
+    func set(_ column: String, _ value: __owned Value) {
         if followsLayout, let layout, layoutValues.count < layout.count, layout[layoutValues.count] == column {
             layoutValues.append(value)
             return
@@ -149,7 +168,17 @@ private struct RowKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol
     let encoding: RowEncoding
     var codingPath: [any CodingKey] { [] }
 
-    private func set(_ value: @autoclosure () throws -> Value, _ key: Key) throws {
+    /// Stores `value` under `key`, or throws the encoding's failure. The failure is checked
+    /// first only where making the value can fail; a value made for nothing costs less than
+    /// a closure per field.
+    @inline(__always)
+    private func set(_ value: __owned Value, _ key: Key) throws {
+        if let failure = encoding.failure { throw failure }
+        encoding.set(key.stringValue, value)
+    }
+
+    @inline(__always)
+    private func set(converting value: () throws -> Value, _ key: Key) throws {
         if let failure = encoding.failure { throw failure }
         encoding.set(key.stringValue, try value())
     }
@@ -158,20 +187,20 @@ private struct RowKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol
     mutating func encode(_ value: Bool, forKey key: Key) throws { try set(.integer(value ? 1 : 0), key) }
     mutating func encode(_ value: String, forKey key: Key) throws { try set(.text(value), key) }
     mutating func encode(_ value: Double, forKey key: Key) throws { try set(try value.toValue(), key) }
-    mutating func encode(_ value: Float, forKey key: Key) throws { try set(try value.toValue(), key) }
+    mutating func encode(_ value: Float, forKey key: Key) throws { try set(converting: { try value.toValue() }, key) }
     mutating func encode(_ value: Int, forKey key: Key) throws { try set(.integer(Int64(value)), key) }
     mutating func encode(_ value: Int8, forKey key: Key) throws { try set(.integer(Int64(value)), key) }
     mutating func encode(_ value: Int16, forKey key: Key) throws { try set(.integer(Int64(value)), key) }
     mutating func encode(_ value: Int32, forKey key: Key) throws { try set(.integer(Int64(value)), key) }
     mutating func encode(_ value: Int64, forKey key: Key) throws { try set(.integer(value), key) }
-    mutating func encode(_ value: UInt, forKey key: Key) throws { try set(try value.toValue(), key) }
+    mutating func encode(_ value: UInt, forKey key: Key) throws { try set(converting: { try value.toValue() }, key) }
     mutating func encode(_ value: UInt8, forKey key: Key) throws { try set(.integer(Int64(value)), key) }
     mutating func encode(_ value: UInt16, forKey key: Key) throws { try set(.integer(Int64(value)), key) }
     mutating func encode(_ value: UInt32, forKey key: Key) throws { try set(.integer(Int64(value)), key) }
-    mutating func encode(_ value: UInt64, forKey key: Key) throws { try set(try value.toValue(), key) }
+    mutating func encode(_ value: UInt64, forKey key: Key) throws { try set(converting: { try value.toValue() }, key) }
 
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
-        try set(try RowEncoder.encodeNested(value, column: key.stringValue), key)
+        try set(converting: { try RowEncoder.encodeNested(value, column: key.stringValue) }, key)
     }
 
     // Synthesized Codable skips nil optionals through encodeIfPresent; store them as null
