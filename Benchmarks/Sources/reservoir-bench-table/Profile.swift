@@ -7,7 +7,8 @@ import Foundation
 /// for `Codable` records), raw-sqlite, raw-lmdb, raw-libpq, grdb. The workload runs
 /// BENCH_REPETITIONS times (default 3) and prints its median. With callgrind, count the
 /// workload's own instructions with the inclusive count of the side's `pointReads` (`callgrind_annotate --inclusive=yes`).
-/// `BENCH_PROFILE=decode:KIND` times decoding alone (``DecodeFloor``): `floor`, `rowdecoder`, `storable`.
+/// `BENCH_PROFILE=decode:KIND` times decoding alone (``DecodeFloor``): `floor`, `rowdecoder`, `storable`;
+/// `BENCH_PROFILE=encode:KIND` encoding alone (``EncodeFloor``): `floor`, `rowencoder`, `storable`.
 enum Profile {
     static func side(_ name: String) throws -> any BenchSide {
         switch name {
@@ -30,13 +31,13 @@ enum Profile {
     static func run(_ spec: String, settings: Settings, dataset: Dataset) throws {
         let parts = spec.split(separator: ":").map(String.init)
         guard parts.count == 2 else { throw BenchError("BENCH_PROFILE=WORKLOAD:SIDE, not \(spec)") }
-        if parts[0] == "decode" {
+        if parts[0] == "decode" || parts[0] == "encode" {
             let records = dataset.records.prefix(settings.records)
-            let decode = try DecodeFloor.loop(parts[1], records: records)
+            let code = parts[0] == "decode" ? try DecodeFloor.loop(parts[1], records: records) : try EncodeFloor.loop(parts[1], records: records)
             var samples: [Duration] = []
             var checksum = 0
             for _ in 0..<settings.repetitions {
-                samples.append(try Timing.measure { checksum = try decode() })
+                samples.append(try Timing.measure { checksum = try code() })
             }
             print("\(spec): median \(Cell.format(Timing.median(samples))) of \(samples.count) for \(records.count) records (checksum \(checksum))")
             return
