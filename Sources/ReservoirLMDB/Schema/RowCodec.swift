@@ -172,11 +172,16 @@ enum RowCodec {
 }
 
 /// Decodes stored rows of either version, remembering the layout of the last one: the
-/// rows of a scan nearly always share it, so it is looked up once.
+/// rows of a scan nearly always share it, so it is looked up once. What it remembers is the
+/// layout's number and columns, held directly: reading them costs no retain of a layout
+/// object per row.
 struct RowReader {
-    private var last: RowLayout?
-    /// The rename history `last` was read through: a layout number reads as other columns
-    /// in an entity whose columns were renamed in place.
+    /// The number of the layout last read (nil before the first row).
+    private var lastNumber: UInt32?
+    /// Its columns, as the entity reads them through `lastRenames`.
+    private var lastColumns: [String] = []
+    /// The rename history `lastColumns` was read through: a layout number reads as other
+    /// columns in an entity whose columns were renamed in place.
     private var lastRenames: RenameHistory?
 
     /// Decodes a stored row into `row`, overwriting its values in place when it holds the
@@ -190,21 +195,18 @@ struct RowReader {
         guard let (number, offset) = RowCodec.header(bytes) else {
             return Self.decodeNamed(bytes, into: &row, renames: renames)
         }
-        let layout: RowLayout
-        if let last, last.number == number, lastRenames === renames {
-            layout = last
-        } else {
+        if number != lastNumber || lastRenames !== renames {
             guard let found = try layouts(number) else { return false }
-            layout = Self.view(of: found, renames)
-            last = layout
+            lastColumns = Self.view(of: found, renames).columns
+            lastNumber = number
             lastRenames = renames
         }
         // Identical column arrays compare without looking at their names.
-        if row.count == layout.columns.count, row.columns == layout.columns {
+        if row.count == lastColumns.count, row.columns == lastColumns {
             return row.withUnsafeMutableValues { RowCodec.refill($0, from: bytes, at: offset) }
         }
-        guard let values = RowCodec.values(bytes, at: offset, count: layout.columns.count) else { return false }
-        row = Row(columns: layout.columns, values: values)
+        guard let values = RowCodec.values(bytes, at: offset, count: lastColumns.count) else { return false }
+        row = Row(columns: lastColumns, values: values)
         return true
     }
 
