@@ -147,8 +147,11 @@ class PGReadTransaction: ReadTransaction {
     func fetch(_ query: Query, expecting: (Int) -> Void, each body: (Row) throws -> Void) throws {
         guard let (result, table) = try run(query, counting: false) else { return }
         expecting(result.rowCount)
+        // One row refilled in place for every result row (a body that keeps one keeps a copy).
+        var row = Row()
         for index in 0..<result.rowCount {
-            try body(try decodeRow(result, index, table))
+            try Self.decodeRow(result, index, table, connection: connection, into: &row)
+            try body(row)
         }
     }
 
@@ -289,27 +292,40 @@ class PGReadTransaction: ReadTransaction {
 
     /// ``decodeRow(_:_:_:)`` outside a transaction (`connection` names the store in errors).
     static func decodeRow(_ result: PGResult, _ index: Int, _ table: TableInfo, connection: PGConnection) throws -> Row {
+        var row = Row()
+        try decodeRow(result, index, table, connection: connection, into: &row)
+        return row
+    }
+
+    /// Decodes row `index` of `result` into `row`, overwriting its values in place when it
+    /// already holds the table's columns (the previous row of a fetch): no row is allocated
+    /// and freed for each one.
+    static func decodeRow(_ result: PGResult, _ index: Int, _ table: TableInfo, connection: PGConnection, into row: inout Row) throws {
         let shape = table.rowShape
-        var values: [Value] = []
-        values.reserveCapacity(shape.columns.count)
-        let row = Int32(index)
-        for slot in shape.columns.indices {
-            guard let position = shape.positions[slot] else {
-                values.append(.null)
-                continue
-            }
-            let column = Int32(position)
-            if PQgetisnull(result.handle, row, column) == 1 {
-                values.append(.null)
-                continue
-            }
-            let raw = UnsafeRawBufferPointer(start: PQgetvalue(result.handle, row, column),
-                                             count: Int(PQgetlength(result.handle, row, column)))
-            guard let value = ColumnCodec.value(raw, kind: shape.kinds[slot]) else {
-                throw ReservoirError(.corrupt, "\(connection.name): table \(table.entity.name), column \(shape.columns[slot]): a stored value does not decode as \(shape.kinds[slot])")
-            }
-            values.append(value)
+        if row.count != shape.columns.count || row.columns != shape.columns {
+            row = Row(columns: shape.columns, values: Array(repeating: .null, count: shape.columns.count))
         }
-        return Row(columns: shape.columns, values: values)
+        let line = Int32(index)
+        try row.withUnsafeMutableValues { values in
+            for slot in values.indices {
+                values[slot] = try value(result, line, slot, shape, table, connection: connection)
+            }
+        }
+    }
+
+    /// The value of the table's column `slot` in row `line`: null where the table has no such
+    /// column yet, or the stored value is null.
+    @inline(__always)
+    private static func value(_ result: PGResult, _ line: Int32, _ slot: Int, _ shape: RowShape, _ table: TableInfo,
+                              connection: PGConnection) throws -> Value {
+        guard let position = shape.positions[slot] else { return .null }
+        let column = Int32(position)
+        if PQgetisnull(result.handle, line, column) == 1 { return .null }
+        let raw = UnsafeRawBufferPointer(start: PQgetvalue(result.handle, line, column),
+                                         count: Int(PQgetlength(result.handle, line, column)))
+        guard let value = ColumnCodec.value(raw, kind: shape.kinds[slot]) else {
+            throw ReservoirError(.corrupt, "\(connection.name): table \(table.entity.name), column \(shape.columns[slot]): a stored value does not decode as \(shape.kinds[slot])")
+        }
+        return value
     }
 }
