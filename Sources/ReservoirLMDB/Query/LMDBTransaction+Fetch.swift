@@ -249,13 +249,16 @@ extension LMDBTransaction {
     private func sortOrder(_ rows: [StoredRow], _ query: Query, inIDOrder: Bool) throws -> [Int] {
         let entity = query.entity.name
         let renames = try renameHistory(entity)
+        // Made once: `layouts: layout` in the loop would make the closure, retaining and
+        // releasing the transaction, for every row.
+        let layouts: (UInt32) throws -> RowLayout? = layout
         return try RowSort.order(count: rows.count, by: query.sort, idColumn: query.entity.idColumn, inIDOrder: inIDOrder) { term in
             var reader = FieldReader(column: query.sort[term].column, renames: renames)
             return try rows.withUnsafeBufferPointer { rows in
                 var fields: [StoredField] = []
                 fields.reserveCapacity(rows.count)
                 for row in rows {
-                    guard let field = try reader.field(in: row.bytes, layouts: layout) else {
+                    guard let field = try reader.field(in: row.bytes, layouts: layouts) else {
                         throw corruptRow(row.bytes, entity: entity, key: row.key)
                     }
                     fields.append(field)
