@@ -17,6 +17,11 @@ final class PGConnection {
     /// The catalog version the prepared statements were made under; a schema change
     /// (another process's, or this connection's own DDL) drops them.
     var preparedCatalog: Int64 = -1
+    /// SQL texts made for the tables of catalog version `textsCatalog` (an upsert of one row
+    /// shape, a read by id), kept across transactions: a run of single-record commits would
+    /// otherwise spell the same statements again in every one (see ``PGReadTransaction``).
+    var texts: [StatementKey: String] = [:]
+    var textsCatalog: Int64 = -1
     /// Writes whose results nobody waits for, sent together (``flush(then:)``) before the
     /// next statement that reads, so a transaction still reads its own writes.
     var queued: [(sql: String, parameters: [PGParameter])] = []

@@ -218,7 +218,21 @@ extension Layout {
     /// `LISTEN`, but only one that can read the meta row knows this name, so the rows travel
     /// only to roles that could read them anyway. Distinct from ``channel`` (a dot there).
     static func announcementChannel(_ identity: UUID) -> String {
-        "reservoir:" + identity.uuidString.lowercased().filter { $0 != "-" }
+        // The UUID's 16 bytes as 32 lowercase hex digits (its `uuidString`, lowercased, without
+        // dashes), spelled byte by byte: filtering the string by characters cost about 24,000
+        // instructions a commit.
+        let digits: StaticString = "0123456789abcdef"
+        var text: [UInt8] = Array("reservoir:".utf8)
+        text.reserveCapacity(text.count + 32)
+        digits.withUTF8Buffer { digits in
+            withUnsafeBytes(of: identity.uuid) { bytes in
+                for byte in bytes {
+                    text.append(digits[Int(byte >> 4)])
+                    text.append(digits[Int(byte & 0x0F)])
+                }
+            }
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 
     /// An announcement's payload: the schema, a colon, the announcement. The schema tells a

@@ -11,12 +11,17 @@ class PGReadTransaction: ReadTransaction {
     let layout: Layout
     /// Schema changes in a write transaction replace the tables' descriptions, and with them
     /// the statements made for them.
-    var catalog: Catalog { didSet { statements.removeAll() } }
+    var catalog: Catalog { didSet { ownStatements.removeAll() } }
     var sequence: UInt64
     /// The identity of the commit that made change set `sequence` (0: not known).
     var commit: UInt64 = 0
-    /// SQL made once per table and shape, for runs of reads or writes.
-    var statements: [StatementKey: String] = [:]
+    /// SQL made once per table and shape, for this transaction alone: used once its own
+    /// schema changes gave it a catalog no other transaction has (``sharesStatements``).
+    private var ownStatements: [StatementKey: String] = [:]
+    /// Whether the SQL this transaction makes holds for every transaction on its catalog
+    /// version, so the connection keeps it for the next ones: true unless the transaction
+    /// changed the schema itself (a write's).
+    var sharesStatements: Bool { true }
     /// The store's identity, when the transaction's first read of the meta row brought it.
     var identity: UUID?
     /// The store's tables do not exist yet (no write has created them): nothing to read.
@@ -106,12 +111,32 @@ class PGReadTransaction: ReadTransaction {
         return try decodeFirst(try connection.run(sql, parameters), table)
     }
 
+    /// The SQL made for `key` on this transaction's tables, nil when none was yet.
+    func statement(_ key: StatementKey) -> String? {
+        guard sharesStatements else { return ownStatements[key] }
+        return connection.textsCatalog == catalog.version ? connection.texts[key] : nil
+    }
+
+    /// Keeps `sql`, made for `key` on this transaction's tables.
+    func keep(_ sql: String, for key: StatementKey) {
+        guard sharesStatements else {
+            ownStatements[key] = sql
+            return
+        }
+        if connection.textsCatalog != catalog.version {
+            connection.texts.removeAll()
+            connection.textsCatalog = catalog.version
+        }
+        connection.texts[key] = sql
+    }
+
     /// The statement reading the row stored under `id`, with the table it reads; nil when
     /// no row can match (no table yet, or an id its key column cannot hold).
     func rowStatement(_ entity: String, id: Value) -> (sql: String, parameters: [PGParameter], table: TableInfo)? {
         let key = StatementKey(entity: entity, kind: .byID, present: 0)
-        guard let (sql, parameters, table) = Self.rowStatement(entity, id: id, in: catalog, layout: layout, cached: statements[key]) else { return nil }
-        statements[key] = sql
+        let cached = statement(key)
+        guard let (sql, parameters, table) = Self.rowStatement(entity, id: id, in: catalog, layout: layout, cached: cached) else { return nil }
+        if cached == nil { keep(sql, for: key) }
         return (sql, parameters, table)
     }
 

@@ -9,6 +9,9 @@ import Reservoir
 /// transaction, bump the catalog version, and so roll back with everything else.
 final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
     var catalogChanged = false
+    /// Once this write changed the schema, its tables are its own until it commits: the SQL
+    /// it makes stays with it.
+    override var sharesStatements: Bool { !catalogChanged }
     /// The identity of the change set this transaction logged (``record(_:)``), so a lost
     /// `COMMIT` can be recognised in the log (PostgresBackend+CommitOutcome.swift).
     private(set) var loggedCommit: UInt64 = 0
@@ -207,9 +210,9 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
     /// The `COPY` new rows of `table` stream into.
     private func copyCommand(_ table: TableInfo) -> String {
         let key = StatementKey(entity: table.entity.name, kind: .copy, present: 0)
-        if let cached = statements[key] { return cached }
+        if let cached = statement(key) { return cached }
         let command = "COPY \(layout.table(table.entity.name)) (\(table.selectList)) FROM STDIN (FORMAT binary)"
-        statements[key] = command
+        keep(command, for: key)
         return command
     }
 
@@ -227,7 +230,7 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
             parameters.append(field)
         }
         let key = StatementKey(entity: table.entity.name, kind: mode, present: present)
-        if table.columns.count <= 64, let cached = statements[key] { return (cached, parameters) }
+        if table.columns.count <= 64, let cached = statement(key) { return (cached, parameters) }
         var names: [String] = []
         var placeholders: [String] = []
         for (column, field) in zip(table.columns, all) {
@@ -244,7 +247,7 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
         } else if mode != .new {
             sql += " ON CONFLICT (\(Layout.quote(idColumn))) DO NOTHING"
         }
-        if table.columns.count <= 64 { statements[key] = sql }
+        if table.columns.count <= 64 { keep(sql, for: key) }
         return (sql, parameters)
     }
 }
