@@ -14,6 +14,10 @@ final class PGConnection {
     /// The store, for messages: `PostgreSQL store "postgres://user@host:port/db" (schema s)`.
     let name: String
     private var prepared: [String: String] = [:]
+    /// The last statements named, looked through before `prepared`: a run of commits sends
+    /// the same few texts (the very strings the connection keeps, ``texts``), which compare
+    /// equal by their representation at once, where the dictionary hashes the whole text.
+    private var recentNames: [(sql: String, name: String)] = []
     /// The catalog version the prepared statements were made under; a schema change
     /// (another process's, or this connection's own DDL) drops them.
     var preparedCatalog: Int64 = -1
@@ -126,12 +130,25 @@ final class PGConnection {
     }
 
     func statementName(for sql: String) throws -> String {
-        if let name = prepared[sql] { return name }
+        for recent in recentNames where recent.sql == sql { return recent.name }
+        if let name = prepared[sql] {
+            remember(sql, name)
+            return name
+        }
         let name = "r\(prepared.count + 1)"
         _ = try check(exec { PQsendPrepare(handle, name, sql, 0, nil) }, sql)
         prepared[sql] = name
+        remember(sql, name)
         return name
     }
+
+    /// Keeps `sql`'s name among the last few looked up.
+    private func remember(_ sql: String, _ name: String) {
+        if recentNames.count >= Self.recentNameLimit { recentNames.removeFirst() }
+        recentNames.append((sql, name))
+    }
+
+    private static let recentNameLimit = 12
 
     /// Forgets every prepared statement (after a schema change: a prepared `SELECT` whose
     /// column changed type fails with "cached plan must not change result type").
@@ -141,6 +158,7 @@ final class PGConnection {
         try flush()
         guard !prepared.isEmpty else { return }
         prepared.removeAll()
+        recentNames.removeAll()
         _ = try? execute("DEALLOCATE ALL")
     }
 
