@@ -32,19 +32,22 @@ public struct CommitAnnouncement: Sendable, Equatable {
     /// a writer then sends its plain signal alone, and other stores read the commit.
     public func encoded(limit: Int) -> String? {
         var bytes: [UInt8] = [Self.format]
-        for number in [previous.sequence, previous.commit, changeSet.sequence, changeSet.commit] {
-            ExactCoding.appendFixed(number, &bytes)
-        }
+        ExactCoding.appendFixed(previous.sequence, &bytes)
+        ExactCoding.appendFixed(previous.commit, &bytes)
+        ExactCoding.appendFixed(changeSet.sequence, &bytes)
+        ExactCoding.appendFixed(changeSet.commit, &bytes)
         ExactCoding.appendNumber(UInt64(changeSet.entities.count), &bytes)
         for entity in changeSet.entities {
             // Base64 makes four bytes of every three: stop once the text cannot fit.
             guard bytes.count / 3 * 4 <= limit else { return nil }
-            ExactCoding.appendBytes(Array(entity.entity.utf8), &bytes)
+            ExactCoding.appendText(entity.entity, &bytes)
             for changes in [entity.inserted, entity.updated] {
                 ExactCoding.appendNumber(UInt64(changes.count), &bytes)
                 for change in changes {
                     ExactCoding.encode(change.id, into: &bytes)
                     ExactCoding.encode(change.row, into: &bytes)
+                    // Base64 makes four bytes of every three: stop once the text cannot fit.
+                    guard bytes.count / 3 * 4 <= limit else { return nil }
                 }
             }
             ExactCoding.appendNumber(UInt64(entity.deleted.count), &bytes)

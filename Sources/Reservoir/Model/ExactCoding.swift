@@ -15,8 +15,11 @@ enum ExactCoding {
         case .null: bytes.append(0)
         case let .integer(integer): bytes.append(1); appendFixed(UInt64(bitPattern: integer), &bytes)
         case let .real(real): bytes.append(2); appendFixed(real.bitPattern, &bytes)
-        case let .text(text): bytes.append(3); appendBytes(Array(text.utf8), &bytes)
-        case let .blob(blob): bytes.append(4); appendBytes(Array(blob), &bytes)
+        case let .text(text): bytes.append(3); appendText(text, &bytes)
+        case let .blob(blob):
+            bytes.append(4)
+            appendNumber(UInt64(blob.count), &bytes)
+            bytes.append(contentsOf: blob)
         }
     }
 
@@ -29,7 +32,7 @@ enum ExactCoding {
     static func encode(_ row: Row, into bytes: inout [UInt8]) {
         appendNumber(UInt64(row.count), &bytes)
         for (column, value) in zip(row.columns, row.values) {
-            appendBytes(Array(column.utf8), &bytes)
+            appendText(column, &bytes)
             encode(value, into: &bytes)
         }
     }
@@ -57,8 +60,9 @@ enum ExactCoding {
         ReservoirError(.corrupt, "\(what) in the local store's metadata is damaged; expected the bytes this library writes there (delete the replica's metadata by starting a new replica in a fresh store)")
     }
 
+    /// The eight bytes of `number`, most significant first.
     static func appendFixed(_ number: UInt64, _ bytes: inout [UInt8]) {
-        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: number >> UInt64(shift))) }
+        withUnsafeBytes(of: number.bigEndian) { bytes.append(contentsOf: $0) }
     }
 
     static func appendNumber(_ number: UInt64, _ bytes: inout [UInt8]) {
@@ -73,6 +77,15 @@ enum ExactCoding {
     static func appendBytes(_ payload: [UInt8], _ bytes: inout [UInt8]) {
         appendNumber(UInt64(payload.count), &bytes)
         bytes.append(contentsOf: payload)
+    }
+
+    /// `text`'s UTF-8 as ``appendBytes(_:_:)`` writes it, without copying it into an array first.
+    static func appendText(_ text: String, _ bytes: inout [UInt8]) {
+        var text = text
+        text.withUTF8 { utf8 in
+            appendNumber(UInt64(utf8.count), &bytes)
+            bytes.append(contentsOf: utf8)
+        }
     }
 
     struct ByteReader {
