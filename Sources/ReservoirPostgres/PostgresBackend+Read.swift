@@ -85,19 +85,24 @@ extension PostgresBackend {
     /// loads the catalog and reports errors as always.
     public func row(_ entity: String, id: Value) throws -> Row? {
         try checkOpen()
-        if created.withLock({ $0 }), let catalog = cachedCatalog.withLock({ $0 }),
-           let (sql, parameters, table) = PGReadTransaction.rowStatement(entity, id: id, in: catalog, layout: layout) {
+        if created.withLock({ $0 }), let catalog = cachedCatalog.withLock({ $0 }), catalog.tables[entity] != nil {
             let connection = try acquireReader()
             var healthy = connection.isHealthy
             defer { releaseReader(connection, healthy: healthy) }
+            // The SELECT's text as the connection keeps it for this catalog version (spelled
+            // once, not at every read).
+            let key = StatementKey(entity: entity, kind: .byID, present: 0)
+            let cached = connection.text(key, catalog: catalog.version)
+            let statement = PGReadTransaction.rowStatement(entity, id: id, in: catalog, layout: layout, cached: cached)
+            if let sql = statement?.sql, cached == nil { connection.keep(sql, for: key, catalog: catalog.version) }
             let fits: Bool
             do {
-                fits = try connection.preparedCatalog == catalog.version && prepares(sql, on: connection)
+                fits = try statement != nil && connection.preparedCatalog == catalog.version && prepares(statement?.sql ?? "", on: connection)
             } catch {
                 healthy = false
                 throw error
             }
-            if fits {
+            if fits, let (sql, parameters, table) = statement {
                 let answer = try connection.pipeline(layout.readStart + [.prepared(sql, parameters)] + layout.readEnd)
                 if answer.succeeded, let meta = answer.results[Layout.readMetaResult], let result = answer.results[Layout.readMetaResult + 1],
                    meta.text(0, 1).flatMap({ Int64($0) }) == catalog.version {

@@ -82,6 +82,31 @@ struct CommitPathTests {
         #expect(try store.fetch(FetchRequest<Message>(sortBy: [.ascending(\.id)])).map(\.id) == Array(1...40))
     }
 
+    /// A run of rows streaming into a `COPY` keeps its table and floor to itself; a write
+    /// of another kind in between (an upsert above the floor, another entity's first row,
+    /// which changes the schema) ends it, so what follows is judged on the true floor.
+    @Test func aStreamingRunEndsAtAnyOtherWrite() throws {
+        let configuration = try TestServer.freshStore()
+        defer { TestServer.drop(configuration) }
+        let store = try Store.open(configuration, registry: TestServer.registry)
+        defer { store.close() }
+        try store.write { tx in
+            for id in 1...30 { try tx.insert(Message(id: id, author: 1, body: "m\(id)")) }
+            try tx.upsert(Message(id: 50, author: 2, body: "fifty"))
+            let duplicate = #expect(throws: ReservoirError.self) { try tx.insert(Message(id: 50, author: 3, body: "again")) }
+            #expect(duplicate?.code == .duplicateID)
+            for id in 31...40 { try tx.insert(Message(id: id, author: 1, body: "m\(id)")) }
+            try tx.insert(Note(id: 1, title: "first note"))
+            for id in 51...70 { try tx.insert(Message(id: id, author: 1, body: "m\(id)")) }
+            let again = #expect(throws: ReservoirError.self) { try tx.insert(Message(id: 60, author: 3, body: "again")) }
+            #expect(again?.code == .duplicateID)
+        }
+        let stored = try store.fetch(FetchRequest<Message>(sortBy: [.ascending(\.id)]))
+        #expect(stored.map(\.id) == Array(1...40) + [50] + Array(51...70))
+        #expect(stored.first { $0.id == 50 }?.body == "fifty")
+        #expect(try store.fetch(FetchRequest<Note>()).map(\.title) == ["first note"])
+    }
+
     /// Another client's schema change (a new column, a column made mixed) outdates the
     /// catalog the first read was built from: that read is run again, never answered from
     /// the old table shape.

@@ -15,7 +15,7 @@ final class PGConnection {
     let name: String
     private var prepared: [String: String] = [:]
     /// The last statements named, looked through before `prepared`: a run of commits sends
-    /// the same few texts (the very strings the connection keeps, ``texts``), which compare
+    /// the same few texts (the very strings the connection keeps, ``text(_:catalog:)``), which compare
     /// equal by their representation at once, where the dictionary hashes the whole text.
     private var recentNames: [(sql: String, name: String)] = []
     /// The catalog version the prepared statements were made under; a schema change
@@ -24,8 +24,22 @@ final class PGConnection {
     /// SQL texts made for the tables of catalog version `textsCatalog` (an upsert of one row
     /// shape, a read by id), kept across transactions: a run of single-record commits would
     /// otherwise spell the same statements again in every one (see ``PGReadTransaction``).
-    var texts: [StatementKey: String] = [:]
-    var textsCatalog: Int64 = -1
+    private var texts: [StatementKey: String] = [:]
+    private var textsCatalog: Int64 = -1
+
+    /// The SQL kept for `key` on the tables of catalog version `catalog`.
+    func text(_ key: StatementKey, catalog: Int64) -> String? {
+        textsCatalog == catalog ? texts[key] : nil
+    }
+
+    /// Keeps `sql`, made for `key` on the tables of committed catalog version `catalog`.
+    func keep(_ sql: String, for key: StatementKey, catalog: Int64) {
+        if textsCatalog != catalog {
+            texts.removeAll()
+            textsCatalog = catalog
+        }
+        texts[key] = sql
+    }
     /// Writes whose results nobody waits for, sent together (``flush(then:)``) before the
     /// next statement that reads, so a transaction still reads its own writes.
     var queued: [(sql: String, parameters: [PGParameter])] = []

@@ -93,7 +93,7 @@ struct PGCompiler {
             let column = Layout.quote(name)
             switch kind {
             case .text:
-                if prefix.utf8.contains(0) { return "FALSE" }  // a text column holds no NUL
+                if containsNUL(prefix) { return "FALSE" }  // a text column holds no NUL
                 if prefix.isEmpty { return "(\(column) IS NOT NULL)" }
                 return "(\(column) IS NOT NULL AND starts_with(\(column), \(placeholder(.text(prefix), "text"))))"
             case .mixed:
@@ -108,7 +108,7 @@ struct PGCompiler {
             let column = Layout.quote(name)
             switch kind {
             case .text:
-                if part.utf8.contains(0) { return "FALSE" }
+                if containsNUL(part) { return "FALSE" }
                 if part.isEmpty { return "(\(column) IS NOT NULL)" }
                 return "(\(column) IS NOT NULL AND strpos(\(column), \(placeholder(.text(part), "text"))) > 0)"
             case .mixed:
@@ -176,7 +176,7 @@ struct PGCompiler {
             }
         }
         switch (kind, operand) {
-        case let (.text, .text(text)) where text.utf8.contains(0):
+        case let (.text, .text(text)) where containsNUL(text):
             // No stored text holds NUL: compare with the part before it, which the operand extends.
             let head = String(decoding: text.utf8.prefix { $0 != 0 }, as: UTF8.self)
             let bound = placeholder(.text(head), "text")

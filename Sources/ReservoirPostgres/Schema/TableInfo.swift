@@ -21,7 +21,8 @@ struct TableInfo: Sendable {
         refresh()
     }
 
-    var idKind: ColumnKind { kinds[entity.idColumn] ?? .mixed }
+    /// The id column's kind (worked out with the rest, not looked up at every row).
+    private(set) var idKind: ColumnKind = .mixed
 
     private mutating func refresh() {
         var names = entity.fields
@@ -30,5 +31,6 @@ struct TableInfo: Sendable {
         rowShape = RowShape(columns: names, positions: positions, kinds: names.map { kinds[$0] ?? .mixed })
         selectList = columns.map(Layout.quote).joined(separator: ", ")
         columnKinds = columns.map { kinds[$0] ?? .mixed }
+        idKind = kinds[entity.idColumn] ?? .mixed
     }
 }

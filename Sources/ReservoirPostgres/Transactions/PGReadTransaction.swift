@@ -113,21 +113,16 @@ class PGReadTransaction: ReadTransaction {
 
     /// The SQL made for `key` on this transaction's tables, nil when none was yet.
     func statement(_ key: StatementKey) -> String? {
-        guard sharesStatements else { return ownStatements[key] }
-        return connection.textsCatalog == catalog.version ? connection.texts[key] : nil
+        sharesStatements ? connection.text(key, catalog: catalog.version) : ownStatements[key]
     }
 
     /// Keeps `sql`, made for `key` on this transaction's tables.
     func keep(_ sql: String, for key: StatementKey) {
-        guard sharesStatements else {
+        if sharesStatements {
+            connection.keep(sql, for: key, catalog: catalog.version)
+        } else {
             ownStatements[key] = sql
-            return
         }
-        if connection.textsCatalog != catalog.version {
-            connection.texts.removeAll()
-            connection.textsCatalog = catalog.version
-        }
-        connection.texts[key] = sql
     }
 
     /// The statement reading the row stored under `id`, with the table it reads; nil when

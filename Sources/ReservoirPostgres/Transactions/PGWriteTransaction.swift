@@ -35,16 +35,25 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
     func insert(_ entity: EntityDescription, id: Value, row: Row) throws -> Bool {
         try checkOpen()
         let id = id.stored
+        // The run of known-new rows of a bulk load: straight into its COPY.
+        if let run = copyRun, case let .integer(key) = id, key > run.floor, run.catalog == catalog.version, run.entity == entity,
+           try connection.copyRow(run.command, fieldCount: run.table.columns.count, { Self.append(row, id: id, of: run.table, to: &$0) }) {
+            run.floor = key
+            return true
+        }
+        endCopyRun()
         if !begun, case .integer = id, let table = catalog.tables[entity.name], table.idKind == .integer,
            let result = try begin(reading: (floorStatement(table), [])) {
             floors[entity.name] = Self.maximum(result)
         }
         try begin()
         if knownNew >= Self.insertsBeforeCopy, case let .integer(key) = id, let table = catalog.tables[entity.name],
-           table.idKind == .integer, let known = floors[entity.name], key > known, table.entity == entity,
-           try connection.copyRow(copyCommand(table), fieldCount: table.columns.count, { Self.append(row, id: id, of: table, to: &$0) }) {
-            floors[entity.name] = key
-            return true
+           table.idKind == .integer, let known = floors[entity.name], key > known, table.entity == entity {
+            let command = copyCommand(table)
+            if try connection.copyRow(command, fieldCount: table.columns.count, { Self.append(row, id: id, of: table, to: &$0) }) {
+                copyRun = CopyRun(entity: entity, table: table, command: command, catalog: catalog.version, floor: key)
+                return true
+            }
         }
         let table = try prepareRow(entity, id: id, row: row)
         if case let .integer(key) = id, table.idKind == .integer, key > (try floor(table)) {
@@ -81,6 +90,37 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
     /// so nobody else adds one meanwhile; deletes only lower the true maximum.
     private var floors: [String: Int64] = [:]
 
+    /// The table a run of known-new rows streams into, with what each row needs found once
+    /// for the run (a bulk load of 100,000 rows looked up the table, its `COPY` command and
+    /// its floor by name at every row, and copied the table's description twice: about 3,000
+    /// instructions a row). While the run lasts, the entity's floor is kept here, not in
+    /// `floors`; ``endCopyRun()`` puts it back before anything else reads or raises floors.
+    private final class CopyRun {
+        let entity: EntityDescription
+        let table: TableInfo
+        let command: String
+        /// The catalog version `table` is of.
+        let catalog: Int64
+        var floor: Int64
+
+        init(entity: EntityDescription, table: TableInfo, command: String, catalog: Int64, floor: Int64) {
+            self.entity = entity
+            self.table = table
+            self.command = command
+            self.catalog = catalog
+            self.floor = floor
+        }
+    }
+
+    private var copyRun: CopyRun?
+
+    /// Ends the run of rows streaming into a `COPY`, its floor back in `floors`.
+    private func endCopyRun() {
+        guard let run = copyRun else { return }
+        floors[run.entity.name] = run.floor
+        copyRun = nil
+    }
+
     /// Rows known new that this transaction sent as INSERTs; past ``insertsBeforeCopy`` they
     /// stream into a `COPY`.
     private var knownNew = 0
@@ -90,6 +130,7 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
     static let insertsBeforeCopy = 16
 
     private func floor(_ table: TableInfo) throws -> Int64 {
+        endCopyRun()
         if let known = floors[table.entity.name] { return known }
         let known = Self.maximum(try connection.run(floorStatement(table)))
         floors[table.entity.name] = known
@@ -107,6 +148,7 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
     }
 
     private func raiseFloor(_ entity: String, _ id: Value) {
+        endCopyRun()
         if case let .integer(key) = id, let known = floors[entity], key > known { floors[entity] = key }
     }
 
