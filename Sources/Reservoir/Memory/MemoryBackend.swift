@@ -12,7 +12,7 @@ import HashTreeCollections
 public final class MemoryBackend: StorageBackend {
     struct Table {
         var entity: EntityDescription
-        var rows: TreeDictionary<Value, Row> = [:]
+        var rows = TableRows()
         var indexes: [String: TreeDictionary<Value, TreeSet<Value>>] = [:]
     }
 
@@ -256,7 +256,7 @@ final class MemoryTransaction: WriteTransaction {
             if table.indexes[column] == nil {
                 // A new index: build it from the rows already stored.
                 var index: TreeDictionary<Value, TreeSet<Value>> = [:]
-                for (key, stored) in table.rows { index[stored.value(column), default: []].insert(key) }
+                table.rows.forEach { key, stored in index[stored.value(column), default: []].insert(key) }
                 table.indexes[column] = index
                 continue
             }

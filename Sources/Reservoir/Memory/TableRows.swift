@@ -1,0 +1,63 @@
+import HashTreeCollections
+
+/// A memory table's rows by id: integer ids (and reals equal to one, the same key under
+/// `Value`'s equality) in a ``RowTrie``, every other id (text, blob, other reals, null) in a
+/// persistent hash trie. Both copy in O(1) and change O(log n) nodes, so a snapshot of the
+/// table is a copy that later writes never disturb.
+struct TableRows: Sendable {
+    private var integers = RowTrie()
+    private var others: TreeDictionary<Value, Row> = [:]
+
+    /// The integer `id` is equal to, if any: `.integer(1)` and `.real(1.0)` are one key.
+    @inline(__always)
+    static func integerKey(_ id: Value) -> Int64? {
+        switch id {
+        case let .integer(integer): integer
+        case let .real(real): Int64(exactly: real)
+        default: nil
+        }
+    }
+
+    var isEmpty: Bool { integers.isEmpty && others.isEmpty }
+
+    var count: Int { integers.count + others.count }
+
+    /// The row stored under an id equal to `id`.
+    subscript(id: Value) -> Row? {
+        if let key = Self.integerKey(id) { return integers.row(key) }
+        return others[id]
+    }
+
+    /// The trie leaf holding integer `id`'s slot, for a read that builds the row outside a lock.
+    func leaf(for id: Int64) -> RowTrie.Leaf? { integers.leaf(for: id) }
+
+    /// Stores `row` under `id`; returns the row it replaced.
+    @discardableResult
+    mutating func updateValue(_ row: Row, forKey id: Value) -> Row? {
+        if let key = Self.integerKey(id) { return integers.updateValue(row, forKey: key) }
+        return others.updateValue(row, forKey: id)
+    }
+
+    /// Removes the row stored under `id`; returns it.
+    @discardableResult
+    mutating func removeValue(forKey id: Value) -> Row? {
+        if let key = Self.integerKey(id) { return integers.removeValue(forKey: key) }
+        return others.removeValue(forKey: id)
+    }
+
+    /// Calls `body` with every id and row: integer ids first (see ``RowTrie/forEach(_:)``), then
+    /// the others in the hash trie's order. No caller depends on the order (every query sorts
+    /// by id last).
+    func forEach(_ body: (Value, Row) throws -> Void) rethrows {
+        try integers.forEach { try body(.integer($0), $1) }
+        for (id, row) in others { try body(id, row) }
+    }
+
+    /// Every row, in ``forEach(_:)``'s order.
+    var values: [Row] {
+        var rows: [Row] = []
+        rows.reserveCapacity(count)
+        forEach { rows.append($1) }
+        return rows
+    }
+}
