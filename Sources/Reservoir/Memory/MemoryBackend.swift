@@ -38,6 +38,12 @@ public final class MemoryBackend: StorageBackend {
             return all[position].rows[id]
         }
 
+        /// Where the stored row is, for a read that builds the row after leaving the lock.
+        func locate(_ name: String, id: Value) -> TableRows.Location? {
+            guard let position = position(of: name) else { return nil }
+            return all[position].rows.locate(id)
+        }
+
         /// Runs `body` on `name`'s table in place, made by `creating` when there is none.
         mutating func update<R>(_ name: String, creating: () -> Table, _ body: (inout Table) throws -> R) rethrows -> R {
             if let position = position(of: name) { return try body(&all[position]) }
@@ -69,6 +75,8 @@ public final class MemoryBackend: StorageBackend {
 
     private let state = Locked(State())
     private let writer = NSLock()
+    /// The row ``withRow(_:id:_:)`` lends.
+    private let lent = LentRow()
 
     /// An empty in-memory store keeping `retention`'s history for the process's life.
     public init(retention: HistoryRetention = HistoryRetention(count: MemoryBackend.retention)) {
@@ -104,11 +112,35 @@ public final class MemoryBackend: StorageBackend {
         return try body(snapshot)
     }
 
-    /// One lookup in the current state, without a snapshot.
+    /// One lookup in the current state, without a snapshot. Only the look-up holds the lock; the
+    /// row is built after (from a trie leaf the look-up retained, which no write changes).
     public func row(_ entity: String, id: Value) throws -> Row? {
-        let (closed, row) = state.withLock { ($0.isClosed, $0.tables.row(entity, id: id)) }
+        let (closed, location) = state.withLock { ($0.isClosed, $0.tables.locate(entity, id: id)) }
         if closed { throw Self.closedError }
-        return row
+        return location?.row
+    }
+
+    /// ``row(_:id:)``, lending `body` a row refilled in place (``StorageBackend/withRow(_:id:_:)``)
+    /// when no other thread is reading into it at the time; otherwise `body` gets a row of its own.
+    public func withRow(_ entity: String, id: Value, _ body: (Row) throws -> Void) throws -> Bool {
+        let (closed, location) = state.withLock { ($0.isClosed, $0.tables.locate(entity, id: id)) }
+        if closed { throw Self.closedError }
+        switch location {
+        case nil:
+            return false
+        case let .stored(row):
+            try body(row)
+            return true
+        case let .slot(leaf, slot):
+            return try lent.withRow { lent in
+                guard var row = lent else { return try leaf.row(at: slot).map(body) != nil }
+                defer { lent = row }
+                lent = nil  // the row is uniquely referenced while it is refilled
+                guard leaf.fill(&row, from: slot) else { return false }
+                try body(row)
+                return true
+            }
+        }
     }
 
     /// Runs `body` on a copy of the state and swaps it in when `body` returns.
@@ -159,6 +191,28 @@ final class MemoryTransaction: WriteTransaction {
     func row(_ entity: String, id: Value) throws -> Row? {
         try checkOpen()
         return state.tables.row(entity, id: id)
+    }
+
+    /// The row the transaction lends ``withRow(_:id:_:)``'s body (a transaction is used by one
+    /// thread at a time).
+    private var lent = Row()
+
+    func withRow(_ entity: String, id: Value, _ body: (Row) throws -> Void) throws -> Bool {
+        try checkOpen()
+        switch state.tables.locate(entity, id: id) {
+        case nil:
+            return false
+        case let .stored(row):
+            try body(row)
+            return true
+        case let .slot(leaf, slot):
+            var row = lent
+            lent = Row()  // the row is uniquely referenced while it is refilled
+            defer { lent = row }
+            guard leaf.fill(&row, from: slot) else { return false }
+            try body(row)
+            return true
+        }
     }
 
     func fetch(_ query: Query) throws -> [Row] {
@@ -329,5 +383,25 @@ final class MemoryTransaction: WriteTransaction {
         default:
             return nil
         }
+    }
+}
+
+/// The row a memory store lends its point reads, guarded by a lock that a read only tries:
+/// a read that finds it taken (another thread's read) builds a row of its own instead.
+final class LentRow: @unchecked Sendable {
+    private let lock = PlatformLock()
+    // Unchecked: only `withRow` touches it, holding the lock.
+    @exclusivity(unchecked) private var row: Row? = Row()
+
+    deinit { lock.deallocate() }
+
+    /// Runs `body` with the lent row, or with nil when another thread holds it.
+    func withRow<R>(_ body: (inout Row?) throws -> R) rethrows -> R {
+        guard lock.tryLock() else {
+            var none: Row?
+            return try body(&none)
+        }
+        defer { lock.unlock() }
+        return try body(&row)
     }
 }

@@ -57,6 +57,12 @@ struct RowTrie: @unchecked Sendable {
         return unsafeDowncast(node, to: Leaf.self)
     }
 
+    /// Whether a row is stored under `id` (a function, so no reference to the leaf outlives it).
+    private func contains(_ id: Int64) -> Bool {
+        guard let leaf = leaf(for: id) else { return false }
+        return leaf.present & (1 &<< UInt64(Self.leafSlot(id))) != 0
+    }
+
     /// The row stored under `id`, or nil.
     func row(_ id: Int64) -> Row? {
         leaf(for: id)?.row(at: Self.slot(UInt64(bitPattern: id), level: 0))
@@ -69,7 +75,7 @@ struct RowTrie: @unchecked Sendable {
         if root == nil {
             height = 0
             while !Self.reaches(key, height: height) { height += 1 }
-            root = height == 0 ? Leaf.make(width: row.count) as AnyObject : Branch() as AnyObject
+            root = height == 0 ? nil : Branch() as AnyObject
         }
         while !Self.reaches(key, height: height) {
             // Taller: the old root becomes the first child of a new one.
@@ -85,18 +91,7 @@ struct RowTrie: @unchecked Sendable {
     }
 
     private static func update(_ node: inout AnyObject?, level: Int, key: UInt64, row: Row) -> Row? {
-        if level == 0 {
-            if node == nil {
-                node = Leaf.make(width: row.count)
-            } else if !isKnownUniquelyReferenced(&node) {
-                let leaf = unsafeDowncast(node.unsafelyUnwrapped, to: Leaf.self)
-                node = leaf.copy(width: max(leaf.width, row.count))
-            } else if unsafeDowncast(node.unsafelyUnwrapped, to: Leaf.self).width < row.count {
-                let leaf = unsafeDowncast(node.unsafelyUnwrapped, to: Leaf.self)
-                node = leaf.copy(width: row.count)
-            }
-            return unsafeDowncast(node.unsafelyUnwrapped, to: Leaf.self).set(row, at: slot(key, level: 0))
-        }
+        if level == 0 { return Leaf.put(row, at: slot(key, level: 0), in: &node) }
         if node == nil {
             node = Branch()
         } else if !isKnownUniquelyReferenced(&node) {
@@ -112,7 +107,7 @@ struct RowTrie: @unchecked Sendable {
     @discardableResult
     mutating func removeValue(forKey id: Int64) -> Row? {
         let key = UInt64(bitPattern: id)
-        guard leaf(for: id)?.contains(Self.slot(key, level: 0)) == true else { return nil }
+        guard contains(id) else { return nil }
         let old = Self.remove(&root, level: height, key: key)
         count -= 1
         if count == 0 {
@@ -125,14 +120,7 @@ struct RowTrie: @unchecked Sendable {
     /// Removes `key` below `node`, which holds it; empties drop out of their parents.
     private static func remove(_ node: inout AnyObject?, level: Int, key: UInt64) -> Row? {
         if level == 0 {
-            if !isKnownUniquelyReferenced(&node) {
-                let shared = unsafeDowncast(node.unsafelyUnwrapped, to: Leaf.self)
-                node = shared.copy(width: shared.width)
-            }
-            let leaf = unsafeDowncast(node.unsafelyUnwrapped, to: Leaf.self)
-            let old = leaf.remove(at: slot(key, level: 0))
-            if leaf.present == 0 { node = nil }
-            return old
+            return Leaf.remove(at: slot(key, level: 0), in: &node)
         }
         if !isKnownUniquelyReferenced(&node) {
             node = unsafeDowncast(node.unsafelyUnwrapped, to: Branch.self).copy()
@@ -182,7 +170,8 @@ extension RowTrie {
     /// An inner node: `fanout` children, each a `Branch` or (one level above the leaves) a `Leaf`.
     /// Shared nodes are never changed (a change copies them first).
     final class Branch: @unchecked Sendable {
-        var children: ContiguousArray<AnyObject?>
+        // Unchecked: a shared branch is only read, and only its one owner writes an unshared one.
+        @exclusivity(unchecked) var children: ContiguousArray<AnyObject?>
         /// The non-nil children.
         var occupied = 0
 
@@ -194,123 +183,5 @@ extension RowTrie {
         }
 
         func copy() -> Branch { Branch(copying: self) }
-    }
-
-    /// What a leaf holds besides its values: the slots in use, the values a slot has room for,
-    /// and the slots' column names (rows of one type share one array, so `columns` is usually
-    /// every slot's, and `otherColumns` is empty).
-    struct LeafHeader {
-        var present: UInt64 = 0
-        var width: Int
-        var columns: [String] = []
-        var otherColumns: [Int: [String]] = [:]
-    }
-
-    /// The rows of `fanout` consecutive ids, in one allocation: the header, then every slot's
-    /// values side by side, slot `s`'s `width` values at `s * width` (a narrower row's spare
-    /// values are null). All `fanout * width` values are always initialized. A row wider than
-    /// `width` needs a wider leaf (``copy(width:)``). Shared leaves are never changed (a change
-    /// copies them first).
-    final class Leaf: ManagedBuffer<LeafHeader, Value> {
-        static func make(width: Int) -> Leaf {
-            let leaf = unsafeDowncast(create(minimumCapacity: RowTrie.fanout * width) { _ in LeafHeader(width: width) }, to: Leaf.self)
-            leaf.withUnsafeMutablePointerToElements { $0.initialize(repeating: .null, count: RowTrie.fanout * width) }
-            return leaf
-        }
-
-        deinit {
-            withUnsafeMutablePointers { header, values in
-                _ = values.deinitialize(count: RowTrie.fanout * header.pointee.width)
-            }
-        }
-
-        var present: UInt64 { withUnsafeMutablePointerToHeader { $0.pointee.present } }
-        var width: Int { withUnsafeMutablePointerToHeader { $0.pointee.width } }
-
-        /// A copy with room for `newWidth` values a slot (at least the current width).
-        func copy(width newWidth: Int) -> Leaf {
-            let copy = Leaf.make(width: newWidth)
-            withUnsafeMutablePointers { header, values in
-                copy.withUnsafeMutablePointers { target, targetValues in
-                    let width = header.pointee.width
-                    target.pointee.present = header.pointee.present
-                    target.pointee.columns = header.pointee.columns
-                    target.pointee.otherColumns = header.pointee.otherColumns
-                    if width == newWidth {
-                        targetValues.update(from: values, count: RowTrie.fanout * width)
-                    } else {
-                        for slot in 0..<RowTrie.fanout {
-                            (targetValues + slot * newWidth).update(from: values + slot * width, count: width)
-                        }
-                    }
-                }
-            }
-            return copy
-        }
-
-        @inline(__always)
-        func contains(_ slot: Int) -> Bool { present & (1 &<< UInt64(slot)) != 0 }
-
-        /// The row in `slot`, built from the slot's values (one array allocation).
-        @inline(__always)
-        func row(at slot: Int) -> Row? {
-            withUnsafeMutablePointers { header, values in
-                guard header.pointee.present & (1 &<< UInt64(slot)) != 0 else { return nil }
-                let names = header.pointee.otherColumns.isEmpty
-                    ? header.pointee.columns : header.pointee.otherColumns[slot] ?? header.pointee.columns
-                let count = names.count
-                let start = values + slot &* header.pointee.width
-                let copied = [Value](unsafeUninitializedCapacity: count) { buffer, initialized in
-                    buffer.baseAddress?.initialize(from: start, count: count)
-                    initialized = count
-                }
-                return Row(columns: names, values: copied)
-            }
-        }
-
-        /// Puts `new` in `slot`, which has room for it (`new.count <= width`); returns the row
-        /// it replaced.
-        func set(_ new: Row, at slot: Int) -> Row? {
-            let old = row(at: slot)
-            withUnsafeMutablePointers { header, values in
-                let width = header.pointee.width
-                let start = values + slot &* width
-                new.values.withUnsafeBufferPointer { source in
-                    for index in 0..<width { start[index] = index < source.count ? source[index] : .null }
-                }
-                let bit: UInt64 = 1 &<< UInt64(slot)
-                if header.pointee.present & ~bit == 0 {
-                    // Alone in the leaf: its columns become the leaf's.
-                    header.pointee.columns = new.columns
-                    header.pointee.otherColumns = [:]
-                } else if new.columns == header.pointee.columns {
-                    if !header.pointee.otherColumns.isEmpty { header.pointee.otherColumns[slot] = nil }
-                } else {
-                    header.pointee.otherColumns[slot] = new.columns
-                    let sharing = (header.pointee.present | bit).nonzeroBitCount - header.pointee.otherColumns.count
-                    if sharing == 0 {
-                        // No slot uses `columns` any more (a migration re-put every row): the new
-                        // columns become the leaf's, so reads skip the look-up again.
-                        header.pointee.columns = new.columns
-                        header.pointee.otherColumns = header.pointee.otherColumns.filter { $0.value != new.columns }
-                    }
-                }
-                header.pointee.present |= bit
-            }
-            return old
-        }
-
-        /// Empties `slot`; returns the row it held.
-        func remove(at slot: Int) -> Row? {
-            guard let old = row(at: slot) else { return nil }
-            withUnsafeMutablePointers { header, values in
-                let width = header.pointee.width
-                let start = values + slot &* width
-                for index in 0..<width { start[index] = .null }
-                header.pointee.present &= ~(1 &<< UInt64(slot))
-                if !header.pointee.otherColumns.isEmpty { header.pointee.otherColumns[slot] = nil }
-            }
-            return old
-        }
     }
 }

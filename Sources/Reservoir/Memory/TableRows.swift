@@ -28,8 +28,29 @@ struct TableRows: Sendable {
         return others[id]
     }
 
-    /// The trie leaf holding integer `id`'s slot, for a read that builds the row outside a lock.
-    func leaf(for id: Int64) -> RowTrie.Leaf? { integers.leaf(for: id) }
+    /// Where a row is: a hash trie's row, or a slot of a trie leaf (which no write changes once
+    /// it is shared) to build the row from.
+    enum Location {
+        case stored(Row)
+        case slot(RowTrie.Leaf, Int)
+
+        /// The row, or nil when the slot is empty.
+        var row: Row? {
+            switch self {
+            case let .stored(row): row
+            case let .slot(leaf, slot): leaf.row(at: slot)
+            }
+        }
+    }
+
+    /// Where the row stored under an id equal to `id` is, or may be; nil when it is not.
+    func locate(_ id: Value) -> Location? {
+        if let key = Self.integerKey(id) {
+            guard let leaf = integers.leaf(for: key) else { return nil }
+            return .slot(leaf, RowTrie.leafSlot(key))
+        }
+        return others[id].map(Location.stored)
+    }
 
     /// Stores `row` under `id`; returns the row it replaced.
     @discardableResult
