@@ -164,4 +164,69 @@ struct TableRowsTests {
             #expect(trie.row(0) == nil && trie.row(Int64.max) == nil, "count \(count)")
         }
     }
+
+    @Test("a row refilled in place leaves the copies taken of it before unchanged")
+    func refillKeepsCopies() {
+        var trie = RowTrie()
+        let first = Row(columns: ["id", "name"], values: [.integer(1), .text("a text longer than fifteen bytes")])
+        let second = Row(columns: ["id", "name"], values: [.integer(2), .text("another text longer than fifteen")])
+        let other = Row(columns: ["id"], values: [.integer(3)])
+        trie.updateValue(first, forKey: 1)
+        trie.updateValue(second, forKey: 2)
+        trie.updateValue(other, forKey: 3)
+        guard let leaf = trie.leaf(for: 1) else {
+            Issue.record("no leaf for id 1")
+            return
+        }
+        var lent = Row()
+        #expect(leaf.fill(&lent, from: RowTrie.leafSlot(1)))
+        let kept = lent
+        #expect(leaf.fill(&lent, from: RowTrie.leafSlot(2)))
+        #expect(kept == first)
+        #expect(lent == second)
+        #expect(leaf.fill(&lent, from: RowTrie.leafSlot(3)))
+        #expect(lent == other)
+        #expect(!leaf.fill(&lent, from: RowTrie.leafSlot(4)))
+    }
+
+    private struct Counter: Storable {
+        var id: Int
+        var value: Int
+        var label: String
+        static let schema = Schema<Counter>("counters", fields: [.field(\.value), .field(\.label)])
+    }
+
+    @Test("point reads on several threads at once, beside a writer, each get their own record")
+    func concurrentPointReads() throws {
+        let store = try Store.open("memory:")
+        let count = 2000
+        // value % 3 == id % 3 and the label names the id, whatever the writer has done.
+        try store.write { transaction in
+            for id in 1...count { try transaction.insert(Counter(id: id, value: id, label: "counter number \(id)")) }
+        }
+        let mismatches = Locked(0)
+        DispatchQueue.concurrentPerform(iterations: 4) { thread in
+            if thread == 0 {
+                for round in 1...20 {
+                    try? store.write { transaction in
+                        for id in stride(from: round, through: count, by: 20) {
+                            _ = try transaction.upsert(Counter(id: id, value: id + 3 * round, label: "counter number \(id)"))
+                        }
+                    }
+                }
+                return
+            }
+            for pass in 0..<3 {
+                for id in 1...count {
+                    let wanted = (id * 7 + thread + pass) % count + 1
+                    let record = try? store.get(Counter.self, id: wanted)
+                    if record?.id != wanted || record.map({ $0.value % 3 != wanted % 3 || $0.label != "counter number \(wanted)" }) ?? true {
+                        mismatches.withLock { $0 += 1 }
+                    }
+                }
+            }
+        }
+        #expect(mismatches.withLock { $0 } == 0)
+        store.close()
+    }
 }

@@ -3,11 +3,12 @@ import HashTreeCollections
 
 /// The in-memory backend, `memory:`.
 ///
-/// Tables are persistent hash tries (`TreeDictionary`), so a read snapshot is an O(1)
-/// copy of the current state that later writes never disturb, and a write changes
-/// O(log n) nodes instead of copying a table. Readers never wait for the writer: the
-/// writer works on its own copy and swaps it in at commit. Indexed fields keep a
-/// value → ids map that equality and `in` predicates use to narrow the scan.
+/// Tables are persistent tries (``TableRows``: rows of integer ids in a radix trie whose
+/// leaves hold 32 rows encoded side by side, other ids in a hash trie), so a read snapshot
+/// is an O(1) copy of the current state that later writes never disturb, and a write copies
+/// O(log n) nodes instead of a table. Readers never wait for the writer: the writer works on
+/// its own copy and swaps it in at commit. Indexed fields keep a value → ids map that
+/// equality and `in` predicates use to narrow the scan.
 /// Nothing survives the process; each `memory:` store is independent.
 public final class MemoryBackend: StorageBackend {
     struct Table {
@@ -36,6 +37,12 @@ public final class MemoryBackend: StorageBackend {
         func row(_ name: String, id: Value) -> Row? {
             guard let position = position(of: name) else { return nil }
             return all[position].rows[id]
+        }
+
+        /// Whether a row is stored under `id` (without building it).
+        func contains(_ name: String, id: Value) -> Bool {
+            guard let position = position(of: name) else { return false }
+            return all[position].rows.contains(id)
         }
 
         /// Where the stored row is, for a read that builds the row after leaving the lock.
@@ -287,7 +294,7 @@ final class MemoryTransaction: WriteTransaction {
 
     func insert(_ entity: EntityDescription, id: Value, row: Row) throws -> Bool {
         try checkOpen()
-        if state.tables.row(entity.name, id: id) != nil { return false }
+        if state.tables.contains(entity.name, id: id) { return false }
         try put(entity, id: id, row: row)
         return true
     }

@@ -58,9 +58,7 @@ extension RowTrie {
                     row.withUnsafeMutableValues { Self.decode(start, into: $0) }
                 } else {
                     let names = sameColumns ? header.pointee.columns : header.pointee.otherColumns[slot] ?? []
-                    var values = [Value](repeating: .null, count: names.count)
-                    values.withUnsafeMutableBufferPointer { Self.decode(start, into: $0) }
-                    row = Row(columns: names, values: values)
+                    row = Row(columns: names, values: Self.decode(start, count: names.count))
                 }
                 return true
             }
@@ -70,24 +68,41 @@ extension RowTrie {
         @inline(__always)
         private static func decode(_ start: UnsafeRawPointer, into values: UnsafeMutableBufferPointer<Value>) {
             var position = start
-            for index in values.indices {
-                let tag = position.load(as: UInt8.self)
-                position += 1
-                switch tag {
-                case 1:
-                    values[index] = .integer(position.loadUnaligned(as: Int64.self))
-                    position += 8
-                case 2:
-                    values[index] = .real(Double(bitPattern: position.loadUnaligned(as: UInt64.self)))
-                    position += 8
-                case 3, 4:
-                    let length = Int(position.loadUnaligned(as: UInt32.self))
-                    let payload = UnsafeRawBufferPointer(start: position + 4, count: length)
-                    values[index] = tag == 3 ? .text(String(decoding: payload, as: UTF8.self)) : .blob(Data(payload))
-                    position += 4 + length
-                default:
-                    values[index] = .null
-                }
+            for index in values.indices { values[index] = decodeValue(&position) }
+        }
+
+        /// Decodes `count` values from `start` into a new array. Grown from empty with
+        /// `reserveCapacity`, which is specialized here: `Array(repeating:count:)` and
+        /// `Array(unsafeUninitializedCapacity:)` allocate through the standard library's
+        /// unspecialized entry point, which looks up the array's type metadata each time.
+        @inline(__always)
+        private static func decode(_ start: UnsafeRawPointer, count: Int) -> [Value] {
+            var values: [Value] = []
+            values.reserveCapacity(count)
+            var position = start
+            for _ in 0..<count { values.append(decodeValue(&position)) }
+            return values
+        }
+
+        /// The value encoded at `position`, which moves past it.
+        @inline(__always)
+        private static func decodeValue(_ position: inout UnsafeRawPointer) -> Value {
+            let tag = position.load(as: UInt8.self)
+            position += 1
+            switch tag {
+            case 1:
+                defer { position += 8 }
+                return .integer(position.loadUnaligned(as: Int64.self))
+            case 2:
+                defer { position += 8 }
+                return .real(Double(bitPattern: position.loadUnaligned(as: UInt64.self)))
+            case 3, 4:
+                let length = Int(position.loadUnaligned(as: UInt32.self))
+                let payload = UnsafeRawBufferPointer(start: position + 4, count: length)
+                position += 4 + length
+                return tag == 3 ? .text(String(decoding: payload, as: UTF8.self)) : .blob(Data(payload))
+            default:
+                return .null
             }
         }
 

@@ -3,9 +3,9 @@
 ///
 /// The id's bits, five at a time from the top level down, pick a child in each 32-way branch,
 /// so a lookup hashes nothing and walks `height` branches (2 at 100,000 dense ids; the few
-/// branches stay cache-hot) to one leaf. A leaf holds 32 consecutive ids' rows with their values
-/// side by side in one array (`width` values a slot), not one heap array per row, so a point
-/// read's memory traffic is mostly one region. A copy of the trie is O(1) and shares every node;
+/// branches stay cache-hot) to one leaf. A leaf holds 32 consecutive ids' rows encoded side by
+/// side in one allocation (``Leaf``), not one heap array per row, so a point read's memory
+/// traffic is mostly one region. A copy of the trie is O(1) and shares every node;
 /// a change copies the nodes on its path that are shared (`isKnownUniquelyReferenced`), so a
 /// snapshot taken before never changes and a write transaction copies O(height) nodes.
 /// Negative ids (as unsigned, above every positive one) only make the trie taller.
@@ -58,7 +58,7 @@ struct RowTrie: @unchecked Sendable {
     }
 
     /// Whether a row is stored under `id` (a function, so no reference to the leaf outlives it).
-    private func contains(_ id: Int64) -> Bool {
+    func contains(_ id: Int64) -> Bool {
         guard let leaf = leaf(for: id) else { return false }
         return leaf.present & (1 &<< UInt64(Self.leafSlot(id))) != 0
     }

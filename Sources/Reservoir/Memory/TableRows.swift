@@ -28,6 +28,12 @@ struct TableRows: Sendable {
         return others[id]
     }
 
+    /// Whether a row is stored under an id equal to `id` (without building it).
+    func contains(_ id: Value) -> Bool {
+        if let key = Self.integerKey(id) { return integers.contains(key) }
+        return others[id] != nil
+    }
+
     /// Where a row is: a hash trie's row, or a slot of a trie leaf (which no write changes once
     /// it is shared) to build the row from.
     enum Location {
