@@ -132,22 +132,8 @@ public final class MemoryBackend: StorageBackend {
     public func withRow(_ entity: String, id: Value, _ body: (Row) throws -> Void) throws -> Bool {
         let (closed, location) = state.withLock { ($0.isClosed, $0.tables.locate(entity, id: id)) }
         if closed { throw Self.closedError }
-        switch location {
-        case nil:
-            return false
-        case let .stored(row):
-            try body(row)
-            return true
-        case let .slot(leaf, slot):
-            return try lent.withRow { lent in
-                guard var row = lent else { return try leaf.row(at: slot).map(body) != nil }
-                defer { lent = row }
-                lent = nil  // the row is uniquely referenced while it is refilled
-                guard leaf.fill(&row, from: slot) else { return false }
-                try body(row)
-                return true
-            }
-        }
+        guard let location else { return false }
+        return try lent.withRow { try location.withRow(lending: &$0, body) }
     }
 
     /// Runs `body` on a copy of the state and swaps it in when `body` returns.
@@ -201,25 +187,16 @@ final class MemoryTransaction: WriteTransaction {
     }
 
     /// The row the transaction lends ``withRow(_:id:_:)``'s body (a transaction is used by one
-    /// thread at a time).
-    private var lent = Row()
+    /// thread at a time); nil while lent.
+    private var lent: Row? = Row()
 
     func withRow(_ entity: String, id: Value, _ body: (Row) throws -> Void) throws -> Bool {
         try checkOpen()
-        switch state.tables.locate(entity, id: id) {
-        case nil:
-            return false
-        case let .stored(row):
-            try body(row)
-            return true
-        case let .slot(leaf, slot):
-            var row = lent
-            lent = Row()  // the row is uniquely referenced while it is refilled
-            defer { lent = row }
-            guard leaf.fill(&row, from: slot) else { return false }
-            try body(row)
-            return true
-        }
+        guard let location = state.tables.locate(entity, id: id) else { return false }
+        var row = lent
+        lent = nil
+        defer { lent = row }
+        return try location.withRow(lending: &row, body)
     }
 
     func fetch(_ query: Query) throws -> [Row] {

@@ -47,6 +47,29 @@ struct TableRows: Sendable {
             case let .slot(leaf, slot): leaf.row(at: slot)
             }
         }
+
+        /// Calls `body` with the row and returns true, or returns false when the slot is empty.
+        /// A slot's row is decoded into `lent` when there is one (nil: `body` gets a row of its
+        /// own), refilling its values in place; `lent` is nil while `body` runs, so the row is
+        /// uniquely referenced while it is refilled and a nested read cannot take it.
+        func withRow(lending lent: inout Row?, _ body: (Row) throws -> Void) rethrows -> Bool {
+            switch self {
+            case let .stored(row):
+                try body(row)
+                return true
+            case let .slot(leaf, slot):
+                guard var row = lent else {
+                    guard let row = leaf.row(at: slot) else { return false }
+                    try body(row)
+                    return true
+                }
+                lent = nil
+                defer { lent = row }
+                guard leaf.fill(&row, from: slot) else { return false }
+                try body(row)
+                return true
+            }
+        }
     }
 
     /// Where the row stored under an id equal to `id` is, or may be; nil when it is not.
