@@ -35,6 +35,8 @@ struct PlatformLock {
         pointer.initialize(to: os_unfair_lock())
     }
     func lock() { os_unfair_lock_lock(pointer) }
+    /// Takes the lock if it is free; returns whether it did.
+    func tryLock() -> Bool { os_unfair_lock_trylock(pointer) }
     func unlock() { os_unfair_lock_unlock(pointer) }
     func deallocate() { pointer.deinitialize(count: 1); pointer.deallocate() }
     #else
@@ -45,6 +47,8 @@ struct PlatformLock {
         pthread_mutex_init(pointer, nil)
     }
     func lock() { pthread_mutex_lock(pointer) }
+    /// Takes the lock if it is free; returns whether it did.
+    func tryLock() -> Bool { pthread_mutex_trylock(pointer) == 0 }
     func unlock() { pthread_mutex_unlock(pointer) }
     func deallocate() { pthread_mutex_destroy(pointer); pointer.deinitialize(count: 1); pointer.deallocate() }
     #endif

@@ -3,16 +3,17 @@ import HashTreeCollections
 
 /// The in-memory backend, `memory:`.
 ///
-/// Tables are persistent hash tries (`TreeDictionary`), so a read snapshot is an O(1)
-/// copy of the current state that later writes never disturb, and a write changes
-/// O(log n) nodes instead of copying a table. Readers never wait for the writer: the
-/// writer works on its own copy and swaps it in at commit. Indexed fields keep a
-/// value → ids map that equality and `in` predicates use to narrow the scan.
+/// Tables are persistent tries (``TableRows``: rows of integer ids in a radix trie whose
+/// leaves hold 32 rows encoded side by side, other ids in a hash trie), so a read snapshot
+/// is an O(1) copy of the current state that later writes never disturb, and a write copies
+/// O(log n) nodes instead of a table. Readers never wait for the writer: the writer works on
+/// its own copy and swaps it in at commit. Indexed fields keep a value → ids map that
+/// equality and `in` predicates use to narrow the scan.
 /// Nothing survives the process; each `memory:` store is independent.
 public final class MemoryBackend: StorageBackend {
     struct Table {
         var entity: EntityDescription
-        var rows: TreeDictionary<Value, Row> = [:]
+        var rows = TableRows()
         var indexes: [String: TreeDictionary<Value, TreeSet<Value>>] = [:]
     }
 
@@ -36,6 +37,18 @@ public final class MemoryBackend: StorageBackend {
         func row(_ name: String, id: Value) -> Row? {
             guard let position = position(of: name) else { return nil }
             return all[position].rows[id]
+        }
+
+        /// Whether a row is stored under `id` (without building it).
+        func contains(_ name: String, id: Value) -> Bool {
+            guard let position = position(of: name) else { return false }
+            return all[position].rows.contains(id)
+        }
+
+        /// Where the stored row is, for a read that builds the row after leaving the lock.
+        func locate(_ name: String, id: Value) -> TableRows.Location? {
+            guard let position = position(of: name) else { return nil }
+            return all[position].rows.locate(id)
         }
 
         /// Runs `body` on `name`'s table in place, made by `creating` when there is none.
@@ -69,6 +82,8 @@ public final class MemoryBackend: StorageBackend {
 
     private let state = Locked(State())
     private let writer = NSLock()
+    /// The row ``withRow(_:id:_:)`` lends.
+    private let lent = LentRow()
 
     /// An empty in-memory store keeping `retention`'s history for the process's life.
     public init(retention: HistoryRetention = HistoryRetention(count: MemoryBackend.retention)) {
@@ -104,11 +119,21 @@ public final class MemoryBackend: StorageBackend {
         return try body(snapshot)
     }
 
-    /// One lookup in the current state, without a snapshot.
+    /// One lookup in the current state, without a snapshot. Only the look-up holds the lock; the
+    /// row is built after (from a trie leaf the look-up retained, which no write changes).
     public func row(_ entity: String, id: Value) throws -> Row? {
-        let (closed, row) = state.withLock { ($0.isClosed, $0.tables.row(entity, id: id)) }
+        let (closed, location) = state.withLock { ($0.isClosed, $0.tables.locate(entity, id: id)) }
         if closed { throw Self.closedError }
-        return row
+        return location?.row
+    }
+
+    /// ``row(_:id:)``, lending `body` a row refilled in place (``StorageBackend/withRow(_:id:_:)``)
+    /// when no other thread is reading into it at the time; otherwise `body` gets a row of its own.
+    public func withRow(_ entity: String, id: Value, _ body: (Row) throws -> Void) throws -> Bool {
+        let (closed, location) = state.withLock { ($0.isClosed, $0.tables.locate(entity, id: id)) }
+        if closed { throw Self.closedError }
+        guard let location else { return false }
+        return try lent.withRow { try location.withRow(lending: &$0, body) }
     }
 
     /// Runs `body` on a copy of the state and swaps it in when `body` returns.
@@ -159,6 +184,19 @@ final class MemoryTransaction: WriteTransaction {
     func row(_ entity: String, id: Value) throws -> Row? {
         try checkOpen()
         return state.tables.row(entity, id: id)
+    }
+
+    /// The row the transaction lends ``withRow(_:id:_:)``'s body (a transaction is used by one
+    /// thread at a time); nil while lent.
+    private var lent: Row? = Row()
+
+    func withRow(_ entity: String, id: Value, _ body: (Row) throws -> Void) throws -> Bool {
+        try checkOpen()
+        guard let location = state.tables.locate(entity, id: id) else { return false }
+        var row = lent
+        lent = nil
+        defer { lent = row }
+        return try location.withRow(lending: &row, body)
     }
 
     func fetch(_ query: Query) throws -> [Row] {
@@ -233,7 +271,7 @@ final class MemoryTransaction: WriteTransaction {
 
     func insert(_ entity: EntityDescription, id: Value, row: Row) throws -> Bool {
         try checkOpen()
-        if state.tables.row(entity.name, id: id) != nil { return false }
+        if state.tables.contains(entity.name, id: id) { return false }
         try put(entity, id: id, row: row)
         return true
     }
@@ -256,7 +294,7 @@ final class MemoryTransaction: WriteTransaction {
             if table.indexes[column] == nil {
                 // A new index: build it from the rows already stored.
                 var index: TreeDictionary<Value, TreeSet<Value>> = [:]
-                for (key, stored) in table.rows { index[stored.value(column), default: []].insert(key) }
+                table.rows.forEach { key, stored in index[stored.value(column), default: []].insert(key) }
                 table.indexes[column] = index
                 continue
             }
@@ -329,5 +367,25 @@ final class MemoryTransaction: WriteTransaction {
         default:
             return nil
         }
+    }
+}
+
+/// The row a memory store lends its point reads, guarded by a lock that a read only tries:
+/// a read that finds it taken (another thread's read) builds a row of its own instead.
+final class LentRow: @unchecked Sendable {
+    private let lock = PlatformLock()
+    // Unchecked: only `withRow` touches it, holding the lock.
+    @exclusivity(unchecked) private var row: Row? = Row()
+
+    deinit { lock.deallocate() }
+
+    /// Runs `body` with the lent row, or with nil when another thread holds it.
+    func withRow<R>(_ body: (inout Row?) throws -> R) rethrows -> R {
+        guard lock.tryLock() else {
+            var none: Row?
+            return try body(&none)
+        }
+        defer { lock.unlock() }
+        return try body(&row)
     }
 }
