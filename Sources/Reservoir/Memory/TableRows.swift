@@ -24,8 +24,7 @@ struct TableRows: Sendable {
 
     /// The row stored under an id equal to `id`.
     subscript(id: Value) -> Row? {
-        if let key = Self.integerKey(id) { return integers.row(key) }
-        return others[id]
+        locate(id)?.row
     }
 
     /// Whether a row is stored under an id equal to `id` (without building it).

@@ -16,10 +16,7 @@ enum ExactCoding {
         case let .integer(integer): bytes.append(1); appendFixed(UInt64(bitPattern: integer), &bytes)
         case let .real(real): bytes.append(2); appendFixed(real.bitPattern, &bytes)
         case let .text(text): bytes.append(3); appendText(text, &bytes)
-        case let .blob(blob):
-            bytes.append(4)
-            appendNumber(UInt64(blob.count), &bytes)
-            bytes.append(contentsOf: blob)
+        case let .blob(blob): bytes.append(4); appendBytes(blob, &bytes)
         }
     }
 
@@ -74,7 +71,8 @@ enum ExactCoding {
         bytes.append(UInt8(rest))
     }
 
-    static func appendBytes(_ payload: [UInt8], _ bytes: inout [UInt8]) {
+    /// `payload`'s length, then its bytes.
+    static func appendBytes<Payload: Collection<UInt8>>(_ payload: Payload, _ bytes: inout [UInt8]) {
         appendNumber(UInt64(payload.count), &bytes)
         bytes.append(contentsOf: payload)
     }
@@ -82,10 +80,7 @@ enum ExactCoding {
     /// `text`'s UTF-8 as ``appendBytes(_:_:)`` writes it, without copying it into an array first.
     static func appendText(_ text: String, _ bytes: inout [UInt8]) {
         var text = text
-        text.withUTF8 { utf8 in
-            appendNumber(UInt64(utf8.count), &bytes)
-            bytes.append(contentsOf: utf8)
-        }
+        text.withUTF8 { appendBytes($0, &bytes) }
     }
 
     struct ByteReader {

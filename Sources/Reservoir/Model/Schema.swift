@@ -183,7 +183,7 @@ extension Schema {
 /// the next query naming it finds its field without comparing key paths. Each entry holds its
 /// key path, so no other key path can come to have that identity; at most `limit` are kept.
 final class FieldPositions: Sendable {
-    private let known = Locked<[ObjectIdentifier: (keyPath: AnyKeyPathBox, position: Int)]>([:])
+    private let known = Locked<[ObjectIdentifier: (keyPath: AnyKeyPath, position: Int)]>([:])
     static let limit = 256
 
     /// The position remembered for `keyPath` (-1: no field), or nil when there is none.
@@ -193,13 +193,7 @@ final class FieldPositions: Sendable {
 
     func remember(_ keyPath: AnyKeyPath, at position: Int) {
         known.withLock { known in
-            if known.count < Self.limit { known[ObjectIdentifier(keyPath)] = (AnyKeyPathBox(keyPath), position) }
+            if known.count < Self.limit { known[ObjectIdentifier(keyPath)] = (keyPath, position) }
         }
     }
-}
-
-/// A key path held only to keep its object, and so its identity, alive.
-struct AnyKeyPathBox: @unchecked Sendable {
-    let keyPath: AnyKeyPath
-    init(_ keyPath: AnyKeyPath) { self.keyPath = keyPath }
 }

@@ -36,7 +36,7 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
         try checkOpen()
         let id = id.stored
         // The run of known-new rows of a bulk load: straight into its COPY.
-        if let run = copyRun, case let .integer(key) = id, key > run.floor, run.catalog == catalog.version, run.entity == entity,
+        if let run = copyRun, case let .integer(key) = id, key > run.floor, run.catalog == catalog.version, run.table.entity == entity,
            try connection.copyRow(run.command, fieldCount: run.table.columns.count, { Self.append(row, id: id, of: run.table, to: &$0) }) {
             run.floor = key
             return true
@@ -51,7 +51,7 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
            table.idKind == .integer, let known = floors[entity.name], key > known, table.entity == entity {
             let command = copyCommand(table)
             if try connection.copyRow(command, fieldCount: table.columns.count, { Self.append(row, id: id, of: table, to: &$0) }) {
-                copyRun = CopyRun(entity: entity, table: table, command: command, catalog: catalog.version, floor: key)
+                copyRun = CopyRun(table: table, command: command, catalog: catalog.version, floor: key)
                 return true
             }
         }
@@ -96,15 +96,14 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
     /// instructions a row). While the run lasts, the entity's floor is kept here, not in
     /// `floors`; ``endCopyRun()`` puts it back before anything else reads or raises floors.
     private final class CopyRun {
-        let entity: EntityDescription
+        /// The table, whose `entity` is the record type's description the run writes.
         let table: TableInfo
         let command: String
         /// The catalog version `table` is of.
         let catalog: Int64
         var floor: Int64
 
-        init(entity: EntityDescription, table: TableInfo, command: String, catalog: Int64, floor: Int64) {
-            self.entity = entity
+        init(table: TableInfo, command: String, catalog: Int64, floor: Int64) {
             self.table = table
             self.command = command
             self.catalog = catalog
@@ -117,7 +116,7 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
     /// Ends the run of rows streaming into a `COPY`, its floor back in `floors`.
     private func endCopyRun() {
         guard let run = copyRun else { return }
-        floors[run.entity.name] = run.floor
+        floors[run.table.entity.name] = run.floor
         copyRun = nil
     }
 
