@@ -222,21 +222,30 @@ final class Statement {
 
     // MARK: - Reading
 
-    /// The value of result column `index` (0-based) of the current row.
+    /// The value of result column `index` (0-based) of the current row, read through the
+    /// column's `sqlite3_value`: one column call a value, where `sqlite3_column_type` and then
+    /// the typed column call would make two, each taking and leaving the connection's (no-op)
+    /// mutex and checking the index. The value is "unprotected" in SQLite's terms, which only
+    /// matters to a connection shared by threads at once; a statement here is used by one
+    /// thread at a time (its connection is the writer's, under the writer lock, or lent by the
+    /// reader pool). Only the accessor of the value's own type is called, so none converts it.
     @inline(__always)
     func value(at index: Int32) -> Value {
-        switch sqlite3_column_type(handle, index) {
+        guard let value = sqlite3_column_value(handle, index) else { return .null }
+        switch sqlite3_value_type(value) {
         case SQLITE_INTEGER:
-            return .integer(sqlite3_column_int64(handle, index))
+            return .integer(sqlite3_value_int64(value))
         case SQLITE_FLOAT:
-            return .real(sqlite3_column_double(handle, index))
+            return .real(sqlite3_value_double(value))
         case SQLITE_TEXT:
-            let count = Int(sqlite3_column_bytes(handle, index))
-            guard let text = sqlite3_column_text(handle, index), count > 0 else { return .text("") }
+            guard let text = sqlite3_value_text(value) else { return .text("") }
+            let count = Int(sqlite3_value_bytes(value))
+            guard count > 0 else { return .text("") }
             return .text(String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self))
         case SQLITE_BLOB:
-            let count = Int(sqlite3_column_bytes(handle, index))
-            guard let bytes = sqlite3_column_blob(handle, index), count > 0 else { return .blob(Data()) }
+            guard let bytes = sqlite3_value_blob(value) else { return .blob(Data()) }
+            let count = Int(sqlite3_value_bytes(value))
+            guard count > 0 else { return .blob(Data()) }
             return .blob(Data(bytes: bytes, count: count))
         default:
             return .null
