@@ -4,7 +4,9 @@ import Foundation
 /// `BENCH_PROFILE=WORKLOAD:SIDE` runs one workload on one side alone, for a profiler or
 /// callgrind, after an untimed bulk insert (itself the workload `insert`). WORKLOAD: insert,
 /// fetch, point, group, commits, update; SIDE: memory, sqlite, lmdb, postgres (add `-codable`
-/// for `Codable` records), raw-sqlite, raw-lmdb, raw-libpq, grdb. The workload runs
+/// for `Codable` records), raw-sqlite, raw-lmdb, raw-libpq, grdb; and `raw-sqlite-array`,
+/// `raw-lmdb-array`, `raw-libpq-array`, the raw sides with each group read's records kept in an
+/// array as a store's fetch returns them (``GroupSink``). The workload runs
 /// BENCH_REPETITIONS times (default 3) and prints its median. With callgrind, count the
 /// workload's own instructions with the inclusive count of the side's `pointReads` (`callgrind_annotate --inclusive=yes`).
 /// `BENCH_PROFILE=decode:KIND` times decoding alone (``DecodeFloor``): `floor`, `rowdecoder`, `storable`;
@@ -23,6 +25,18 @@ enum Profile {
         case "raw-sqlite": return RawSQLiteSide()
         case "raw-lmdb": return RawLMDBSide()
         case "raw-libpq": return RawLibpqSide()
+        case "raw-sqlite-array":
+            let side = RawSQLiteSide()
+            side.collectsGroups = true
+            return side
+        case "raw-lmdb-array":
+            let side = RawLMDBSide()
+            side.collectsGroups = true
+            return side
+        case "raw-libpq-array":
+            let side = RawLibpqSide()
+            side.collectsGroups = true
+            return side
         case "grdb": return GRDBSide()
         default: throw BenchError("BENCH_PROFILE: unknown side \(name)")
         }

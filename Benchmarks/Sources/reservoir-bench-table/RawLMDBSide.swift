@@ -7,6 +7,8 @@ import Foundation
 /// fields then the name's bytes, decoded into Swift values as every other side decodes.
 final class RawLMDBSide: BenchSide {
     let column = TableColumn.rawLMDB
+    /// Group reads keep each group's records in an array (``GroupSink``).
+    var collectsGroups = false
     private var env: OpaquePointer?
     private var records = MDB_dbi()
     private var groups = MDB_dbi()
@@ -138,7 +140,7 @@ final class RawLMDBSide: BenchSide {
         try check(mdb_txn_begin(env, nil, CLMDB_RDONLY, &txn), "begin")
         defer { mdb_txn_abort(txn) }
         mdb_txn_reset(txn)
-        var checksum = 0
+        var sink = GroupSink(collects: collectsGroups)
         for group in groups {
             try check(mdb_txn_renew(txn), "renew")
             var cursor: OpaquePointer?
@@ -159,15 +161,15 @@ final class RawLMDBSide: BenchSide {
                     return mdb_get(txn, records, &rk, &record)
                 }
                 try check(found, "get")
-                let decoded = Self.decode(id: Int(UInt64(bigEndian: id)), UnsafeRawBufferPointer(start: record.mv_data, count: record.mv_size))
-                groupChecksum(&checksum, id: decoded.id, rank: decoded.rank)
+                sink.take(Self.decode(id: Int(UInt64(bigEndian: id)), UnsafeRawBufferPointer(start: record.mv_data, count: record.mv_size)))
                 rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)
             }
             mdb_cursor_close(cursor)
             if rc != 0 && rc != CLMDB_NOTFOUND { try check(rc, "cursor next") }
             mdb_txn_reset(txn)
+            sink.endGroup()
         }
-        return checksum
+        return sink.checksum
     }
 
     /// Replaces a stored record: its old group read first, so the index entry that goes is

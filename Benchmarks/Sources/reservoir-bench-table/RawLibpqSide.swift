@@ -66,6 +66,8 @@ final class BenchPostgres: @unchecked Sendable {
 /// order, the library's), the group indexed.
 final class RawLibpqSide: BenchSide {
     let column = TableColumn.rawLibpq
+    /// Group reads keep each group's records in an array (``GroupSink``).
+    var collectsGroups = false
     private var conn: OpaquePointer?
     private var prepared: Set<String> = []
 
@@ -190,16 +192,16 @@ final class RawLibpqSide: BenchSide {
 
     func groupReads(_ groups: [Int]) throws -> Int {
         try prepare("group", "SELECT id, name, score, rank, grp FROM raw_bench.items WHERE grp = $1 ORDER BY id", parameters: 1)
-        var checksum = 0
+        var sink = GroupSink(collects: collectsGroups)
         for group in groups {
             guard let result = execute("group", [group]), PQresultStatus(result) == PGRES_TUPLES_OK else { throw failure("group read") }
             for row in 0..<PQntuples(result) {
-                let record = Self.record(result, row)
-                groupChecksum(&checksum, id: record.id, rank: record.rank)
+                sink.take(Self.record(result, row))
             }
             PQclear(result)
+            sink.endGroup()
         }
-        return checksum
+        return sink.checksum
     }
 
     private static let updateSQL = "UPDATE raw_bench.items SET name = $2, score = $3, rank = $4, grp = $5 WHERE id = $1"

@@ -6,6 +6,8 @@ import Foundation
 /// reuse, texts bound SQLITE_TRANSIENT, WAL with synchronous=NORMAL, the group column indexed.
 final class RawSQLiteSide: BenchSide {
     let column = TableColumn.rawSQLite
+    /// Group reads keep each group's records in an array (``GroupSink``).
+    var collectsGroups = false
     private var db: OpaquePointer?
     private var directory: URL?
     private var statements: [String: OpaquePointer] = [:]
@@ -110,16 +112,16 @@ final class RawSQLiteSide: BenchSide {
 
     func groupReads(_ groups: [Int]) throws -> Int {
         let select = try statement("SELECT id, name, score, rank, grp FROM items WHERE grp = ? ORDER BY id")
-        var checksum = 0
+        var sink = GroupSink(collects: collectsGroups)
         for group in groups {
             sqlite3_bind_int64(select, 1, Int64(group))
             while sqlite3_step(select) == SQLITE_ROW {
-                let record = record(select)
-                groupChecksum(&checksum, id: record.id, rank: record.rank)
+                sink.take(record(select))
             }
             sqlite3_reset(select)
+            sink.endGroup()
         }
-        return checksum
+        return sink.checksum
     }
 
     func commitEach(_ records: [BenchRecord]) throws {

@@ -35,6 +35,31 @@ func groupChecksum(_ checksum: inout Int, id: Int, rank: Int) {
     checksum = checksum &* 1_000_003 &+ id &* 7 &+ rank
 }
 
+/// Where a raw side's group read puts each record. In the table it goes straight into the
+/// checksum: a raw side keeps nothing. With `collects` (the `raw-…-array` sides of
+/// `BENCH_PROFILE`), each group's records are first appended to a new array, summed from it and
+/// released with it, as the store's `fetch` returns them: the raw read an app keeping its
+/// records would make, and so the floor of the store's group read (Benchmarks/NOTES.md).
+struct GroupSink {
+    let collects: Bool
+    private(set) var checksum = 0
+    private var records: [BenchRecord] = []
+
+    init(collects: Bool) { self.collects = collects }
+
+    @inline(__always)
+    mutating func take(_ record: BenchRecord) {
+        if collects { records.append(record) } else { groupChecksum(&checksum, id: record.id, rank: record.rank) }
+    }
+
+    @inline(__always)
+    mutating func endGroup() {
+        guard collects else { return }
+        for record in records { groupChecksum(&checksum, id: record.id, rank: record.rank) }
+        records = []
+    }
+}
+
 /// Reservoir through `Store`, on one backend (`memory:`, `sqlite:`, `lmdb:` or a PostgreSQL
 /// server), with `@Storable` records or, for the `Codable` lines, ``CodableBenchRecord``.
 ///
