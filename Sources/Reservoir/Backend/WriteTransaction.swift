@@ -6,6 +6,13 @@ public protocol WriteTransaction: ReadTransaction {
     /// (table, named database, indexes, new columns) on first use.
     func put(_ entity: EntityDescription, id: Value, row: Row) throws
 
+    /// Stores `row` under `id` in place of `previous`: the row this transaction's
+    /// ``ReadTransaction/row(_:id:)`` returned for `id` just before, nothing written in between
+    /// (an update, which reads the stored record to compare). A backend that maintains its own
+    /// indexes takes the old values from `previous` rather than reading and decoding the stored
+    /// row again. The default is ``put(_:id:row:)``.
+    func put(_ entity: EntityDescription, id: Value, row: Row, replacing previous: Row) throws
+
     /// Stores `row` under `id` only when no row has that id. Returns false, writing
     /// nothing, when one exists. Engines that can fail an insert on an existing key
     /// (SQLite's primary-key constraint, LMDB's `MDB_NOOVERWRITE`) save the read the
@@ -100,6 +107,11 @@ public protocol WriteTransaction: ReadTransaction {
 }
 
 extension WriteTransaction {
+    /// ``put(_:id:row:)``: `previous` is not needed.
+    public func put(_ entity: EntityDescription, id: Value, row: Row, replacing previous: Row) throws {
+        try put(entity, id: id, row: row)
+    }
+
     /// Nothing to do: no row holds the columns any more.
     public func dropColumns(_ columns: [String], from entity: EntityDescription) throws {}
 

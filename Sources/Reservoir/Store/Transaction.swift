@@ -143,8 +143,12 @@ public final class Transaction: Snapshot {
 
     @discardableResult
     func store(_ entity: EntityDescription, id: Value, row: Row, previous: Row?) throws -> ChangeType? {
-        if let previous, previous == row { return nil }
-        try writer.put(entity, id: id, row: row)
+        if let previous {
+            if previous == row { return nil }
+            try writer.put(entity, id: id, row: row, replacing: previous)
+        } else {
+            try writer.put(entity, id: id, row: row)
+        }
         tracker.note(entity, id: id, before: previous, after: row)
         return previous == nil ? .inserted : .updated
     }

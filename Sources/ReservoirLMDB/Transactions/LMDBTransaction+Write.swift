@@ -11,6 +11,14 @@ extension LMDBTransaction {
         try perform(.put(entity: index, id: id, row: row)) { try applyPut(index, id: id, row: row, onlyNew: false) }
     }
 
+    /// ``put(_:id:row:)`` with the stored row's old index values taken from `previous`. The
+    /// replay log keeps a plain put: a replay reads the old row again.
+    func put(_ entity: EntityDescription, id: Value, row: Row, replacing previous: Row) throws {
+        if !fitsKey(id) { _ = try idKey(id, entity: entity.name) }
+        let index = replay.entityIndex(entity)
+        try perform(.put(entity: index, id: id, row: row)) { try applyPut(index, id: id, row: row, onlyNew: false, previous: previous) }
+    }
+
     /// One `mdb_put` with `MDB_NOOVERWRITE`: no separate read for the existing row.
     func insert(_ entity: EntityDescription, id: Value, row: Row) throws -> Bool {
         if !fitsKey(id) { _ = try idKey(id, entity: entity.name) }
@@ -99,7 +107,7 @@ extension LMDBTransaction {
 
     /// Stores `row` under `id` and updates the entity's indexes. With `onlyNew` (an insert),
     /// returns false, writing nothing at all, when a row has that id.
-    func applyPut(_ entityIndex: Int, id: Value, row: Row, onlyNew: Bool) throws -> Bool {
+    func applyPut(_ entityIndex: Int, id: Value, row: Row, onlyNew: Bool, previous: Row? = nil) throws -> Bool {
         let (rows, indexed, floor) = try putTarget(entityIndex)
         return try KeyEncoding.withEncoded(id) { key in
             var old: Row?
@@ -110,8 +118,12 @@ extension LMDBTransaction {
                 try ensureEntity(entityIndex)
             } else {
                 try ensureEntity(entityIndex)
-                if indexed, let bytes = try get(rows, key) {
-                    old = try? decodeRow(bytes, entity: replay.entities[entityIndex].name, key: key)
+                if indexed {
+                    if let previous {
+                        old = previous
+                    } else if let bytes = try get(rows, key) {
+                        old = try? decodeRow(bytes, entity: replay.entities[entityIndex].name, key: key)
+                    }
                 }
                 _ = try putRow(rows, key, row, floor: floor, onlyNew: false)
             }
