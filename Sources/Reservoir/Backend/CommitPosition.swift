@@ -5,7 +5,8 @@
 /// then hand their numbers out again: PostgreSQL with asynchronous commit (`durability=normal`)
 /// after a server crash, SQLite with `synchronous=NORMAL` or LMDB without fsync after an
 /// operating-system crash, any store restored from an older backup. Each change set therefore
-/// carries a random 64-bit identity made when it is committed and kept in the change log with
+/// carries a 64-bit identity made when it is committed (``newIdentity()``: unlike every other
+/// the process made, and from a random seed per process) and kept in the change log with
 /// it, and ``Store`` checks, before it takes a newer commit as following the last one it
 /// announced, that the log still holds that one under the same identity. When it does not,
 /// the history was rewound: the store announces a change set marked ``ChangeSet/isRewound``
@@ -20,7 +21,7 @@
 public struct CommitPosition: Sendable, Hashable, CustomStringConvertible {
     /// The change set's sequence number (0: before the first commit).
     public var sequence: UInt64
-    /// The commit's identity: random, never 0 when known.
+    /// The commit's identity: never 0 when known.
     public var commit: UInt64
 
     /// The position `sequence`, made by the commit `commit`.
@@ -45,17 +46,34 @@ public struct CommitPosition: Sendable, Hashable, CustomStringConvertible {
         public var description: String { rawValue }
     }
 
-    /// A fresh identity for a commit this library makes: random, never 0, lowest bit set.
+    /// A fresh identity for a commit this library makes: never 0, lowest bit set, unlike every
+    /// other this process made and, by a random seed, any another process made.
     public static func newIdentity() -> UInt64 {
         newIdentity(origin: .library)
     }
 
     /// A fresh identity for a commit made by `origin` (`.unknown` is taken as `.otherClient`):
-    /// random, never 0, its lowest bit saying who made it.
+    /// never 0, its lowest bit saying who made it.
     public static func newIdentity(origin: Origin) -> UInt64 {
-        let random = UInt64.random(in: 1...(UInt64.max >> 1))
-        return random << 1 | (origin == .library ? 1 : 0)
+        let count = identityCount.withLock { count in
+            count &+= 1
+            return count
+        }
+        // SplitMix64's finalizer: a bijection, so the identities this process makes differ from
+        // each other; its seed is random per process, so they are as unlikely to meet another
+        // process's as random numbers. One system call per process, where `UInt64.random` made
+        // one (getrandom) per commit.
+        var z = identitySeed &+ count &* 0x9E37_79B9_7F4A_7C15
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        z ^= z >> 31
+        return max(1, z >> 1) << 1 | (origin == .library ? 1 : 0)
     }
+
+    /// The random start of this process's identities.
+    private static let identitySeed = UInt64.random(in: .min ... .max)
+    /// The identities this process has made.
+    private static let identityCount = Locked<UInt64>(0)
 
     /// Who made the commit, as its identity's lowest bit says.
     public var origin: Origin {
