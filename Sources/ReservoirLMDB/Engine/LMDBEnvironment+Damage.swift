@@ -11,7 +11,7 @@ extension LMDBEnvironment {
     /// raises SIGBUS, which no error handling survives. Called when a transaction begins; a file truncated while a
     /// transaction is open is not caught (Backends.md § LMDB, "Damaged files").
     func checkNotTruncated() throws {
-        if let damage = Self.truncation(env: env, path: path) { throw damage }
+        if let damage = Self.truncation(env: env, path: path, sizeFD: sizeFD) { throw damage }
     }
 
     /// A data.mdb found shorter than its pages, but missing only free ones.
@@ -23,21 +23,21 @@ extension LMDBEnvironment {
     /// Per path, the last short data.mdb found sound, so each is walked once.
     static let soundShortFiles = Locked<[String: ShortFile]>([:])
 
-    static func truncation(env: OpaquePointer, path: String) -> ReservoirError? {
-        var fd: Int32 = -1
-        var status = stat()
+    /// `sizeFD`, when not -1, is data.mdb opened for its size alone (``sizeFD``); otherwise
+    /// LMDB's own descriptor is asked with `fstat`.
+    static func truncation(env: OpaquePointer, path: String, sizeFD: Int32 = -1) -> ReservoirError? {
         var info = MDB_envinfo()
         var pages = MDB_stat()
         // The page count first, the file size second: a commit in between only grows the
         // file (LMDB writes a commit's pages before the meta page naming them), whereas the
         // other order could see an old size beside a newer commit's pages and cry truncation.
-        guard mdb_env_get_fd(env, &fd) == 0, mdb_env_info(env, &info) == 0, mdb_env_stat(env, &pages) == 0,
-              fstat(fd, &status) == 0 else { return nil }
+        guard mdb_env_info(env, &info) == 0, mdb_env_stat(env, &pages) == 0,
+              let size = fileSize(env: env, sizeFD: sizeFD) else { return nil }
         let needed = (Int(info.me_last_pgno) + 1).multipliedReportingOverflow(by: Int(pages.ms_psize))
-        guard needed.overflow || Int(status.st_size) < needed.partialValue else { return nil }
+        guard needed.overflow || size < needed.partialValue else { return nil }
         // Shorter than the pages counted: sound when only free pages are missing (LMDB's
         // loose pages, see PageCheck.missingPagesAreFree), checked once per commit and size.
-        let seen = ShortFile(lastPage: UInt64(info.me_last_pgno), size: Int64(status.st_size))
+        let seen = ShortFile(lastPage: UInt64(info.me_last_pgno), size: Int64(size))
         if !needed.overflow, soundShortFiles.withLock({ $0[path] == seen }) { return nil }
         if !needed.overflow, PageCheck.missingPagesAreFree(path: path) {
             soundShortFiles.withLock { $0[path] = seen }
@@ -45,8 +45,21 @@ extension LMDBEnvironment {
         }
         return ReservoirError(
             .corrupt,
-            "\(lmdbStore(path)): data.mdb is damaged: it is \(status.st_size) bytes, but its pages reach \(needed.overflow ? "beyond Int.max" : "\(needed.partialValue)") bytes (the file was truncated); restore it from a copy",
+            "\(lmdbStore(path)): data.mdb is damaged: it is \(size) bytes, but its pages reach \(needed.overflow ? "beyond Int.max" : "\(needed.partialValue)") bytes (the file was truncated); restore it from a copy",
             nativeCode: CLMDB_CORRUPTED, nativeMessage: LMDBErrors.message(CLMDB_CORRUPTED))
+    }
+
+    /// data.mdb's size in bytes: `lseek(SEEK_END)` on `sizeFD`, or `fstat` on LMDB's
+    /// descriptor when `sizeFD` is -1; nil when neither answers.
+    private static func fileSize(env: OpaquePointer, sizeFD: Int32) -> Int? {
+        if sizeFD >= 0 {
+            let end = lseek(sizeFD, 0, SEEK_END)
+            return end >= 0 ? Int(end) : nil
+        }
+        var fd: Int32 = -1
+        var status = stat()
+        guard mdb_env_get_fd(env, &fd) == 0, fstat(fd, &status) == 0 else { return nil }
+        return Int(status.st_size)
     }
 
     /// The first problems ``PageCheck`` finds in the newest snapshot, as a `.corrupt` error;

@@ -100,6 +100,12 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// The committed column layouts this process has met (see ``RowLayout``).
     let layouts = LayoutRegistry()
     let writerLockFD: Int32
+    /// data.mdb opened a second time, read-only, for its size alone: `lseek(SEEK_END)` on it
+    /// costs a third of an `fstat` (0.10 µs against 0.30 on the test VM), and every
+    /// transaction's start asks (``checkNotTruncated()``). LMDB's own descriptor is never
+    /// seeked: its writes position it. -1 when it could not be opened as the same file
+    /// LMDB has open; then `fstat` on LMDB's serves.
+    let sizeFD: Int32
     /// data.mdb, lock.mdb and reservoir-writer.lock as opened. A process that finds one
     /// deleted makes a new one: a new lock.mdb or writer lock no longer serialises its
     /// writers with ours, and a new data.mdb holds other data. Checked when the store is
@@ -196,6 +202,7 @@ final class LMDBEnvironment: @unchecked Sendable {
         _ = mdb_reader_check(env, &dead)
         staleReadersCleared = Int(dead)
         self.env = env
+        sizeFD = Self.openSizeDescriptor(env: env, path: path)
         maxKeySize = Int(mdb_env_get_maxkeysize(env))
         var info = MDB_envinfo()
         mdb_env_info(env, &info)
@@ -205,6 +212,7 @@ final class LMDBEnvironment: @unchecked Sendable {
         guard fd >= 0 || options.readOnly else {
             let code = errno
             mdb_env_close(env)
+            if sizeFD >= 0 { close(sizeFD) }
             throw LMDBErrors.error(code: code, "\(lmdbStore(path)): cannot open the writer lock file \(lockPath)")
         }
         writerLockFD = fd
@@ -214,6 +222,7 @@ final class LMDBEnvironment: @unchecked Sendable {
         } catch {
             mdb_env_close(env)
             close(fd)
+            if sizeFD >= 0 { close(sizeFD) }
             throw error
         }
         do {
@@ -222,8 +231,24 @@ final class LMDBEnvironment: @unchecked Sendable {
         } catch {
             mdb_env_close(env)
             close(fd)
+            if sizeFD >= 0 { close(sizeFD) }
             throw error
         }
+    }
+
+    /// ``sizeFD``: data.mdb opened read-only, or -1 when it cannot be, or is not the file
+    /// (device and inode) LMDB has open.
+    private static func openSizeDescriptor(env: OpaquePointer, path: String) -> Int32 {
+        var lmdbFD: Int32 = -1
+        var theirs = stat(), ours = stat()
+        guard mdb_env_get_fd(env, &lmdbFD) == 0, fstat(lmdbFD, &theirs) == 0 else { return -1 }
+        let fd = open(path + "/data.mdb", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return -1 }
+        guard fstat(fd, &ours) == 0, ours.st_dev == theirs.st_dev, ours.st_ino == theirs.st_ino else {
+            close(fd)
+            return -1
+        }
+        return fd
     }
 
     /// Creates the metadata and change-log databases in a new environment; checks the
@@ -258,6 +283,7 @@ final class LMDBEnvironment: @unchecked Sendable {
         guard idle else { return false }
         mdb_env_close(env)
         close(writerLockFD)
+        if sizeFD >= 0 { close(sizeFD) }
         return true
     }
 
