@@ -3,7 +3,8 @@
  * table side's read (a read transaction renewed per read, mdb_get, the value's fields read)
  * against the same read with the checks the backend makes at every transaction's start
  * (Docs/Design/LMDB.md): data.mdb still holds the pages the newest meta page counts
- * (mdb_env_info, mdb_env_stat, fstat: a file truncated under an open store would fault the
+ * (mdb_env_info, mdb_env_stat, and data.mdb's size by lseek on a descriptor of its own, or fstat
+ * with FSTAT=1: a file truncated under an open store would fault the
  * process on its next page read), the list of named databases unchanged (mdb_stat of the
  * main database), and the map-resize gate (a mutex taken on entry and on exit).
  *
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,6 +35,12 @@ static uint64_t big_endian(uint64_t value) { return __builtin_bswap64(value); }
 static pthread_mutex_t gate = PTHREAD_MUTEX_INITIALIZER;
 static long active;
 
+/* data.mdb opened a second time, read-only, for its size (lseek(SEEK_END)), as the backend
+ * does since c26385f; with FSTAT=1 in the environment, fstat on LMDB's descriptor instead, as it
+ * did before. */
+static int size_fd = -1;
+static int use_fstat;
+
 /* The backend's checks at a read transaction's start: truncation, named databases, gate. */
 static int checks(MDB_env *env, MDB_txn *txn) {
     pthread_mutex_lock(&gate);
@@ -40,10 +48,18 @@ static int checks(MDB_env *env, MDB_txn *txn) {
     pthread_mutex_unlock(&gate);
     MDB_envinfo info;
     MDB_stat pages, named;
-    struct stat status;
-    int fd;
-    if (mdb_env_get_fd(env, &fd) || mdb_env_info(env, &info) || mdb_env_stat(env, &pages) || fstat(fd, &status)) return 1;
-    if ((long long)status.st_size < (long long)(info.me_last_pgno + 1) * pages.ms_psize) return 1;
+    long long size;
+    if (mdb_env_info(env, &info) || mdb_env_stat(env, &pages)) return 1;
+    if (use_fstat) {
+        struct stat status;
+        int fd;
+        if (mdb_env_get_fd(env, &fd) || fstat(fd, &status)) return 1;
+        size = status.st_size;
+    } else {
+        size = lseek(size_fd, 0, SEEK_END);
+        if (size < 0) return 1;
+    }
+    if (size < (long long)(info.me_last_pgno + 1) * pages.ms_psize) return 1;
     if (mdb_stat(txn, 1 /* MAIN_DBI */, &named)) return 1;
     return named.ms_entries > 1000;
 }
@@ -76,6 +92,11 @@ int main(int argc, char **argv) {
         CHECK(mdb_put(txn, dbi, &k, &v, MDB_APPEND));
     }
     CHECK(mdb_txn_commit(txn));
+    use_fstat = getenv("FSTAT") != NULL;
+    char data[sizeof path + 16];
+    snprintf(data, sizeof data, "%s/data.mdb", path);
+    size_fd = open(data, O_RDONLY);
+    if (size_fd < 0) { perror("open data.mdb"); return 1; }
     int *order = malloc(sizeof(int) * records);
     for (int i = 0; i < records; i++) order[i] = i + 1;
     srand(7);
