@@ -16,11 +16,6 @@ import Reservoir
 public final class LMDBBackend: StorageBackend {
     let environment: LMDBEnvironment
     private let isClosed = Locked(false)
-    /// Ended read transactions kept for the next reads to begin in (at most
-    /// ``idleTransactionLimit``): a point read spent about 900 of its 8,800 instructions
-    /// making, setting up and freeing the object. Only one nothing else references is kept.
-    private let idleTransactions = Locked<[LMDBTransaction]>([])
-    private static let idleTransactionLimit = 4
     /// Whether writes are refused (`mode=readonly`, or files this process may not write).
     public var isReadOnly: Bool { readOnly || environment.options.readOnly }
     private let readOnly: Bool
@@ -56,14 +51,12 @@ public final class LMDBBackend: StorageBackend {
 
     public func read<R>(_ body: (any ReadTransaction) throws -> R) throws -> R {
         try checkOpen()
-        var transaction = try LMDBTransaction.beginRead(in: environment, reusing: idleTransactions.withLock { $0.popLast() })
+        var transaction = try LMDBTransaction.beginRead(in: environment)
         defer {
-            transaction.end()
-            if isKnownUniquelyReferenced(&transaction) {
-                idleTransactions.withLock { idle in
-                    if idle.count < Self.idleTransactionLimit { idle.append(transaction) }
-                }
-            }
+            // Kept for a later read (with its idle LMDB transaction, ``LMDBEnvironment/IdleReader``)
+            // only when `body` kept no reference to it.
+            let reusable = isKnownUniquelyReferenced(&transaction)
+            transaction.end(reusable: reusable)
         }
         return try body(transaction)
     }
@@ -131,7 +124,6 @@ public final class LMDBBackend: StorageBackend {
 
     public func close() {
         guard isClosed.setOnce() else { return }
-        idleTransactions.withLock { $0 = [] }
         environment.release()
     }
 

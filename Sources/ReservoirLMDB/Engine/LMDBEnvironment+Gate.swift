@@ -54,7 +54,7 @@ extension LMDBEnvironment {
 
     /// ``enter()``, also taking an idle read transaction to renew when `takingIdleReader`
     /// and one is kept (see ``idleReaders``).
-    private func enter(takingIdleReader: Bool) throws -> OpaquePointer? {
+    private func enter(takingIdleReader: Bool) throws -> IdleReader? {
         gate.lock()
         defer { gate.unlock() }
         let me = pthread_self()
@@ -68,23 +68,25 @@ extension LMDBEnvironment {
 
     /// Ends a read transaction and leaves the gate: the transaction is reset
     /// (`mdb_txn_reset`, which releases its snapshot) and kept for the next read to renew,
-    /// or aborted when enough are kept or the map is about to change.
-    func exit(endingRead txn: MDBTxn) {
+    /// with `transaction` (an ended read transaction object nothing else holds) for that read
+    /// to begin in, or aborted when enough are kept or the map is about to change.
+    func exit(endingRead txn: MDBTxn, keeping transaction: LMDBTransaction? = nil) {
         gate.lock()
         defer { gate.unlock() }
         if idleReaders.count < Self.idleReaderLimit && !gated.resizing && !gated.isShutDown {
             mdb_txn_reset(txn.raw)
-            idleReaders.append(txn.raw)
+            idleReaders.append(IdleReader(txn: txn.raw, transaction: transaction))
         } else {
             txn.abort()
         }
         leaveGate()
     }
 
-    /// Aborts the idle read transactions; the caller holds ``gate``. Before the map changes
-    /// or the environment closes, so no reset transaction outlives the map it was made on.
+    /// Aborts the idle read transactions and lets their objects go (which hold this
+    /// environment); the caller holds ``gate``. Before the map changes or the environment
+    /// closes, so no reset transaction outlives the map it was made on.
     func dropIdleReaders() {
-        for txn in idleReaders { mdb_txn_abort(txn) }
+        for idle in idleReaders { mdb_txn_abort(idle.txn) }
         idleReaders = []
     }
 
@@ -224,12 +226,25 @@ extension LMDBEnvironment {
     /// transaction and then calls ``exit()``.
     /// A read transaction is an idle one renewed when one is kept (``idleReaders``).
     func beginTransaction<Prepared>(readOnly: Bool, _ prepare: () -> Prepared) throws -> (MDBTxn, Prepared) {
+        let (txn, _, prepared) = try begin(readOnly: readOnly) { _ in prepare() }
+        return (txn, prepared)
+    }
+
+    /// ``beginTransaction(readOnly:_:)`` for a read, which also gets the transaction object
+    /// kept with the idle reader it renews, if any (``exit(endingRead:keeping:)``); `prepare`
+    /// is given it too. Taking both under the gate's lock, which the read takes anyway, saves
+    /// a lock of their own on each side of every read.
+    func beginRead<Prepared>(_ prepare: (LMDBTransaction?) -> Prepared) throws -> (MDBTxn, LMDBTransaction?, Prepared) {
+        try begin(readOnly: true, prepare)
+    }
+
+    private func begin<Prepared>(readOnly: Bool, _ prepare: (LMDBTransaction?) -> Prepared) throws -> (MDBTxn, LMDBTransaction?, Prepared) {
         while true {
-            let idle = try enter(takingIdleReader: readOnly)
-            let prepared = prepare()
+            let idleReader = try enter(takingIdleReader: readOnly)
+            let prepared = prepare(idleReader?.transaction)
             var txn: OpaquePointer?
             let rc: Int32
-            if let idle {
+            if let idle = idleReader?.txn {
                 rc = mdb_txn_renew(idle)
                 if rc == 0 { txn = idle } else { mdb_txn_abort(idle) }
             } else {
@@ -244,7 +259,7 @@ extension LMDBEnvironment {
                 exit()
                 throw LMDBFailure(code: rc, operation: readOnly ? "begin a read transaction" : "begin a write transaction")
             }
-            return (MDBTxn(raw: txn), prepared)
+            return (MDBTxn(raw: txn), idleReader?.transaction, prepared)
         }
     }
 }

@@ -143,20 +143,21 @@ final class LMDBTransaction: WriteTransaction {
 
     // MARK: - Lifecycle
 
-    /// Begins a read transaction whose handles cover every named database in its snapshot,
-    /// in `reused` when given: an ended read transaction of `environment` nothing else holds.
-    static func beginRead(in environment: LMDBEnvironment, reusing reused: LMDBTransaction? = nil) throws -> LMDBTransaction {
-        let transaction: LMDBTransaction
-        if let reused, reused.environment === environment, !reused.isWrite, reused.txn == nil, !reused.inGate {
-            transaction = reused
-            transaction.snapshot = SnapshotState()
-        } else {
-            transaction = LMDBTransaction(environment: environment, isWrite: false)
-        }
+    /// Begins a read transaction whose handles cover every named database in its snapshot, in
+    /// the object the environment kept with the idle reader it renews when there is one (an
+    /// ended read transaction nothing else held, ``end(reusable:)``), in a new one otherwise.
+    static func beginRead(in environment: LMDBEnvironment) throws -> LMDBTransaction {
         var refreshes = 0
         while true {
-            let (txn, (known, rows, deletions)) = try LMDBErrors.convert(path: environment.path) {
-                try environment.beginTransaction(readOnly: true) { environment.committedHandlesAndRows() }
+            let (txn, kept, (known, rows, deletions)) = try LMDBErrors.convert(path: environment.path) {
+                try environment.beginRead { _ in environment.committedHandlesAndRows() }
+            }
+            let transaction: LMDBTransaction
+            if let kept, kept.environment === environment, !kept.isWrite, kept.txn == nil, !kept.inGate {
+                transaction = kept
+                transaction.snapshot = SnapshotState()
+            } else {
+                transaction = LMDBTransaction(environment: environment, isWrite: false)
             }
             do {
                 try environment.checkNotTruncated()
@@ -212,23 +213,27 @@ final class LMDBTransaction: WriteTransaction {
     }
 
     /// Aborts the transaction if it is still open and leaves the gate. Safe to call twice.
-    func end() {
+    /// A read `reusable` (nothing but its caller holds it) is kept by the environment with its
+    /// reset LMDB transaction, for a later read to begin in.
+    func end(reusable: Bool = false) {
         // Already ended (a commit ends before deinit does): the caches were cleared then.
         guard txn != nil || inGate else { return }
+        // The caches first: once the environment keeps this object, another thread may take it.
+        handles.forgetLookUps(keepingLastRows: !isWrite)
+        if descriptions.last != nil || !descriptions.written.isEmpty || descriptions.lastEnsured != nil { descriptions = Descriptions() }
+        rowCoding.forgetWrites()
+        appending.target = nil
         if !isWrite, let txn, inGate {
             // A read: kept for the next read to renew, when the environment keeps it.
             self.txn = nil
             inGate = false
-            environment.exit(endingRead: txn)
+            environment.exit(endingRead: txn, keeping: reusable ? self : nil)
+            return
         }
         if let txn {
             txn.abort()
             self.txn = nil
         }
-        handles.forgetLookUps(keepingLastRows: !isWrite)
-        if descriptions.last != nil || !descriptions.written.isEmpty || descriptions.lastEnsured != nil { descriptions = Descriptions() }
-        rowCoding.forgetWrites()
-        appending.target = nil
         if inGate {
             inGate = false
             environment.exit()
