@@ -22,12 +22,22 @@ extension LMDBEnvironment {
         return (committed.all, committed.rowsByEntity, committed.deletions)
     }
 
+    /// The committed handles as ``committedHandlesAndRows()`` gives them, with their
+    /// ``CommittedHandles/version``; nil when that is still `known`, the version a reused read
+    /// transaction holds them at (copying them again would retain and release both tables).
+    func committedHandles(unlessAt known: UInt64?) -> CommittedHandles? {
+        handlesLock.lock()
+        defer { handlesLock.unlock() }
+        return committed.version == known ? nil : committed
+    }
+
     /// Adds handles a committed transaction opened.
     func addHandles(_ opened: [String: MDB_dbi?]) {
         guard !opened.isEmpty else { return }
         handlesLock.lock()
         defer { handlesLock.unlock() }
         committed.all.merge(opened) { old, _ in old }
+        committed.version &+= 1
         let prefix = StoreFormat.rowsDatabase("")
         for (name, handle) in opened where name.hasPrefix(prefix) {
             if let handle, committed.rowsByEntity[String(name.dropFirst(prefix.count))] == nil {
@@ -49,6 +59,7 @@ extension LMDBEnvironment {
         guard gated.activeCount == 1 else { return false }
         handlesLock.lock()
         committed.deletions &+= 1
+        committed.version &+= 1
         let prefix = StoreFormat.rowsDatabase("")
         for database in databases {
             committed.all[database.name] = nil

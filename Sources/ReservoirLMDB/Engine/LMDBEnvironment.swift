@@ -77,6 +77,8 @@ final class LMDBEnvironment: @unchecked Sendable {
         /// free for LMDB to give another database): a row handle a reused read transaction
         /// remembers is still the entity's while this has not moved.
         var deletions: UInt64 = 0
+        /// Moves whenever ``all`` or ``rowsByEntity`` changes.
+        var version: UInt64 = 0
     }
 
     /// Stored entity descriptions and the change log's newest sequence, each as of a

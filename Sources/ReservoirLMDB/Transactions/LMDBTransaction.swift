@@ -28,6 +28,10 @@ final class LMDBTransaction: WriteTransaction {
         var rows: [String: MDB_dbi] = [:]
         var lastRows: (entity: String, handle: MDB_dbi)?
         var deletions: UInt64 = 0
+        /// The environment's ``LMDBEnvironment/CommittedHandles/version`` `committed` and `rows`
+        /// were copied at: a reused read transaction keeps both while it has not moved (a read
+        /// adds to `rows` only what `committed` holds). Nil in a write, which opens databases.
+        var committedVersion: UInt64?
         /// Index databases by entity and column: a transaction uses a few, so a list, where
         /// a dictionary of dictionaries allocated two on a commit's first lookup.
         var indexes: [(entity: String, column: String, handle: MDB_dbi)] = []
@@ -42,14 +46,17 @@ final class LMDBTransaction: WriteTransaction {
         /// set of names hashed and allocated on every commit.
         var verified: [MDB_dbi] = []
 
-        /// Forgets what the ended LMDB transaction opened or looked up; a read keeps `lastRows`
-        /// for the next transaction to check.
-        mutating func forgetLookUps(keepingLastRows: Bool = false) {
+        /// Forgets what the ended LMDB transaction opened or looked up; a read keeps `rows` and
+        /// `lastRows` for the next transaction to check (``committedVersion``, ``deletions``).
+        mutating func forgetLookUps(keepingRows: Bool = false) {
             // Emptied only when they hold something: a point read touches none but `rows`.
             if !verified.isEmpty { verified = [] }
             if !opened.isEmpty { opened = [:] }
-            if !rows.isEmpty { rows = [:] }
-            if !keepingLastRows { lastRows = nil }
+            if !keepingRows {
+                if !rows.isEmpty { rows = [:] }
+                lastRows = nil
+                committedVersion = nil
+            }
             if !indexes.isEmpty { indexes = [] }
             log = nil
             lastPut = nil
@@ -149,15 +156,26 @@ final class LMDBTransaction: WriteTransaction {
     static func beginRead(in environment: LMDBEnvironment) throws -> LMDBTransaction {
         var refreshes = 0
         while true {
-            let (txn, kept, (known, rows, deletions)) = try LMDBErrors.convert(path: environment.path) {
-                try environment.beginRead { _ in environment.committedHandlesAndRows() }
+            let (txn, kept, fetched) = try LMDBErrors.convert(path: environment.path) {
+                try environment.beginRead { kept in
+                    environment.committedHandles(unlessAt: kept.flatMap { $0.canBeginRead(in: environment) ? $0.handles.committedVersion : nil })
+                }
             }
             let transaction: LMDBTransaction
-            if let kept, kept.environment === environment, !kept.isWrite, kept.txn == nil, !kept.inGate {
+            if let kept, kept.canBeginRead(in: environment) {
                 transaction = kept
                 transaction.snapshot = SnapshotState()
             } else {
                 transaction = LMDBTransaction(environment: environment, isWrite: false)
+            }
+            if let fetched {
+                transaction.handles.committed = fetched.all
+                transaction.handles.rows = fetched.rowsByEntity
+                transaction.handles.committedVersion = fetched.version
+                if transaction.handles.deletions != fetched.deletions {
+                    transaction.handles.lastRows = nil
+                    transaction.handles.deletions = fetched.deletions
+                }
             }
             do {
                 try environment.checkNotTruncated()
@@ -167,15 +185,9 @@ final class LMDBTransaction: WriteTransaction {
                 throw error
             }
             let stat = Result { try txn.stat(CLMDB_MAIN_DBI, "read the list of named databases") }
-            if case .success(let named) = stat, named.ms_entries <= known.count {
+            if case .success(let named) = stat, named.ms_entries <= transaction.handles.committed.count {
                 transaction.txn = txn
                 transaction.inGate = true
-                transaction.handles.committed = known
-                transaction.handles.rows = rows
-                if transaction.handles.deletions != deletions {
-                    transaction.handles.lastRows = nil
-                    transaction.handles.deletions = deletions
-                }
                 transaction.snapshot.id = txn.id
                 return transaction
             }
@@ -188,6 +200,11 @@ final class LMDBTransaction: WriteTransaction {
             }
             try environment.refreshHandles()
         }
+    }
+
+    /// Whether this is an ended read transaction of `environment`, which a read may begin in.
+    private func canBeginRead(in environment: LMDBEnvironment) -> Bool {
+        self.environment === environment && !isWrite && txn == nil && !inGate
     }
 
     /// Begins the write transaction. The caller holds the environment's writer locks. A
@@ -219,7 +236,7 @@ final class LMDBTransaction: WriteTransaction {
         // Already ended (a commit ends before deinit does): the caches were cleared then.
         guard txn != nil || inGate else { return }
         // The caches first: once the environment keeps this object, another thread may take it.
-        handles.forgetLookUps(keepingLastRows: !isWrite)
+        handles.forgetLookUps(keepingRows: !isWrite)
         if descriptions.last != nil || !descriptions.written.isEmpty || descriptions.lastEnsured != nil { descriptions = Descriptions() }
         rowCoding.forgetWrites()
         appending.target = nil
