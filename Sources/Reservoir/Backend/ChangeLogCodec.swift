@@ -97,14 +97,42 @@ public enum ChangeLogCodec {
     }
 
     /// Writes `changeSet`'s record at `base` (``recordSize(_:)`` bytes, which the caller
-    /// reserved) and returns the number of bytes written.
+    /// reserved) and returns the number of bytes written. The position is a local struct's,
+    /// written in plain loops: captured by the closures of ``forEachGroup(_:_:)`` it was a
+    /// boxed variable, checked for exclusive access on every byte.
     public static func writeRecord(_ changeSet: ChangeSet, to base: UnsafeMutableRawPointer) -> Int {
+        var out = RecordWriter(base: base)
+        out.byte(recordVersion)
+        for shift in stride(from: 0, to: 64, by: 8) { out.byte(UInt8(truncatingIfNeeded: changeSet.commit >> UInt64(shift))) }
+        out.varint(UInt64(groupCount(changeSet)))
+        for changes in changeSet.entities {
+            if !changes.inserted.isEmpty {
+                out.group(changes.entity, .inserted, count: changes.inserted.count)
+                for position in changes.inserted.indices { out.id(changes.inserted[position].id) }
+            }
+            if !changes.updated.isEmpty {
+                out.group(changes.entity, .updated, count: changes.updated.count)
+                for position in changes.updated.indices { out.id(changes.updated[position].id) }
+            }
+            if !changes.deleted.isEmpty {
+                out.group(changes.entity, .deleted, count: changes.deleted.count)
+                for id in changes.deleted { out.id(id) }
+            }
+        }
+        return out.offset
+    }
+
+    /// Writes a record's bytes from `base` on (``writeRecord(_:to:)``).
+    private struct RecordWriter {
+        let base: UnsafeMutableRawPointer
         var offset = 0
-        func byte(_ value: UInt8) {
+
+        mutating func byte(_ value: UInt8) {
             base.storeBytes(of: value, toByteOffset: offset, as: UInt8.self)
             offset += 1
         }
-        func varint(_ value: UInt64) {
+
+        mutating func varint(_ value: UInt64) {
             var rest = value
             while rest >= 0x80 {
                 byte(UInt8(truncatingIfNeeded: rest) | 0x80)
@@ -112,10 +140,9 @@ public enum ChangeLogCodec {
             }
             byte(UInt8(rest))
         }
-        byte(recordVersion)
-        for shift in stride(from: 0, to: 64, by: 8) { byte(UInt8(truncatingIfNeeded: changeSet.commit >> UInt64(shift))) }
-        varint(UInt64(groupCount(changeSet)))
-        forEachGroup(changeSet) { entity, kind, ids in
+
+        /// A group's head: its kind, its entity's name, its count of ids.
+        mutating func group(_ entity: String, _ kind: ChangeType, count: Int) {
             byte(kindByte(kind))
             var name = entity
             name.withUTF8 { utf8 in
@@ -123,10 +150,12 @@ public enum ChangeLogCodec {
                 if let source = utf8.baseAddress { (base + offset).copyMemory(from: source, byteCount: utf8.count) }
                 offset += utf8.count
             }
-            varint(UInt64(ids.count))
-            ids.forEachID { offset += PackedIDs.write($0, to: base + offset, compact: true) }
+            varint(UInt64(count))
         }
-        return offset
+
+        mutating func id(_ id: Value) {
+            offset += PackedIDs.write(id, to: base + offset, compact: true)
+        }
     }
 
     /// The entries of a record numbered `sequence`, grouped as written (not netted); nil
