@@ -60,6 +60,7 @@ extension LMDBEnvironment {
         handlesLock.lock()
         committed.deletions &+= 1
         committed.version &+= 1
+        writeHints = WriteHints()
         let prefix = StoreFormat.rowsDatabase("")
         for database in databases {
             committed.all[database.name] = nil

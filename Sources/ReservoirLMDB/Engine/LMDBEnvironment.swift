@@ -140,6 +140,21 @@ final class LMDBEnvironment: @unchecked Sendable {
     let handlesLock = NSLock()
     @exclusivity(unchecked) var committed = CommittedHandles()
 
+    /// The databases the last committed write used, with their names, for the next write to
+    /// find without building and hashing those names (a single-record commit spent about a
+    /// tenth of its instructions on that). Each is still checked once in each write, by name,
+    /// as any committed handle is (``LMDBTransaction/requireExisting(_:_:)``). Only writers
+    /// touch it, under the writer locks. Replaced whole by each commit, so it names only
+    /// handles in use when the last write committed; emptied when this process deletes
+    /// databases, and a write that deletes some drops what it used before.
+    @exclusivity(unchecked) var writeHints = WriteHints()
+
+    struct WriteHints {
+        var rows: (entity: String, name: String, handle: MDB_dbi)?
+        var indexes: [(entity: String, column: String, name: String, handle: MDB_dbi)] = []
+        var log: MDB_dbi?
+    }
+
     let descriptionsLock = NSLock()
     @exclusivity(unchecked) var cache = SnapshotCache()
 

@@ -93,6 +93,10 @@ extension LMDBTransaction {
         }
         handles.rows[name] = nil
         handles.lastRows = nil
+        // The environment forgot its hints (``LMDBEnvironment/deleteDatabases(_:in:)``); so does
+        // this write, which must not name the deleted databases' handles to the next.
+        handles.hints = LMDBEnvironment.WriteHints()
+        handles.used = LMDBEnvironment.WriteHints()
         handles.indexes.removeAll { $0.entity == name }
         handles.lastPut = nil
         appending.target = nil

@@ -37,6 +37,10 @@ final class LMDBTransaction: WriteTransaction {
         var indexes: [(entity: String, column: String, handle: MDB_dbi)] = []
         /// The change log's, once looked up: every commit reads and writes it.
         var log: MDB_dbi?
+        /// A write's: the environment's ``LMDBEnvironment/writeHints`` as it began, and the
+        /// databases it used, which become the hints once it commits.
+        var hints = LMDBEnvironment.WriteHints()
+        var used = LMDBEnvironment.WriteHints()
         /// The entity the last put went to, as an index into the replay log's entities, its
         /// row database, whether it has indexes, and the least layout number its rows may name
         /// (see ``LMDBTransaction/putTarget(_:)``).
@@ -60,6 +64,8 @@ final class LMDBTransaction: WriteTransaction {
             if !indexes.isEmpty { indexes = [] }
             log = nil
             lastPut = nil
+            // A replay begins again: what the aborted transaction opened is gone.
+            if used.rows != nil || used.log != nil || !used.indexes.isEmpty { used = LMDBEnvironment.WriteHints() }
         }
     }
 
@@ -224,6 +230,7 @@ final class LMDBTransaction: WriteTransaction {
         let (txn, (known, rows, _)) = try environment.beginTransaction(readOnly: false) { environment.committedHandlesAndRows() }
         handles.committed = known
         handles.rows = rows
+        handles.hints = environment.writeHints
         self.txn = txn
         inGate = true
         try environment.checkNotTruncated()  // end() aborts the transaction
@@ -267,12 +274,14 @@ final class LMDBTransaction: WriteTransaction {
             let rc = txn.commit()
             self.txn = nil  // freed by LMDB whatever the outcome
             let committed = handles.opened
+            let used = handles.used
             let changed = descriptions.written
             let layouts = rowCoding.addedLayouts
             let renamed = rowCoding.renamed ? rowCoding.renames : nil
             end()
             if rc == 0 {
                 if !committed.isEmpty { environment.addHandles(committed.mapValues { Optional($0) }) }
+                environment.writeHints = used
                 if !layouts.isEmpty { environment.layouts.add(layouts) }
                 // LMDB publishes nothing for a write that dirtied no page (an empty or no-op
                 // write): its id then goes to the next real commit, whichever process makes it.
@@ -322,7 +331,13 @@ final class LMDBTransaction: WriteTransaction {
     /// The change log's database (cached).
     func logDatabase(create: Bool = false) throws -> MDB_dbi? {
         if let log = handles.log { return log }
-        handles.log = try database(StoreFormat.logDatabase, create: create)
+        if isWrite, let hint = handles.hints.log {
+            try requireExisting(hint, StoreFormat.logDatabase)
+            handles.log = hint
+        } else {
+            handles.log = try database(StoreFormat.logDatabase, create: create)
+        }
+        if isWrite { handles.used.log = handles.log }
         return handles.log
     }
 
@@ -330,14 +345,26 @@ final class LMDBTransaction: WriteTransaction {
     func rowsDatabase(_ entity: String, create: Bool = false) throws -> MDB_dbi? {
         // Most transactions touch one entity: skip hashing its name.
         if let last = handles.lastRows, last.entity == entity { return last.handle }
+        if isWrite, let hint = handles.hints.rows, hint.entity == entity {
+            try requireExisting(hint.handle, hint.name)
+            handles.lastRows = (entity, hint.handle)
+            handles.used.rows = hint
+            return hint.handle
+        }
         if let handle = handles.rows[entity] {
-            if isWrite { try requireExisting(handle, StoreFormat.rowsDatabase(entity)) }
+            if isWrite {
+                let name = StoreFormat.rowsDatabase(entity)
+                try requireExisting(handle, name)
+                handles.used.rows = (entity, name, handle)
+            }
             handles.lastRows = (entity, handle)
             return handle
         }
-        guard let handle = try database(StoreFormat.rowsDatabase(entity), create: create) else { return nil }
+        let name = StoreFormat.rowsDatabase(entity)
+        guard let handle = try database(name, create: create) else { return nil }
         handles.rows[entity] = handle
         handles.lastRows = (entity, handle)
+        if isWrite { handles.used.rows = (entity, name, handle) }
         return handle
     }
 
@@ -371,8 +398,16 @@ final class LMDBTransaction: WriteTransaction {
     /// The index database of `entity`'s `column` (cached).
     func indexDatabase(_ entity: String, _ column: String, create: Bool = false) throws -> MDB_dbi? {
         if let known = handles.indexes.first(where: { $0.entity == entity && $0.column == column }) { return known.handle }
-        guard let handle = try database(StoreFormat.indexDatabase(entity, column), create: create) else { return nil }
+        if isWrite, let hint = handles.hints.indexes.first(where: { $0.entity == entity && $0.column == column }) {
+            try requireExisting(hint.handle, hint.name)
+            handles.indexes.append((entity, column, hint.handle))
+            handles.used.indexes.append(hint)
+            return hint.handle
+        }
+        let name = StoreFormat.indexDatabase(entity, column)
+        guard let handle = try database(name, create: create) else { return nil }
         handles.indexes.append((entity, column, handle))
+        if isWrite { handles.used.indexes.append((entity, column, name, handle)) }
         return handle
     }
 }
