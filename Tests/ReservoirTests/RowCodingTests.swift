@@ -239,3 +239,196 @@ struct HandMappedRowTests {
         }
     }
 }
+
+// MARK: - The encoder reused between records
+
+/// Encodes the columns `keys` names, in that order (a repeated key writes again), each holding
+/// its position in `keys` plus `base`; throws after `throwAfter` columns when set.
+private struct Shaped: Encodable {
+    enum Key: String, CodingKey, CaseIterable { case a, b, c, d }
+    var keys: [Int]
+    var base = 0
+    var throwAfter: Int?
+
+    struct Stop: Error {}
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Key.self)
+        for (position, key) in keys.enumerated() {
+            if position == throwAfter { throw Stop() }
+            try container.encode(base + position, forKey: Key.allCases[key])
+        }
+    }
+
+    /// The row a fresh encoder makes: each column where it first appears, with its last value.
+    var expected: Row {
+        Row(keys.enumerated().map { (Key.allCases[$0.element].rawValue, Value.integer(Int64(base + $0.offset))) })
+    }
+}
+
+/// What a `Keeper` or `TwoKinds` keeps after its `encode(to:)` returns.
+private struct Kept {
+    var encoder: (any Encoder)?
+    var container: KeyedEncodingContainer<Keeper.Key>?
+    var second: KeyedEncodingContainer<TwoKinds.Second>?
+}
+
+/// Writes `id`; then, as asked, writes a `note` through the encoder or container an earlier
+/// record kept, and keeps its own.
+private struct Keeper: Encodable {
+    enum Key: String, CodingKey { case id, note }
+    var id: Int
+    var kept: Locked<Kept>
+    var keepEncoder = false
+    var keepContainer = false
+    var writeThroughKept = false
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Key.self)
+        try container.encode(id, forKey: .id)
+        if writeThroughKept {
+            let earlier = kept.withLock { $0 }
+            if var old = earlier.container { try old.encode("through a kept container", forKey: .note) }
+            if let old = earlier.encoder {
+                var other = old.container(keyedBy: Key.self)
+                try other.encode("through a kept encoder", forKey: .note)
+            }
+        }
+        if keepEncoder { kept.withLock { $0.encoder = encoder } }
+        if keepContainer { kept.withLock { $0.container = container } }
+    }
+}
+
+/// Encodes through two keyed containers of different key types, or nests a whole encode; keeps
+/// the second container, or writes `c` through one an earlier value kept.
+private struct TwoKinds: Encodable {
+    enum First: String, CodingKey { case a }
+    enum Second: String, CodingKey { case b, c }
+    var nested: Bool
+    var kept: Locked<Kept>?
+    var keepSecond = false
+
+    func encode(to encoder: any Encoder) throws {
+        var first = encoder.container(keyedBy: First.self)
+        try first.encode(1, forKey: .a)
+        if nested {
+            let inner = try RowEncoder().encode(Shaped(keys: [0, 1], base: 10))
+            try first.encode(inner.count, forKey: .a)
+        }
+        var second = encoder.container(keyedBy: Second.self)
+        try second.encode(2, forKey: .b)
+        if var earlier = kept?.withLock({ $0.second }) { try earlier.encode(3, forKey: .c) }
+        if keepSecond { kept?.withLock { $0.second = second } }
+    }
+}
+
+/// Asks for a nested keyed container or a super encoder, which rows cannot hold.
+private struct Nests: Encodable {
+    enum Key: String, CodingKey { case id, inner }
+    var superEncoder: Bool
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Key.self)
+        try container.encode(1, forKey: .id)
+        if superEncoder {
+            var inner = container.superEncoder().container(keyedBy: Key.self)
+            try inner.encode(2, forKey: .id)
+        } else {
+            var inner = container.nestedContainer(keyedBy: Key.self, forKey: .inner)
+            try inner.encode(2, forKey: .id)
+        }
+    }
+}
+
+@Suite("RowEncoder between records")
+struct RowEncoderReuseTests {
+    private func expectRow(_ row: Row, _ expected: Row, _ comment: Comment) {
+        #expect(row.columns == expected.columns, comment)
+        #expect(row == expected, comment)
+    }
+
+    @Test("each value's row has its own columns, whatever order and set the type's last value wrote")
+    func shapes() async {
+        let records = zip(Gen.int(in: 0...3).array(of: 1...6), Gen.int(in: 0...100)).array(of: 1...12)
+        await propertyCheck(count: 200, input: records) { steps in
+            for (keys, base) in steps {
+                let record = Shaped(keys: keys, base: base)
+                let row = try? RowEncoder().encode(record)
+                #expect(row?.columns == record.expected.columns, "keys \(keys)")
+                #expect(row == record.expected, "keys \(keys)")
+            }
+        }
+    }
+
+    @Test("a value that throws part way leaves the next value's row whole")
+    func throwsMidway() throws {
+        for keys in [[0, 1, 2], [0, 1, 2, 3], [2, 1]] {
+            for throwAfter in 0..<keys.count {
+                #expect(throws: Shaped.Stop.self) { try RowEncoder().encode(Shaped(keys: keys, throwAfter: throwAfter)) }
+                let record = Shaped(keys: keys, base: 7)
+                expectRow(try RowEncoder().encode(record), record.expected, "keys \(keys), thrown after \(throwAfter)")
+            }
+        }
+    }
+
+    @Test("an encoder or container a value keeps writes into no later value's row")
+    func keptEncoders() throws {
+        for (keepEncoder, keepContainer) in [(true, false), (false, true), (true, true)] {
+            let kept = Locked(Kept())
+            let first = try RowEncoder().encode(Keeper(id: 1, kept: kept, keepEncoder: keepEncoder, keepContainer: keepContainer))
+            expectRow(first, Row([("id", .integer(1))]), "the keeper's own row")
+            for id in 2...4 {
+                let row = try RowEncoder().encode(Keeper(id: id, kept: kept, writeThroughKept: true))
+                expectRow(row, Row([("id", .integer(Int64(id)))]), "kept encoder \(keepEncoder), container \(keepContainer), record \(id)")
+            }
+            let shaped = Shaped(keys: [3, 2, 1, 0])
+            expectRow(try RowEncoder().encode(shaped), shaped.expected, "another type after a kept encoder")
+        }
+    }
+
+    @Test("two keyed containers, and an encode nested in encode(to:), write one row each")
+    func twoContainers() throws {
+        for nested in [false, true, false, true] {
+            let row = try RowEncoder().encode(TwoKinds(nested: nested))
+            expectRow(row, Row([("a", .integer(nested ? 2 : 1)), ("b", .integer(2))]), "nested \(nested)")
+            let shaped = Shaped(keys: [0, 1, 2])
+            expectRow(try RowEncoder().encode(shaped), shaped.expected, "after nested \(nested)")
+        }
+        let kept = Locked(Kept())
+        _ = try RowEncoder().encode(TwoKinds(nested: false, kept: kept, keepSecond: true))
+        for nested in [false, true] {
+            let row = try RowEncoder().encode(TwoKinds(nested: nested, kept: kept))
+            expectRow(row, Row([("a", .integer(nested ? 2 : 1)), ("b", .integer(2))]), "after a kept second container, nested \(nested)")
+        }
+    }
+
+    @Test("a nested container or super encoder is refused, and the next value encodes")
+    func nestedRefused() throws {
+        for superEncoder in [false, true, false] {
+            let error = #expect(throws: ReservoirError.self) { try RowEncoder().encode(Nests(superEncoder: superEncoder)) }
+            #expect(error?.code == .invalidSchema)
+            let shaped = Shaped(keys: [0, 1])
+            expectRow(try RowEncoder().encode(shaped), shaped.expected, "after super encoder \(superEncoder)")
+        }
+    }
+
+    @Test("encodes from several tasks at once each get their own row")
+    func concurrent() async throws {
+        let shapes: [[Int]] = [[0, 1, 2], [0, 1, 2], [2, 1, 0], [0, 1, 2, 3], [1, 1, 0]]
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for task in 0..<8 {
+                group.addTask {
+                    let kept = Locked(Kept())
+                    for index in 0..<2_000 {
+                        let record = Shaped(keys: shapes[(index + task) % shapes.count], base: task * 10_000 + index)
+                        let row = try RowEncoder().encode(record)
+                        #expect(row.columns == record.expected.columns && row == record.expected, "task \(task), record \(index)")
+                        let keeper = try RowEncoder().encode(Keeper(id: index, kept: kept, keepEncoder: index % 5 == 0, keepContainer: index % 3 == 0, writeThroughKept: true))
+                        #expect(keeper == Row([("id", .integer(Int64(index)))]), "task \(task), keeper \(index)")
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+}

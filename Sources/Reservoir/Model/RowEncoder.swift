@@ -16,15 +16,26 @@ public struct RowEncoder: Sendable {
     /// columns array and no column is searched for.
     public func encode<T: Encodable>(_ value: T) throws -> Row {
         let type = ObjectIdentifier(T.self)
-        let layout = Self.layouts.withLock { $0.columns(of: type) }
-        let encoder = RowEncoding(layout: layout)
+        let spare = SpareEncoder.current()
+        var encoder = spare?.take() ?? RowEncoding()
+        let layout = encoder.lastType == type ? encoder.lastColumns : Self.layouts.withLock { $0.columns(of: type) }
+        encoder.start(following: layout)
         try value.encode(to: encoder)
         guard encoder.usedKeyedContainer else {
             throw ReservoirError(.invalidSchema, "\(T.self) does not encode as a keyed container (a struct with fields); a record must")
         }
-        let row = encoder.finishedRow()
-        if layout != row.columns {
+        let row = encoder.builder.finishedRow()
+        let changed = layout != row.columns
+        if changed {
             Self.layouts.withLock { $0.set(row.columns, for: type) }
+        }
+        // Kept for the thread's next record only when nothing `encode(to:)` was handed is still held.
+        if isKnownUniquelyReferenced(&encoder), encoder.keptNothingElse() {
+            if changed || encoder.lastType != type {
+                encoder.lastType = type
+                encoder.lastColumns = row.columns
+            }
+            spare?.giveBack(encoder)
         }
         return row
     }
@@ -103,22 +114,154 @@ struct NeedsJSON: Error {}
 
 // MARK: - Top level
 
-/// Lives for one `encode` call on one thread and is never shared, so its mutable state
-/// opts out of dynamic exclusivity checks (a runtime call per access, about a tenth of
-/// an encode otherwise).
+/// The `Encoder` a record's `encode(to:)` is handed. ``RowEncoder/encode(_:)`` keeps one for the
+/// thread's next record once nothing else holds it or the keyed container it handed out, so a
+/// record costs no encoder and, while its coding keys stay the same type, no new container:
+/// making a `KeyedEncodingContainer` allocates a box and looks up two generic metadata records
+/// and a witness table, where handing out the kept one looks up one metadata record.
+///
+/// Used by one `encode` call on one thread at a time, so its mutable state opts out of dynamic
+/// exclusivity checks (a runtime call per access, about a tenth of an encode otherwise).
 private final class RowEncoding: Encoder {
-    @exclusivity(unchecked) var row = Row()
-    @exclusivity(unchecked) var usedKeyedContainer = false
+    /// What the fields are written into: reachable only from this encoder and its keyed containers.
+    let builder: RowBuilder
+    @exclusivity(unchecked) private(set) var usedKeyedContainer = false
+    /// The keyed container handed out last (the box a `KeyedEncodingContainer` is), and its key type.
+    @exclusivity(unchecked) private var keyed: AnyObject?
+    @exclusivity(unchecked) private var keyedType: ObjectIdentifier?
+    /// Whether this record was handed `keyed`; whether it was handed another keyed container,
+    /// which nothing here can tell is let go, so the encoder is not used again.
+    @exclusivity(unchecked) private var handedKeyed = false
+    @exclusivity(unchecked) private var handedOther = false
+    /// The record type this encoder last encoded on its thread, and the columns it wrote.
+    @exclusivity(unchecked) var lastType: ObjectIdentifier?
+    @exclusivity(unchecked) var lastColumns: [String]?
+
+    init(failure: (any Error)? = nil) {
+        builder = RowBuilder(failure: failure)
+    }
+
+    /// Readies the encoder for a record of a type whose last value wrote `layout`.
+    func start(following layout: [String]?) {
+        usedKeyedContainer = false
+        handedKeyed = false
+        handedOther = false
+        builder.start(following: layout)
+    }
+
+    /// Whether the keyed container this record was handed is held by nothing but this encoder
+    /// (the record kept no copy of it), and it was handed no other.
+    func keptNothingElse() -> Bool {
+        guard !handedOther else { return false }
+        return keyed == nil || isKnownUniquelyReferenced(&keyed)
+    }
+
+    var codingPath: [any CodingKey] { [] }
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
+        usedKeyedContainer = true
+        let keyType = ObjectIdentifier(Key.self)
+        if let keyed, keyedType == keyType {
+            handedKeyed = true
+            return unsafeBitCast(keyed, to: KeyedEncodingContainer<Key>.self)
+        }
+        let container = KeyedEncodingContainer(RowKeyedContainer<Key>(builder: builder))
+        if !handedKeyed, containerIsOneReference {
+            // The one kept before was held by nothing else when this record began: replacing it is safe.
+            keyed = unsafeBitCast(container, to: AnyObject.self)
+            keyedType = keyType
+            handedKeyed = true
+        } else {
+            handedOther = true
+        }
+        return container
+    }
+
+    func unkeyedContainer() -> any UnkeyedEncodingContainer {
+        FailingUnkeyedContainer(error: builder.failure ?? ReservoirError(.invalidSchema, "a record must encode as a keyed container (a struct with fields), not an array"))
+    }
+
+    func singleValueContainer() -> any SingleValueEncodingContainer {
+        SingleValueEncoding(column: "", failure: builder.failure ?? ReservoirError(.invalidSchema, "a record must encode as a keyed container (a struct with fields), not a single value"))
+    }
+}
+
+/// Each thread's spare ``RowEncoding``, in an object of the thread's own (a thread-specific
+/// slot's value): `encode` takes it, so an `encode` nested in a record's `encode(to:)` makes its
+/// own, and gives it back, with no lock. The slot's reference is released when its thread exits.
+private final class SpareEncoder {
+    /// Touched only by the thread whose slot holds this object.
+    @exclusivity(unchecked) private var encoder: RowEncoding?
+
+    /// The calling thread's; `nil` where the platform would not keep one (every `encode` then
+    /// makes its own encoder).
+    static func current() -> SpareEncoder? {
+        guard let key else { return nil }
+        if let spare = pthread_getspecific(key) {
+            return Unmanaged<SpareEncoder>.fromOpaque(spare).takeUnretainedValue()
+        }
+        let spare = Unmanaged.passRetained(SpareEncoder())
+        guard pthread_setspecific(key, spare.toOpaque()) == 0 else {
+            spare.release()
+            return nil
+        }
+        return spare.takeUnretainedValue()
+    }
+
+    private static let key: pthread_key_t? = {
+        var key = pthread_key_t()
+        #if canImport(Darwin)
+        let status = pthread_key_create(&key) { Unmanaged<SpareEncoder>.fromOpaque($0).release() }
+        #else
+        let status = pthread_key_create(&key) { $0.map { Unmanaged<SpareEncoder>.fromOpaque($0).release() } }
+        #endif
+        return status == 0 ? key : nil
+    }()
+
+    func take() -> RowEncoding? {
+        let taken = encoder
+        encoder = nil
+        return taken
+    }
+
+    /// Keeps `encoder`, unless another was given back meanwhile.
+    func giveBack(_ encoder: RowEncoding) {
+        if self.encoder == nil { self.encoder = encoder }
+    }
+}
+
+/// Whether a `KeyedEncodingContainer` is one strong reference to the box it makes around its
+/// container, which lets ``RowEncoding`` keep it as an object, hand it out again and ask whether
+/// anything else holds it. The standard library does not promise that layout, so it is checked
+/// once, by reflection (about 3.7 million instructions, once a process); where it does not hold,
+/// every record gets a new encoder and container, as before.
+private let containerIsOneReference: Bool = {
+    enum ProbeKey: CodingKey { case probe }
+    let container = KeyedEncodingContainer(RowKeyedContainer<ProbeKey>(builder: RowBuilder()))
+    guard MemoryLayout<KeyedEncodingContainer<ProbeKey>>.size == MemoryLayout<AnyObject>.size,
+          MemoryLayout<KeyedEncodingContainer<ProbeKey>>.alignment == MemoryLayout<AnyObject>.alignment else { return false }
+    let fields = Mirror(reflecting: container).children
+    guard fields.count == 1, let field = fields.first?.value, type(of: field) is AnyObject.Type else { return false }
+    return unsafeBitCast(container, to: UInt.self) == UInt(bitPattern: ObjectIdentifier(field as AnyObject))
+}()
+
+/// The row one record's fields are written into.
+private final class RowBuilder {
     /// Set when the record's encoding takes a shape rows cannot hold; every container then throws it.
     let failure: (any Error)?
+    @exclusivity(unchecked) private var row = Row()
     /// The columns a record of this type wrote last time, and the values written along them
     /// while this one follows the same order.
-    private let layout: [String]?
+    @exclusivity(unchecked) private var layout: [String]?
     @exclusivity(unchecked) private var layoutValues: [Value] = []
-    @exclusivity(unchecked) private var followsLayout: Bool
+    @exclusivity(unchecked) private var followsLayout = false
 
-    init(failure: (any Error)? = nil, layout: [String]? = nil) {
+    init(failure: (any Error)? = nil) {
         self.failure = failure
+    }
+
+    func start(following layout: [String]?) {
         self.layout = layout
         followsLayout = layout != nil
         if let layout { layoutValues.reserveCapacity(layout.count) }
@@ -137,35 +280,24 @@ private final class RowEncoding: Encoder {
         row[column] = value
     }
 
+    /// The row written, which the builder lets go of: it is left empty for the next record.
     func finishedRow() -> Row {
-        if followsLayout, let layout, layoutValues.count == layout.count {
-            return Row(columns: layout, values: layoutValues)
+        let values = layoutValues
+        layoutValues = []
+        if followsLayout, let layout, values.count == layout.count {
+            return Row(columns: layout, values: values)
         }
         if followsLayout, let layout {
-            return Row(columns: Array(layout[..<layoutValues.count]), values: layoutValues)
+            return Row(columns: Array(layout[..<values.count]), values: values)
         }
-        return row
-    }
-
-    var codingPath: [any CodingKey] { [] }
-    var userInfo: [CodingUserInfoKey: Any] { [:] }
-
-    func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
-        usedKeyedContainer = true
-        return KeyedEncodingContainer(RowKeyedContainer<Key>(encoding: self))
-    }
-
-    func unkeyedContainer() -> any UnkeyedEncodingContainer {
-        FailingUnkeyedContainer(error: failure ?? ReservoirError(.invalidSchema, "a record must encode as a keyed container (a struct with fields), not an array"))
-    }
-
-    func singleValueContainer() -> any SingleValueEncodingContainer {
-        SingleValueEncoding(column: "", failure: failure ?? ReservoirError(.invalidSchema, "a record must encode as a keyed container (a struct with fields), not a single value"))
+        let finished = row
+        row = Row()
+        return finished
     }
 }
 
 private struct RowKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
-    let encoding: RowEncoding
+    let builder: RowBuilder
     var codingPath: [any CodingKey] { [] }
 
     /// Stores `value` under `key`, or throws the encoding's failure. The failure is checked
@@ -173,14 +305,14 @@ private struct RowKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol
     /// a closure per field.
     @inline(__always)
     private func set(_ value: __owned Value, _ key: Key) throws {
-        if let failure = encoding.failure { throw failure }
-        encoding.set(key.stringValue, value)
+        if let failure = builder.failure { throw failure }
+        builder.set(key.stringValue, value)
     }
 
     @inline(__always)
     private func set(converting value: () throws -> Value, _ key: Key) throws {
-        if let failure = encoding.failure { throw failure }
-        encoding.set(key.stringValue, try value())
+        if let failure = builder.failure { throw failure }
+        builder.set(key.stringValue, try value())
     }
 
     mutating func encodeNil(forKey key: Key) throws { try set(.null, key) }
@@ -223,7 +355,7 @@ private struct RowKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol
     mutating func encodeIfPresent<T: Encodable>(_ value: T?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) } }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
-        KeyedEncodingContainer(RowKeyedContainer<NestedKey>(encoding: RowEncoding(failure: unsupported(key))))
+        KeyedEncodingContainer(RowKeyedContainer<NestedKey>(builder: RowBuilder(failure: unsupported(key))))
     }
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
@@ -255,7 +387,7 @@ private final class SingleValueEncoding: Encoder, SingleValueEncodingContainer {
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
-        KeyedEncodingContainer(RowKeyedContainer<Key>(encoding: RowEncoding(failure: failure ?? NeedsJSON())))
+        KeyedEncodingContainer(RowKeyedContainer<Key>(builder: RowBuilder(failure: failure ?? NeedsJSON())))
     }
     func unkeyedContainer() -> any UnkeyedEncodingContainer { FailingUnkeyedContainer(error: failure ?? NeedsJSON()) }
     func singleValueContainer() -> any SingleValueEncodingContainer { self }
@@ -306,7 +438,7 @@ private struct FailingUnkeyedContainer: UnkeyedEncodingContainer {
     mutating func encode(_ value: UInt64) throws { throw error }
     mutating func encode<T: Encodable>(_ value: T) throws { throw error }
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
-        KeyedEncodingContainer(RowKeyedContainer<NestedKey>(encoding: RowEncoding(failure: error)))
+        KeyedEncodingContainer(RowKeyedContainer<NestedKey>(builder: RowBuilder(failure: error)))
     }
     mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer { self }
     mutating func superEncoder() -> any Encoder { RowEncoding(failure: error) }
