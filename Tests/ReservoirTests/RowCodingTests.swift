@@ -471,6 +471,7 @@ private struct Columns: Decodable, Equatable {
 private struct Held {
     var decoder: (any Decoder)?
     var container: KeyedDecodingContainer<Holder.Key>?
+    var first: KeyedDecodingContainer<Pair.First>?
     var second: KeyedDecodingContainer<Pair.Second>?
 }
 
@@ -490,8 +491,8 @@ private struct Holder: Decodable {
     }
 }
 
-/// Reads `a` through one key type and `b` through another, keeping the second container when
-/// `keepSecond`; with `nested`, decodes a `Columns` from a row of its own between them.
+/// Reads `a` through one key type and `b` through another, keeping the first container when `a`
+/// is -2 and the second when it is -1; with `nested`, decodes a `Columns` from a row of its own between them.
 private struct Pair: Decodable {
     enum First: String, CodingKey { case a, nested }
     enum Second: String, CodingKey { case b }
@@ -509,6 +510,7 @@ private struct Pair: Decodable {
         let second = try decoder.container(keyedBy: Second.self)
         b = try second.decode(Int.self, forKey: .b)
         if a == -1 { Self.held.withLock { $0.second = second } }
+        if a == -2 { Self.held.withLock { $0.first = first } }
     }
 }
 
@@ -592,17 +594,18 @@ struct RowDecoderReuseTests {
         }
     }
 
-    @Test("two key types, a kept second container, and a decode nested in init(from:) each read their own row")
+    @Test("two key types, a kept first or second container, and a decode nested in init(from:) each read their own row")
     func twoContainers() throws {
         let inner = Columns.row([3, 2, 1, 0], base: 100).1
-        for (a, nested) in [(1, false), (2, true), (-1, false), (3, true), (4, false)] {
+        for (a, nested) in [(1, false), (2, true), (-1, false), (3, true), (-2, false), (4, false), (5, true)] {
             let row = Row([("a", .integer(Int64(a))), ("nested", .integer(nested ? 1 : 0)), ("b", .integer(Int64(a * 10)))])
             let pair = try RowDecoder().decode(Pair.self, from: row)
             #expect(pair.a == a && pair.b == a * 10 && pair.inner == (nested ? inner : nil), "a \(a), nested \(nested)")
-            let (next, expected) = Columns.row([1, 0], base: a)
+            let (next, expected) = Columns.row([1, 0], base: abs(a))
             #expect(try RowDecoder().decode(Columns.self, from: next) == expected, "after a \(a)")
         }
         #expect(try Pair.held.withLock { $0.second }?.decode(Int.self, forKey: .b) == -10)
+        #expect(try Pair.held.withLock { $0.first }?.decode(Int.self, forKey: .a) == -2)
     }
 
     @Test("nested containers, super decoders and non-keyed tops are refused as before, and the next record decodes")
