@@ -5,8 +5,9 @@ import Reservoir
 /// store and no engine, over the dataset's records (BENCH_RECORDS of them, each decoded once a
 /// repetition). KIND:
 /// - `floor`: `CodableBenchRecord.init(from:)` through ``FieldDecoder``, the least a `Decoder`
-///   can do (each field's value handed out by position, no column lookup, no conversion). What
-///   this costs a record is Swift's `Decodable` machinery itself: the floor of any `Codable` line.
+///   that makes a new keyed container a record can do (each field's value handed out by position,
+///   no column lookup, no conversion). What this costs a record is Swift's `Decodable` machinery
+///   itself with a container box a record; `floor-reused` is the floor of any `Codable` line.
 /// - `floor-reused`: the same through ``ReusingFieldDecoder``, which hands every record the one
 ///   decoder and keyed container, as ``RowDecoder`` does for each thread: the least a `Decoder`
 ///   that reuses its container can do (no check that the record let go of either).
