@@ -432,3 +432,220 @@ struct RowEncoderReuseTests {
         }
     }
 }
+
+// MARK: - The decoder reused between records
+
+/// Reads the columns `a` to `d` as optional integers, in that order, whatever order the row holds
+/// them in; `throwAt` makes it throw before reading that column.
+private struct Columns: Decodable, Equatable {
+    enum Key: String, CodingKey, CaseIterable { case a, b, c, d }
+    var values: [Int?]
+
+    struct Stop: Error {}
+
+    init(values: [Int?]) { self.values = values }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Key.self)
+        let throwAt = try container.decodeIfPresent(Int.self, forKey: .a) == -1 ? 2 : nil
+        values = [try container.decodeIfPresent(Int.self, forKey: .a)]
+        for key in Key.allCases.dropFirst() {
+            if values.count == throwAt { throw Stop() }
+            values.append(try container.decodeIfPresent(Int.self, forKey: key))
+        }
+    }
+
+    /// A row holding `columns` (indexes into `Key`) in that order, each with its position plus `base`.
+    static func row(_ columns: [Int], base: Int) -> (Row, Columns) {
+        var expected = Columns(values: [nil, nil, nil, nil])
+        var pairs: [(String, Value)] = []
+        for (position, column) in columns.enumerated() where !pairs.contains(where: { $0.0 == Key.allCases[column].rawValue }) {
+            pairs.append((Key.allCases[column].rawValue, .integer(Int64(base + position))))
+            expected.values[column] = base + position
+        }
+        return (Row(pairs), expected)
+    }
+}
+
+/// What a `Holder` keeps after its `init(from:)` returns.
+private struct Held {
+    var decoder: (any Decoder)?
+    var container: KeyedDecodingContainer<Holder.Key>?
+    var first: KeyedDecodingContainer<Pair.First>?
+    var second: KeyedDecodingContainer<Pair.Second>?
+}
+
+/// Reads `id`; keeps its decoder or container as `keep` says.
+private struct Holder: Decodable {
+    enum Key: String, CodingKey { case id }
+    nonisolated(unsafe) static var keep: (decoder: Bool, container: Bool) = (false, false)
+    static let held = Locked(Held())
+    var id: Int
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Key.self)
+        id = try container.decode(Int.self, forKey: .id)
+        let keep = Self.keep
+        if keep.decoder { Self.held.withLock { $0.decoder = decoder } }
+        if keep.container { Self.held.withLock { $0.container = container } }
+    }
+}
+
+/// Reads `a` through one key type and `b` through another, keeping the first container when `a`
+/// is -2 and the second when it is -1; with `nested`, decodes a `Columns` from a row of its own between them.
+private struct Pair: Decodable {
+    enum First: String, CodingKey { case a, nested }
+    enum Second: String, CodingKey { case b }
+    static let held = Locked(Held())
+    var a: Int
+    var b: Int
+    var inner: Columns?
+
+    init(from decoder: any Decoder) throws {
+        let first = try decoder.container(keyedBy: First.self)
+        a = try first.decode(Int.self, forKey: .a)
+        if try first.decodeIfPresent(Bool.self, forKey: .nested) == true {
+            inner = try RowDecoder().decode(Columns.self, from: Columns.row([3, 2, 1, 0], base: 100).0)
+        }
+        let second = try decoder.container(keyedBy: Second.self)
+        b = try second.decode(Int.self, forKey: .b)
+        if a == -1 { Self.held.withLock { $0.second = second } }
+        if a == -2 { Self.held.withLock { $0.first = first } }
+    }
+}
+
+/// Asks for what rows cannot give: a nested keyed or unkeyed container, or a super decoder.
+private struct Asks: Decodable {
+    enum Key: String, CodingKey { case id }
+    enum What: Int, CaseIterable { case nestedKeyed, nestedUnkeyed, superDecoder, superDecoderForKey, unkeyed, singleValue }
+    nonisolated(unsafe) static var what = What.nestedKeyed
+
+    init(from decoder: any Decoder) throws {
+        switch Self.what {
+        case .unkeyed: _ = try decoder.unkeyedContainer()
+        case .singleValue: _ = try decoder.singleValueContainer()
+        default: break
+        }
+        let container = try decoder.container(keyedBy: Key.self)
+        _ = try container.decode(Int.self, forKey: .id)
+        switch Self.what {
+        case .nestedKeyed: _ = try container.nestedContainer(keyedBy: Key.self, forKey: .id)
+        case .nestedUnkeyed: _ = try container.nestedUnkeyedContainer(forKey: .id)
+        case .superDecoder: _ = try container.superDecoder()
+        case .superDecoderForKey: _ = try container.superDecoder(forKey: .id)
+        case .unkeyed, .singleValue: break
+        }
+    }
+}
+
+@Suite("RowDecoder between records", .serialized)
+struct RowDecoderReuseTests {
+    @Test("each row decodes to its own values, whatever columns and order the last row had")
+    func shapes() async {
+        let rows = zip(Gen.int(in: 0...3).array(of: 0...6), Gen.int(in: 0...100)).array(of: 1...12)
+        await propertyCheck(count: 200, input: rows) { steps in
+            for (columns, base) in steps {
+                let (row, expected) = Columns.row(columns, base: base)
+                #expect((try? RowDecoder().decode(Columns.self, from: row)) == expected, "columns \(columns)")
+            }
+        }
+    }
+
+    @Test("a record that throws part way, or a value of the wrong kind, leaves the next record whole, with the same message")
+    func throwsMidway() throws {
+        let wrongKind = #expect(throws: ReservoirError.self) { try Int.fromValue(.text("x")) }
+        let missing = #expect(throws: ReservoirError.self) { try Int.fromValue(.null) }
+        for round in 0..<3 {
+            let (stopping, _) = Columns.row([0, 1, 2, 3], base: -1)
+            #expect(throws: Columns.Stop.self) { try RowDecoder().decode(Columns.self, from: stopping) }
+            let typed = #expect(throws: ReservoirError.self) {
+                try RowDecoder().decode(Columns.self, from: Row([("a", .integer(1)), ("b", .text("x"))]))
+            }
+            #expect(typed?.code == .typeMismatch)
+            #expect(typed?.message == "column \"b\": " + (wrongKind?.message ?? ""), "round \(round)")
+            let absent = #expect(throws: ReservoirError.self) {
+                try RowDecoder().decode(Holder.self, from: Row([("other", .integer(1))]))
+            }
+            #expect(absent?.message == "column \"id\": " + (missing?.message ?? ""), "round \(round)")
+            let (row, expected) = Columns.row([2, 0, 1], base: 5)
+            #expect(try RowDecoder().decode(Columns.self, from: row) == expected, "round \(round)")
+        }
+    }
+
+    @Test("a decoder or container a record keeps still reads its own row after later records")
+    func keptDecoders() throws {
+        for keep in [(true, false), (false, true), (true, true)] {
+            Holder.keep = keep
+            _ = try RowDecoder().decode(Holder.self, from: Row([("id", .integer(1))]))
+            Holder.keep = (false, false)
+            for id in 2...4 {
+                #expect(try RowDecoder().decode(Holder.self, from: Row([("id", .integer(Int64(id)))])).id == id)
+                let (row, expected) = Columns.row([0, 1, 2, 3], base: id)
+                #expect(try RowDecoder().decode(Columns.self, from: row) == expected)
+            }
+            let held = Holder.held.withLock { $0 }
+            if let container = held.container {
+                #expect(try container.decode(Int.self, forKey: .id) == 1, "kept container, \(keep)")
+            }
+            if let decoder = held.decoder {
+                #expect(try decoder.container(keyedBy: Holder.Key.self).decode(Int.self, forKey: .id) == 1, "kept decoder, \(keep)")
+            }
+            Holder.held.withLock { $0 = Held() }
+        }
+    }
+
+    @Test("two key types, a kept first or second container, and a decode nested in init(from:) each read their own row")
+    func twoContainers() throws {
+        let inner = Columns.row([3, 2, 1, 0], base: 100).1
+        for (a, nested) in [(1, false), (2, true), (-1, false), (3, true), (-2, false), (4, false), (5, true)] {
+            let row = Row([("a", .integer(Int64(a))), ("nested", .integer(nested ? 1 : 0)), ("b", .integer(Int64(a * 10)))])
+            let pair = try RowDecoder().decode(Pair.self, from: row)
+            #expect(pair.a == a && pair.b == a * 10 && pair.inner == (nested ? inner : nil), "a \(a), nested \(nested)")
+            let (next, expected) = Columns.row([1, 0], base: abs(a))
+            #expect(try RowDecoder().decode(Columns.self, from: next) == expected, "after a \(a)")
+        }
+        #expect(try Pair.held.withLock { $0.second }?.decode(Int.self, forKey: .b) == -10)
+        #expect(try Pair.held.withLock { $0.first }?.decode(Int.self, forKey: .a) == -2)
+    }
+
+    @Test("nested containers, super decoders and non-keyed tops are refused as before, and the next record decodes")
+    func refused() throws {
+        let messages: [Asks.What: String] = [
+            .nestedKeyed: "column \"id\": nested containers inside a record's init(from:) are not supported; decode a nested Codable value instead",
+            .nestedUnkeyed: "column \"id\": nested containers inside a record's init(from:) are not supported; decode an array value instead",
+            .superDecoder: "superDecoder() is not supported by records",
+            .superDecoderForKey: "superDecoder(forKey:) is not supported by records",
+            .unkeyed: "a record decodes from a keyed container (a struct with fields), not an array",
+            .singleValue: "a record decodes from a keyed container (a struct with fields), not a single value",
+        ]
+        for what in Asks.What.allCases + Asks.What.allCases {
+            Asks.what = what
+            let error = #expect(throws: ReservoirError.self) { try RowDecoder().decode(Asks.self, from: Row([("id", .integer(1))])) }
+            #expect(error?.code == .typeMismatch)
+            #expect(error?.message == messages[what], "\(what)")
+            let (row, expected) = Columns.row([0, 3], base: 1)
+            #expect(try RowDecoder().decode(Columns.self, from: row) == expected, "after \(what)")
+        }
+    }
+
+    @Test("decodes from several tasks at once each read their own row")
+    func concurrent() async throws {
+        let shapes: [[Int]] = [[0, 1, 2], [0, 1, 2], [2, 1, 0], [0, 1, 2, 3], [3], []]
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for task in 0..<8 {
+                group.addTask {
+                    for index in 0..<2_000 {
+                        let (row, expected) = Columns.row(shapes[(index + task) % shapes.count], base: task * 10_000 + index)
+                        let decoded = try RowDecoder().decode(Columns.self, from: row)
+                        #expect(decoded == expected, "task \(task), record \(index)")
+                        if index % 7 == 0 {
+                            let pairRow = Row([("a", .integer(Int64(index))), ("nested", .integer(1)), ("b", .integer(Int64(index)))])
+                            #expect(try RowDecoder().decode(Pair.self, from: pairRow).b == index, "task \(task), pair \(index)")
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+}

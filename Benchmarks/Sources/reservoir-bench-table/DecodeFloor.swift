@@ -5,8 +5,12 @@ import Reservoir
 /// store and no engine, over the dataset's records (BENCH_RECORDS of them, each decoded once a
 /// repetition). KIND:
 /// - `floor`: `CodableBenchRecord.init(from:)` through ``FieldDecoder``, the least a `Decoder`
-///   can do (each field's value handed out by position, no column lookup, no conversion). What
-///   this costs a record is Swift's `Decodable` machinery itself: the floor of any `Codable` line.
+///   that makes a new keyed container a record can do (each field's value handed out by position,
+///   no column lookup, no conversion). What this costs a record is Swift's `Decodable` machinery
+///   itself with a container box a record; `floor-reused` is the floor of any `Codable` line.
+/// - `floor-reused`: the same through ``ReusingFieldDecoder``, which hands every record the one
+///   decoder and keyed container, as ``RowDecoder`` does for each thread: the least a `Decoder`
+///   that reuses its container can do (no check that the record let go of either).
 /// - `rowdecoder`: the same records through ``RowDecoder`` from their rows, as a store reads them.
 /// - `storable`: `BenchRecord.init(row:)` from the same rows, the `@Storable` mapping.
 enum DecodeFloor {
@@ -20,6 +24,18 @@ enum DecodeFloor {
                 var checksum = 0
                 for field in fields {
                     let record = try CodableBenchRecord(from: FieldDecoder(fields: field))
+                    checksum &+= record.id &+ record.rank
+                }
+                return checksum
+            }
+        case "floor-reused":
+            let fields = records.map(FieldDecoder.Fields.init)
+            return {
+                let decoder = ReusingFieldDecoder()
+                var checksum = 0
+                for field in fields {
+                    decoder.start(field)
+                    let record = try CodableBenchRecord(from: decoder)
                     checksum &+= record.id &+ record.rank
                 }
                 return checksum
@@ -45,7 +61,7 @@ enum DecodeFloor {
                 return checksum
             }
         default:
-            throw BenchError("BENCH_PROFILE: unknown decode kind \(kind); expected floor, rowdecoder or storable")
+            throw BenchError("BENCH_PROFILE: unknown decode kind \(kind); expected floor, floor-reused, rowdecoder or storable")
         }
     }
 }
@@ -63,10 +79,16 @@ struct FieldDecoder: Decoder {
             name = record.name
             score = record.score
         }
+
+        init() {
+            integers = (0, 0, 0)
+            name = ""
+            score = 0
+        }
     }
 
     final class Cursor {
-        let fields: Fields
+        var fields: Fields
         var nextInteger = 0
         init(_ fields: Fields) { self.fields = fields }
     }
@@ -116,4 +138,34 @@ struct FieldDecoder: Decoder {
         func superDecoder() throws -> any Decoder { throw BenchError("FieldDecoder: no super decoder") }
         func superDecoder(forKey key: Key) throws -> any Decoder { throw BenchError("FieldDecoder: no super decoder") }
     }
+}
+
+/// ``FieldDecoder`` handing every record the same decoder, cursor and keyed container (kept as
+/// the box a `KeyedDecodingContainer` is), with no check that the record let go of them: what
+/// ``RowDecoder``'s reuse leaves a record to pay, less its checks.
+final class ReusingFieldDecoder: Decoder {
+    let cursor = FieldDecoder.Cursor(FieldDecoder.Fields())
+    private var keyed: AnyObject?
+    private var keyedType: ObjectIdentifier?
+
+    func start(_ fields: FieldDecoder.Fields) {
+        cursor.fields = fields
+        cursor.nextInteger = 0
+    }
+
+    var codingPath: [any CodingKey] { [] }
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        if let keyed, keyedType == ObjectIdentifier(Key.self) {
+            return unsafeBitCast(keyed, to: KeyedDecodingContainer<Key>.self)
+        }
+        let container = KeyedDecodingContainer(FieldDecoder.Container<Key>(cursor: cursor))
+        keyed = unsafeBitCast(container, to: AnyObject.self)
+        keyedType = ObjectIdentifier(Key.self)
+        return container
+    }
+
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer { throw BenchError("FieldDecoder: keyed only") }
+    func singleValueContainer() throws -> any SingleValueDecodingContainer { throw BenchError("FieldDecoder: keyed only") }
 }

@@ -10,8 +10,20 @@ public struct RowDecoder: Sendable {
     public init() {}
 
     /// The `T` that `row` holds; throws `.typeMismatch` naming the column for a value of the wrong kind.
+    /// Each thread keeps its decoder and the keyed container it handed out for its next record,
+    /// used again only when the record kept neither.
     public func decode<T: Decodable>(_ type: T.Type, from row: Row) throws -> T {
-        try T(from: RowDecoding(row: row))
+        let spare = spareDecoders.slot()
+        var decoder = spare?.take() ?? RowDecoding()
+        decoder.start(row)
+        defer {
+            // Kept for the thread's next record only when nothing `init(from:)` was handed is still held.
+            if isKnownUniquelyReferenced(&decoder), decoder.kept.keptNothingElse() {
+                decoder.cursor.finish()
+                spare?.giveBack(decoder)
+            }
+        }
+        return try T(from: decoder)
     }
 
     static func decodeNested<T: Decodable>(_ type: T.Type, from value: Value, column: String) throws -> T {
@@ -53,13 +65,31 @@ extension ReservoirError {
 
 // MARK: - Top level
 
-private struct RowDecoding: Decoder {
-    let row: Row
+/// The `Decoder` a record's `init(from:)` is handed. ``RowDecoder/decode(_:from:)`` keeps one for
+/// the thread's next record once nothing else holds it or the keyed container it handed out
+/// (``KeptContainer``), so a record costs no decoder, no cursor and, while its coding keys stay
+/// the same type, no new container.
+///
+/// Used by one `decode` call on one thread at a time, so its mutable state opts out of dynamic
+/// exclusivity checks.
+private final class RowDecoding: Decoder {
+    /// The row being read: reachable only from this decoder and its keyed containers.
+    let cursor = ColumnCursor()
+    @exclusivity(unchecked) var kept = KeptContainer()
+
+    /// Readies the decoder for `row`.
+    func start(_ row: Row) {
+        kept.start()
+        cursor.start(row)
+    }
+
     var codingPath: [any CodingKey] { [] }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        KeyedDecodingContainer(RowKeyedDecodingContainer<Key>(cursor: ColumnCursor(row: row)))
+        kept.container(keyedBy: Key.self, canKeep: decodingContainerIsOneReference) {
+            KeyedDecodingContainer(RowKeyedDecodingContainer<Key>(cursor: cursor))
+        }
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
@@ -71,19 +101,35 @@ private struct RowDecoding: Decoder {
     }
 }
 
+/// Each thread's spare ``RowDecoding``.
+private let spareDecoders = ThreadSpare<RowDecoding>()
+
+/// Whether ``RowDecoding`` can keep its keyed container (``isOneReference(_:)``).
+private let decodingContainerIsOneReference: Bool = {
+    enum ProbeKey: CodingKey { case probe }
+    return isOneReference(KeyedDecodingContainer(RowKeyedDecodingContainer<ProbeKey>(cursor: ColumnCursor())))
+}()
+
 /// The row being decoded and where its next column probably is: records decode their
 /// fields in the order they were encoded, so trying the column after the last one found
 /// usually avoids a search. One reference, so copies of the container (one per field
-/// through `KeyedDecodingContainer`'s box) cost one retain. Lives for one `decode` call on
-/// one thread, so it opts out of dynamic exclusivity checks.
+/// through `KeyedDecodingContainer`'s box) cost one retain. Used by one `decode` call on
+/// one thread at a time, so it opts out of dynamic exclusivity checks.
 private final class ColumnCursor {
-    let columns: [String]
-    let values: [Value]
+    @exclusivity(unchecked) private(set) var columns: [String] = []
+    @exclusivity(unchecked) private var values: [Value] = []
     @exclusivity(unchecked) private var next = 0
 
-    init(row: Row) {
+    func start(_ row: Row) {
         columns = row.columns
         values = row.values
+        next = 0
+    }
+
+    /// Lets go of the row, so a kept decoder holds no record's values.
+    func finish() {
+        columns = []
+        values = []
     }
 
     func position(of column: String) -> Int? {

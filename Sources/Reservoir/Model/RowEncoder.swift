@@ -16,7 +16,7 @@ public struct RowEncoder: Sendable {
     /// columns array and no column is searched for.
     public func encode<T: Encodable>(_ value: T) throws -> Row {
         let type = ObjectIdentifier(T.self)
-        let spare = SpareEncoder.current()
+        let spare = spareEncoders.slot()
         var encoder = spare?.take() ?? RowEncoding()
         let layout = encoder.lastType == type ? encoder.lastColumns : Self.layouts.withLock { $0.columns(of: type) }
         encoder.start(following: layout)
@@ -30,7 +30,7 @@ public struct RowEncoder: Sendable {
             Self.layouts.withLock { $0.set(row.columns, for: type) }
         }
         // Kept for the thread's next record only when nothing `encode(to:)` was handed is still held.
-        if isKnownUniquelyReferenced(&encoder), encoder.keptNothingElse() {
+        if isKnownUniquelyReferenced(&encoder), encoder.kept.keptNothingElse() {
             if changed || encoder.lastType != type {
                 encoder.lastType = type
                 encoder.lastColumns = row.columns
@@ -115,10 +115,9 @@ struct NeedsJSON: Error {}
 // MARK: - Top level
 
 /// The `Encoder` a record's `encode(to:)` is handed. ``RowEncoder/encode(_:)`` keeps one for the
-/// thread's next record once nothing else holds it or the keyed container it handed out, so a
-/// record costs no encoder and, while its coding keys stay the same type, no new container:
-/// making a `KeyedEncodingContainer` allocates a box and looks up two generic metadata records
-/// and a witness table, where handing out the kept one looks up one metadata record.
+/// thread's next record once nothing else holds it or the keyed container it handed out
+/// (``KeptContainer``), so a record costs no encoder and, while its coding keys stay the same
+/// type, no new container.
 ///
 /// Used by one `encode` call on one thread at a time, so its mutable state opts out of dynamic
 /// exclusivity checks (a runtime call per access, about a tenth of an encode otherwise).
@@ -126,13 +125,7 @@ private final class RowEncoding: Encoder {
     /// What the fields are written into: reachable only from this encoder and its keyed containers.
     let builder: RowBuilder
     @exclusivity(unchecked) private(set) var usedKeyedContainer = false
-    /// The keyed container handed out last (the box a `KeyedEncodingContainer` is), and its key type.
-    @exclusivity(unchecked) private var keyed: AnyObject?
-    @exclusivity(unchecked) private var keyedType: ObjectIdentifier?
-    /// Whether this record was handed `keyed`; whether it was handed another keyed container,
-    /// which nothing here can tell is let go, so the encoder is not used again.
-    @exclusivity(unchecked) private var handedKeyed = false
-    @exclusivity(unchecked) private var handedOther = false
+    @exclusivity(unchecked) var kept = KeptContainer()
     /// The record type this encoder last encoded on its thread, and the columns it wrote.
     @exclusivity(unchecked) var lastType: ObjectIdentifier?
     @exclusivity(unchecked) var lastColumns: [String]?
@@ -144,16 +137,8 @@ private final class RowEncoding: Encoder {
     /// Readies the encoder for a record of a type whose last value wrote `layout`.
     func start(following layout: [String]?) {
         usedKeyedContainer = false
-        handedKeyed = false
-        handedOther = false
+        kept.start()
         builder.start(following: layout)
-    }
-
-    /// Whether the keyed container this record was handed is held by nothing but this encoder
-    /// (the record kept no copy of it), and it was handed no other.
-    func keptNothingElse() -> Bool {
-        guard !handedOther else { return false }
-        return keyed == nil || isKnownUniquelyReferenced(&keyed)
     }
 
     var codingPath: [any CodingKey] { [] }
@@ -161,21 +146,9 @@ private final class RowEncoding: Encoder {
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
         usedKeyedContainer = true
-        let keyType = ObjectIdentifier(Key.self)
-        if let keyed, keyedType == keyType {
-            handedKeyed = true
-            return unsafeBitCast(keyed, to: KeyedEncodingContainer<Key>.self)
+        return kept.container(keyedBy: Key.self, canKeep: encodingContainerIsOneReference) {
+            KeyedEncodingContainer(RowKeyedContainer<Key>(builder: builder))
         }
-        let container = KeyedEncodingContainer(RowKeyedContainer<Key>(builder: builder))
-        if !handedKeyed, containerIsOneReference {
-            // The one kept before was held by nothing else when this record began: replacing it is safe.
-            keyed = unsafeBitCast(container, to: AnyObject.self)
-            keyedType = keyType
-            handedKeyed = true
-        } else {
-            handedOther = true
-        }
-        return container
     }
 
     func unkeyedContainer() -> any UnkeyedEncodingContainer {
@@ -187,63 +160,13 @@ private final class RowEncoding: Encoder {
     }
 }
 
-/// Each thread's spare ``RowEncoding``, in an object of the thread's own (a thread-specific
-/// slot's value): `encode` takes it, so an `encode` nested in a record's `encode(to:)` makes its
-/// own, and gives it back, with no lock. The slot's reference is released when its thread exits.
-private final class SpareEncoder {
-    /// Touched only by the thread whose slot holds this object.
-    @exclusivity(unchecked) private var encoder: RowEncoding?
+/// Each thread's spare ``RowEncoding``.
+private let spareEncoders = ThreadSpare<RowEncoding>()
 
-    /// The calling thread's; `nil` where the platform would not keep one (every `encode` then
-    /// makes its own encoder).
-    static func current() -> SpareEncoder? {
-        guard let key else { return nil }
-        if let spare = pthread_getspecific(key) {
-            return Unmanaged<SpareEncoder>.fromOpaque(spare).takeUnretainedValue()
-        }
-        let spare = Unmanaged.passRetained(SpareEncoder())
-        guard pthread_setspecific(key, spare.toOpaque()) == 0 else {
-            spare.release()
-            return nil
-        }
-        return spare.takeUnretainedValue()
-    }
-
-    private static let key: pthread_key_t? = {
-        var key = pthread_key_t()
-        #if canImport(Darwin)
-        let status = pthread_key_create(&key) { Unmanaged<SpareEncoder>.fromOpaque($0).release() }
-        #else
-        let status = pthread_key_create(&key) { $0.map { Unmanaged<SpareEncoder>.fromOpaque($0).release() } }
-        #endif
-        return status == 0 ? key : nil
-    }()
-
-    func take() -> RowEncoding? {
-        let taken = encoder
-        encoder = nil
-        return taken
-    }
-
-    /// Keeps `encoder`, unless another was given back meanwhile.
-    func giveBack(_ encoder: RowEncoding) {
-        if self.encoder == nil { self.encoder = encoder }
-    }
-}
-
-/// Whether a `KeyedEncodingContainer` is one strong reference to the box it makes around its
-/// container, which lets ``RowEncoding`` keep it as an object, hand it out again and ask whether
-/// anything else holds it. The standard library does not promise that layout, so it is checked
-/// once, by reflection (about 3.7 million instructions, once a process); where it does not hold,
-/// every record gets a new encoder and container, as before.
-private let containerIsOneReference: Bool = {
+/// Whether ``RowEncoding`` can keep its keyed container (``isOneReference(_:)``).
+private let encodingContainerIsOneReference: Bool = {
     enum ProbeKey: CodingKey { case probe }
-    let container = KeyedEncodingContainer(RowKeyedContainer<ProbeKey>(builder: RowBuilder()))
-    guard MemoryLayout<KeyedEncodingContainer<ProbeKey>>.size == MemoryLayout<AnyObject>.size,
-          MemoryLayout<KeyedEncodingContainer<ProbeKey>>.alignment == MemoryLayout<AnyObject>.alignment else { return false }
-    let fields = Mirror(reflecting: container).children
-    guard fields.count == 1, let field = fields.first?.value, type(of: field) is AnyObject.Type else { return false }
-    return unsafeBitCast(container, to: UInt.self) == UInt(bitPattern: ObjectIdentifier(field as AnyObject))
+    return isOneReference(KeyedEncodingContainer(RowKeyedContainer<ProbeKey>(builder: RowBuilder())))
 }()
 
 /// The row one record's fields are written into.
