@@ -18,7 +18,7 @@ public struct RowEncoder: Sendable {
         let type = ObjectIdentifier(T.self)
         let spare = spareEncoders.slot()
         var encoder = spare?.take() ?? RowEncoding()
-        let layout = encoder.lastType == type ? encoder.lastColumns : Self.layouts.withLock { $0.columns(of: type) }
+        let layout = encoder.lastType == type ? encoder.lastColumns : Self.layouts.withLock { $0[type] }
         encoder.start(following: layout)
         try value.encode(to: encoder)
         guard encoder.usedKeyedContainer else {
@@ -27,7 +27,7 @@ public struct RowEncoder: Sendable {
         let row = encoder.builder.finishedRow()
         let changed = layout != row.columns
         if changed {
-            Self.layouts.withLock { $0.set(row.columns, for: type) }
+            Self.layouts.withLock { $0[type] = row.columns }
         }
         // Kept for the thread's next record only when nothing `encode(to:)` was handed is still held.
         if isKnownUniquelyReferenced(&encoder), encoder.kept.keptNothingElse() {
@@ -40,27 +40,9 @@ public struct RowEncoder: Sendable {
         return row
     }
 
-    /// Per type: the columns its last value encoded.
-    private static let layouts = Locked(Layouts())
-
-    /// The columns each type's last value encoded, the last type asked for kept apart: a bulk
-    /// insert encodes one type over and over, which then needs no hashing.
-    private struct Layouts {
-        var byType: [ObjectIdentifier: [String]] = [:]
-        var last: (type: ObjectIdentifier, columns: [String])?
-
-        mutating func columns(of type: ObjectIdentifier) -> [String]? {
-            if let last, last.type == type { return last.columns }
-            guard let columns = byType[type] else { return nil }
-            last = (type, columns)
-            return columns
-        }
-
-        mutating func set(_ columns: [String], for type: ObjectIdentifier) {
-            byType[type] = columns
-            last = (type, columns)
-        }
-    }
+    /// Per type: the columns its last value encoded. A bulk insert, which encodes one type
+    /// over and over, finds them in its thread's encoder (``RowEncoding/lastColumns``) instead.
+    private static let layouts = Locked<[ObjectIdentifier: [String]]>([:])
 
     static func encodeNested<T: Encodable>(_ value: T, column: String) throws -> Value {
         if let convertible = value as? any ValueConvertible {

@@ -6,14 +6,17 @@ import Reservoir
 /// replays call the `apply` functions here again.
 extension LMDBTransaction {
     func put(_ entity: EntityDescription, id: Value, row: Row) throws {
-        if !fitsKey(id) { _ = try idKey(id, entity: entity.name) }
-        let index = replay.entityIndex(entity)
-        try perform(.put(entity: index, id: id, row: row)) { try applyPut(index, id: id, row: row, onlyNew: false) }
+        try put(entity, id: id, row: row, previous: nil)
     }
 
-    /// ``put(_:id:row:)`` with the stored row's old index values taken from `previous`. The
-    /// replay log keeps a plain put: a replay reads the old row again.
+    /// ``put(_:id:row:)`` with the stored row's old index values taken from `previous`.
     func put(_ entity: EntityDescription, id: Value, row: Row, replacing previous: Row) throws {
+        try put(entity, id: id, row: row, previous: previous)
+    }
+
+    /// A put, the old row's index values from `previous` when given. The replay log keeps a
+    /// plain put: a replay reads the old row again.
+    private func put(_ entity: EntityDescription, id: Value, row: Row, previous: Row?) throws {
         if !fitsKey(id) { _ = try idKey(id, entity: entity.name) }
         let index = replay.entityIndex(entity)
         try perform(.put(entity: index, id: id, row: row)) { try applyPut(index, id: id, row: row, onlyNew: false, previous: previous) }

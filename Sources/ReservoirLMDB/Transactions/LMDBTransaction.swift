@@ -162,13 +162,14 @@ final class LMDBTransaction: WriteTransaction {
     static func beginRead(in environment: LMDBEnvironment) throws -> LMDBTransaction {
         var refreshes = 0
         while true {
-            let (txn, kept, fetched) = try LMDBErrors.convert(path: environment.path) {
+            let (txn, (kept, fetched)) = try LMDBErrors.convert(path: environment.path) {
                 try environment.beginRead { kept in
-                    environment.committedHandles(unlessAt: kept.flatMap { $0.canBeginRead(in: environment) ? $0.handles.committedVersion : nil })
+                    let reusable = kept.flatMap { $0.canBeginRead(in: environment) ? $0 : nil }
+                    return (reusable, environment.committedHandles(unlessAt: reusable?.handles.committedVersion))
                 }
             }
             let transaction: LMDBTransaction
-            if let kept, kept.canBeginRead(in: environment) {
+            if let kept {
                 transaction = kept
                 transaction.snapshot = SnapshotState()
             } else {
