@@ -226,18 +226,19 @@ extension LMDBEnvironment {
     /// transaction and then calls ``exit()``.
     /// A read transaction is an idle one renewed when one is kept (``idleReaders``).
     func beginTransaction<Prepared>(readOnly: Bool, _ prepare: () -> Prepared) throws -> (MDBTxn, Prepared) {
-        try begin(readOnly: readOnly) { _ in prepare() }
+        let (txn, _, prepared) = try begin(readOnly: readOnly) { _ in prepare() }
+        return (txn, prepared)
     }
 
-    /// ``beginTransaction(readOnly:_:)`` for a read, whose `prepare` is given the transaction
-    /// object kept with the idle reader it renews, if any (``exit(endingRead:keeping:)``).
-    /// Taking both under the gate's lock, which the read takes anyway, saves a lock of their
-    /// own on each side of every read.
-    func beginRead<Prepared>(_ prepare: (LMDBTransaction?) -> Prepared) throws -> (MDBTxn, Prepared) {
+    /// ``beginTransaction(readOnly:_:)`` for a read, which also gets the transaction object
+    /// kept with the idle reader it renews, if any (``exit(endingRead:keeping:)``); `prepare`
+    /// is given it too. Taking both under the gate's lock, which the read takes anyway, saves
+    /// a lock of their own on each side of every read.
+    func beginRead<Prepared>(_ prepare: (LMDBTransaction?) -> Prepared) throws -> (MDBTxn, LMDBTransaction?, Prepared) {
         try begin(readOnly: true, prepare)
     }
 
-    private func begin<Prepared>(readOnly: Bool, _ prepare: (LMDBTransaction?) -> Prepared) throws -> (MDBTxn, Prepared) {
+    private func begin<Prepared>(readOnly: Bool, _ prepare: (LMDBTransaction?) -> Prepared) throws -> (MDBTxn, LMDBTransaction?, Prepared) {
         while true {
             let idleReader = try enter(takingIdleReader: readOnly)
             let prepared = prepare(idleReader?.transaction)
@@ -258,7 +259,7 @@ extension LMDBEnvironment {
                 exit()
                 throw LMDBFailure(code: rc, operation: readOnly ? "begin a read transaction" : "begin a write transaction")
             }
-            return (MDBTxn(raw: txn), prepared)
+            return (MDBTxn(raw: txn), idleReader?.transaction, prepared)
         }
     }
 }

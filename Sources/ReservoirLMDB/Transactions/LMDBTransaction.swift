@@ -162,14 +162,13 @@ final class LMDBTransaction: WriteTransaction {
     static func beginRead(in environment: LMDBEnvironment) throws -> LMDBTransaction {
         var refreshes = 0
         while true {
-            let (txn, (kept, fetched)) = try LMDBErrors.convert(path: environment.path) {
+            let (txn, kept, fetched) = try LMDBErrors.convert(path: environment.path) {
                 try environment.beginRead { kept in
-                    let reusable = kept.flatMap { $0.canBeginRead(in: environment) ? $0 : nil }
-                    return (reusable, environment.committedHandles(unlessAt: reusable?.handles.committedVersion))
+                    environment.committedHandles(unlessAt: kept.flatMap { $0.canBeginRead(in: environment) ? $0.handles.committedVersion : nil })
                 }
             }
             let transaction: LMDBTransaction
-            if let kept {
+            if let kept, kept.canBeginRead(in: environment) {
                 transaction = kept
                 transaction.snapshot = SnapshotState()
             } else {
