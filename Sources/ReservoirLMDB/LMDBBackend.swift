@@ -62,8 +62,14 @@ public final class LMDBBackend: StorageBackend {
     }
 
     /// The row in a read transaction of its own, lent from the transaction's reused row.
+    /// ``read(_:)``'s work without its existential transaction and closure: `body` sees only
+    /// the row, so nothing but this call can hold the transaction, and it is always kept for
+    /// the next read.
     public func withRow(_ entity: String, id: Value, _ body: (Row) throws -> Void) throws -> Bool {
-        try read { try $0.withRow(entity, id: id, body) }
+        try checkOpen()
+        let transaction = try LMDBTransaction.beginRead(in: environment)
+        defer { transaction.end(reusable: true) }
+        return try transaction.withRow(entity, id: id, body)
     }
 
     public func write<R>(_ body: (any WriteTransaction) throws -> R) throws -> R {

@@ -63,4 +63,52 @@ import Testing
         let backend = try #require(writerStore.backend as? LMDBBackend)
         #expect(backend.mapSize > 64 * 1024)
     }
+
+    /// `close()` while another thread's read is open waits for that read to end, then closes
+    /// the environment: the last transaction to leave wakes it. Without that wake-up the close
+    /// sleeps out its 10 s limit before it looks again: not a speed check, a hang's (the read
+    /// ends after 0.3 s; the bound is 5 s).
+    @Test(.timeLimit(.minutes(1)))
+    func closeWaitsForAnotherThreadsReadThenClosesTheEnvironment() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.cleanUp() }
+        let store = try openStore("lmdb:\(dir.path)/env")
+        try store.write { try $0.insert(Note(id: 1, title: "one")) }
+        let dataFile = URL(fileURLWithPath: "\(dir.path)/env/data.mdb").resolvingSymlinksInPath().path
+        #expect(openDescriptors(of: dataFile) > 0)
+        let reading = DispatchSemaphore(value: 0)
+        let finish = DispatchSemaphore(value: 0)
+        let readEnded = DispatchSemaphore(value: 0)
+        let readFailure = Locked<String?>(nil)
+        Thread.detachNewThread {
+            do {
+                try store.read { _ in
+                    reading.signal()
+                    finish.wait()
+                }
+            } catch {
+                readFailure.withLock { $0 = "\(error)" }
+            }
+            readEnded.signal()
+        }
+        reading.wait()
+        // The read ends only once close() has had time to begin waiting for it.
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) { finish.signal() }
+        let started = Date()
+        store.close()
+        let waited = Date().timeIntervalSince(started)
+        #expect(readEnded.wait(timeout: .now() + 10) == .success)
+        #expect(readFailure.withLock { $0 } == nil)
+        #expect(waited < 5, "close() returned \(waited) s after it began, though the read it waited for ended after 0.3 s")
+        #expect(openDescriptors(of: dataFile) == 0, "close() left data.mdb open")
+    }
+
+    /// How many of this process's descriptors are open on `path` (resolved), from /proc/self/fd;
+    /// -1 where there is no /proc.
+    private func openDescriptors(of path: String) -> Int {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return -1 }
+        return entries.filter { entry in
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + entry)) == path
+        }.count
+    }
 }

@@ -8,9 +8,11 @@ import Foundation
 /// elsewhere), held in memory the object owns: `NSLock` reaches the same mutex through a class
 /// call, which on Linux doubled the cost of the lock a point read takes.
 public final class Locked<State>: @unchecked Sendable {
-    private let lock = PlatformLock()
+    // Inlinable into the backends' modules, as are the lock's calls: a closed check through
+    // `withLock` called across modules cost a point read about 100 instructions.
+    @usableFromInline let lock = PlatformLock()
     // Unchecked, see ChangeHub: only `withLock` touches it, under the lock (nesting deadlocks first).
-    @exclusivity(unchecked) private var state: State
+    @exclusivity(unchecked) @usableFromInline var state: State
 
     /// A lock guarding `state`.
     public init(_ state: State) { self.state = state }
@@ -18,6 +20,7 @@ public final class Locked<State>: @unchecked Sendable {
     deinit { lock.deallocate() }
 
     /// Runs `body` with the state, under the lock.
+    @inlinable
     public func withLock<R>(_ body: (inout State) throws -> R) rethrows -> R {
         lock.lock()
         defer { lock.unlock() }
@@ -27,29 +30,30 @@ public final class Locked<State>: @unchecked Sendable {
 
 /// A mutex in memory of its own (a lock must not move, so it cannot be a stored property
 /// of a Swift value).
+@usableFromInline
 struct PlatformLock {
     #if canImport(Darwin)
-    private let pointer: UnsafeMutablePointer<os_unfair_lock>
+    @usableFromInline let pointer: UnsafeMutablePointer<os_unfair_lock>
     init() {
         pointer = .allocate(capacity: 1)
         pointer.initialize(to: os_unfair_lock())
     }
-    func lock() { os_unfair_lock_lock(pointer) }
+    @inlinable func lock() { os_unfair_lock_lock(pointer) }
     /// Takes the lock if it is free; returns whether it did.
     func tryLock() -> Bool { os_unfair_lock_trylock(pointer) }
-    func unlock() { os_unfair_lock_unlock(pointer) }
+    @inlinable func unlock() { os_unfair_lock_unlock(pointer) }
     func deallocate() { pointer.deinitialize(count: 1); pointer.deallocate() }
     #else
-    private let pointer: UnsafeMutablePointer<pthread_mutex_t>
+    @usableFromInline let pointer: UnsafeMutablePointer<pthread_mutex_t>
     init() {
         pointer = .allocate(capacity: 1)
         pointer.initialize(to: pthread_mutex_t())
         pthread_mutex_init(pointer, nil)
     }
-    func lock() { pthread_mutex_lock(pointer) }
+    @inlinable func lock() { pthread_mutex_lock(pointer) }
     /// Takes the lock if it is free; returns whether it did.
     func tryLock() -> Bool { pthread_mutex_trylock(pointer) == 0 }
-    func unlock() { pthread_mutex_unlock(pointer) }
+    @inlinable func unlock() { pthread_mutex_unlock(pointer) }
     func deallocate() { pthread_mutex_destroy(pointer); pointer.deinitialize(count: 1); pointer.deallocate() }
     #endif
 }

@@ -53,8 +53,8 @@ extension LMDBEnvironment {
     }
 
     /// ``enter()``, also taking an idle read transaction to renew when `takingIdleReader`
-    /// and one is kept (see ``idleReaders``).
-    private func enter(takingIdleReader: Bool) throws -> IdleReader? {
+    /// and one is kept (see ``idleReaders``), and the committed handles' version then.
+    private func enter(takingIdleReader: Bool) throws -> (IdleReader?, handlesVersion: UInt64) {
         gate.lock()
         defer { gate.unlock() }
         let me = pthread_self()
@@ -63,7 +63,7 @@ extension LMDBEnvironment {
             throw ReservoirError.closed(store: "lmdb:" + path)
         }
         gated.enter(me)
-        return takingIdleReader ? idleReaders.popLast() : nil
+        return (takingIdleReader ? idleReaders.popLast() : nil, gated.handlesVersion)
     }
 
     /// Ends a read transaction and leaves the gate: the transaction is reset
@@ -96,10 +96,11 @@ extension LMDBEnvironment {
         leaveGate()
     }
 
-    /// ``exit()``'s work; the caller holds ``gate``.
+    /// ``exit()``'s work; the caller holds ``gate``. Only a resize and a shutdown wait for the
+    /// last transaction to end, each having set its flag under the lock before it waits.
     private func leaveGate() {
         gated.exit(pthread_self())
-        if gated.activeCount == 0 { gate.broadcast() }
+        if gated.activeCount == 0 && (gated.resizing || gated.isShutDown) { gate.broadcast() }
     }
 
     /// Runs `body` (which calls `mdb_env_set_mapsize`) once no transaction is live in this process.
@@ -226,22 +227,23 @@ extension LMDBEnvironment {
     /// transaction and then calls ``exit()``.
     /// A read transaction is an idle one renewed when one is kept (``idleReaders``).
     func beginTransaction<Prepared>(readOnly: Bool, _ prepare: () -> Prepared) throws -> (MDBTxn, Prepared) {
-        let (txn, _, prepared) = try begin(readOnly: readOnly) { _ in prepare() }
+        let (txn, _, prepared) = try begin(readOnly: readOnly) { _, _ in prepare() }
         return (txn, prepared)
     }
 
     /// ``beginTransaction(readOnly:_:)`` for a read, which also gets the transaction object
     /// kept with the idle reader it renews, if any (``exit(endingRead:keeping:)``); `prepare`
-    /// is given it too. Taking both under the gate's lock, which the read takes anyway, saves
-    /// a lock of their own on each side of every read.
-    func beginRead<Prepared>(_ prepare: (LMDBTransaction?) -> Prepared) throws -> (MDBTxn, LMDBTransaction?, Prepared) {
+    /// is given it too, with the committed handles' version the gate showed
+    /// (``GateState/handlesVersion``). Taking them under the gate's lock, which the read takes
+    /// anyway, saves a lock of their own on each side of every read.
+    func beginRead<Prepared>(_ prepare: (LMDBTransaction?, UInt64) -> Prepared) throws -> (MDBTxn, LMDBTransaction?, Prepared) {
         try begin(readOnly: true, prepare)
     }
 
-    private func begin<Prepared>(readOnly: Bool, _ prepare: (LMDBTransaction?) -> Prepared) throws -> (MDBTxn, LMDBTransaction?, Prepared) {
+    private func begin<Prepared>(readOnly: Bool, _ prepare: (LMDBTransaction?, UInt64) -> Prepared) throws -> (MDBTxn, LMDBTransaction?, Prepared) {
         while true {
-            let idleReader = try enter(takingIdleReader: readOnly)
-            let prepared = prepare(idleReader?.transaction)
+            let (idleReader, handlesVersion) = try enter(takingIdleReader: readOnly)
+            let prepared = prepare(idleReader?.transaction, handlesVersion)
             var txn: OpaquePointer?
             let rc: Int32
             if let idle = idleReader?.txn {

@@ -24,20 +24,26 @@ extension LMDBEnvironment {
 
     /// The committed handles as ``committedHandlesAndRows()`` gives them, with their
     /// ``CommittedHandles/version``; nil when that is still `known`, the version a reused read
-    /// transaction holds them at (copying them again would retain and release both tables).
-    func committedHandles(unlessAt known: UInt64?) -> CommittedHandles? {
+    /// transaction holds them at (copying them again would retain and release both tables),
+    /// as the gate showed it (`current`, ``GateState/handlesVersion``), which then takes no lock.
+    func committedHandles(unlessAt known: UInt64?, current: UInt64) -> CommittedHandles? {
+        if known == current { return nil }
         handlesLock.lock()
         defer { handlesLock.unlock() }
         return committed.version == known ? nil : committed
     }
 
-    /// Adds handles a committed transaction opened.
+    /// Adds handles a committed transaction opened. Takes the gate's lock, then the handles'
+    /// (``deleteDatabases(_:in:)``'s order), to move the version the gate shows readers.
     func addHandles(_ opened: [String: MDB_dbi?]) {
         guard !opened.isEmpty else { return }
+        gate.lock()
+        defer { gate.unlock() }
         handlesLock.lock()
         defer { handlesLock.unlock() }
         committed.all.merge(opened) { old, _ in old }
         committed.version &+= 1
+        gated.handlesVersion = committed.version
         let prefix = StoreFormat.rowsDatabase("")
         for (name, handle) in opened where name.hasPrefix(prefix) {
             if let handle, committed.rowsByEntity[String(name.dropFirst(prefix.count))] == nil {
@@ -60,6 +66,7 @@ extension LMDBEnvironment {
         handlesLock.lock()
         committed.deletions &+= 1
         committed.version &+= 1
+        gated.handlesVersion = committed.version
         writeHints = WriteHints()
         let prefix = StoreFormat.rowsDatabase("")
         for database in databases {

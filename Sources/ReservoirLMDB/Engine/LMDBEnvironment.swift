@@ -57,6 +57,9 @@ final class LMDBEnvironment: @unchecked Sendable {
             }
             activeCount -= 1
         }
+        /// ``CommittedHandles/version``, set with it (under both locks): a read whose kept
+        /// transaction holds the handles at this version takes them without the handles' lock.
+        var handlesVersion: UInt64 = 0
         /// A resize is waiting for the live transactions to end.
         var resizing = false
         var isShutDown = false

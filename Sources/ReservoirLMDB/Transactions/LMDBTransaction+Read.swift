@@ -19,7 +19,14 @@ extension LMDBTransaction {
             }
             return true
         } ?? false
-        if found { try body(rowCoding.lent) }
+        if found {
+            // Moved out for the call and back after it: lending the property itself retained
+            // and released both of the row's arrays around `body`.
+            var row = Row()
+            swap(&row, &rowCoding.lent)
+            defer { swap(&row, &rowCoding.lent) }
+            try body(row)
+        }
         return found
     }
 

@@ -163,8 +163,9 @@ final class LMDBTransaction: WriteTransaction {
         var refreshes = 0
         while true {
             let (txn, kept, fetched) = try LMDBErrors.convert(path: environment.path) {
-                try environment.beginRead { kept in
-                    environment.committedHandles(unlessAt: kept.flatMap { $0.canBeginRead(in: environment) ? $0.handles.committedVersion : nil })
+                try environment.beginRead { kept, current in
+                    environment.committedHandles(unlessAt: kept.flatMap { $0.canBeginRead(in: environment) ? $0.handles.committedVersion : nil },
+                                                 current: current)
                 }
             }
             let transaction: LMDBTransaction
