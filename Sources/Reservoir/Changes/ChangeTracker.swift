@@ -12,6 +12,9 @@ struct ChangeTracker {
         var id: Value
         var before: Row?
         var after: Row?
+        /// `before` and `after` are known to differ: the one write that made the touch compared
+        /// them, so the change set does not compare them again.
+        var differs = false
     }
 
     private struct EntityTouches {
@@ -73,13 +76,15 @@ struct ChangeTracker {
     }
 
     /// Records that `id` went from `before` to `after`; `before` counts only on first touch.
-    mutating func note(_ entity: EntityDescription, id: Value, before: Row?, after: Row?) {
+    /// `differing` says the caller found `before` and `after` different.
+    mutating func note(_ entity: EntityDescription, id: Value, before: Row?, after: Row?, differing: Bool = false) {
         let slot = position(of: entity)
         entities[slot].track()
         if let existing = entities[slot].position(of: id) {
             entities[slot].touches[existing].after = after
+            entities[slot].touches[existing].differs = false
         } else {
-            entities[slot].append(Touch(id: id, before: before, after: after))
+            entities[slot].append(Touch(id: id, before: before, after: after, differs: differing))
         }
     }
 
@@ -104,17 +109,17 @@ struct ChangeTracker {
         var result: [EntityChanges] = []
         for touched in entities {
             var changes = EntityChanges(entity: touched.entity.name, inserted: touched.fresh)
+            // Nested tests rather than a switch on `(before, after)`, which copied both rows.
             for touch in touched.touches {
-                switch (touch.before, touch.after) {
-                case (nil, let row?):
-                    changes.inserted.append(RowChange(id: touch.id, row: row))
-                case (let before?, nil):
+                if let after = touch.after {
+                    if let before = touch.before {
+                        if touch.differs || before != after { changes.updated.append(RowChange(id: touch.id, row: after)) }
+                    } else {
+                        changes.inserted.append(RowChange(id: touch.id, row: after))
+                    }
+                } else if let before = touch.before {
                     changes.deleted.append(touch.id)
                     changes.deletedRows.append(RowChange(id: touch.id, row: before))
-                case let (before?, after?) where before != after:
-                    changes.updated.append(RowChange(id: touch.id, row: after))
-                default:
-                    break
                 }
             }
             if !changes.isEmpty { result.append(changes) }

@@ -149,7 +149,7 @@ public final class Transaction: Snapshot {
         } else {
             try writer.put(entity, id: id, row: row)
         }
-        tracker.note(entity, id: id, before: previous, after: row)
+        tracker.note(entity, id: id, before: previous, after: row, differing: true)  // equal rows returned above
         return previous == nil ? .inserted : .updated
     }
 
