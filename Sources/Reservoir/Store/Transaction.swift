@@ -127,6 +127,14 @@ public final class Transaction: Snapshot {
             let row = try RecordCoding.encodeChecked(record)
             return (checkedEntity, try record.id.toValue(), checkedSearchable ? T.schema.addingShadows(to: row) : row)
         }
+        let type = ObjectIdentifier(T.self)
+        if let entity = Self.preparedTypes.withLock({ $0[type] }) {
+            // A type an earlier transaction checked, with no searchable fields: asking
+            // `T.schema` again cost a single-record commit about 800 instructions.
+            let row = try RecordCoding.encodeChecked(record)
+            (checkedType, checkedEntity, checkedSearchable) = (type, entity, false)
+            return (entity, try record.id.toValue(), row)
+        }
         let schema = T.schema
         try schema.validate()
         var row = try RecordCoding.encode(record)
@@ -134,12 +142,21 @@ public final class Transaction: Snapshot {
         if schema.hasSearchableFields {
             row = schema.addingShadows(to: row)
             try refoldIfNeeded(T.self)
+        } else {
+            Self.preparedTypes.withLock { $0[type] = entity }
         }
-        checkedType = ObjectIdentifier(T.self)
+        checkedType = type
         checkedEntity = entity
         checkedSearchable = schema.hasSearchableFields
         return (entity, try record.id.toValue(), row)
     }
+
+    /// The entity of each record type whose schema validated and whose first record was
+    /// checked against it (``RecordCoding/encode(_:)``), when it has no searchable fields (a
+    /// searchable one's rows need the schema for their shadow columns, and the store may need
+    /// a refold): both are fixed for the life of the process, so every transaction after
+    /// the first takes the entity from here.
+    private static let preparedTypes = Locked<[ObjectIdentifier: EntityDescription]>([:])
 
     @discardableResult
     func store(_ entity: EntityDescription, id: Value, row: Row, previous: Row?) throws -> ChangeType? {
