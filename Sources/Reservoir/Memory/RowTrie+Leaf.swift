@@ -54,7 +54,7 @@ extension RowTrie {
                 let offset = Int(UnsafeRawPointer(bytes).load(fromByteOffset: slot &* 8, as: UInt32.self))
                 let start = UnsafeRawPointer(bytes + Self.tableSize + offset)
                 let sameColumns = header.pointee.otherColumns.isEmpty || header.pointee.otherColumns[slot] == nil
-                if sameColumns, row.columns.count == header.pointee.columns.count, row.columns == header.pointee.columns {
+                if sameColumns, Row.sameColumns(row.columns, header.pointee.columns) {
                     row.withUnsafeMutableValues { Self.decode(start, into: $0) }
                 } else {
                     let names = sameColumns ? header.pointee.columns : header.pointee.otherColumns[slot] ?? []
@@ -67,8 +67,9 @@ extension RowTrie {
         /// Decodes `values.count` values from `start` into `values`.
         @inline(__always)
         private static func decode(_ start: UnsafeRawPointer, into values: UnsafeMutableBufferPointer<Value>) {
+            guard let base = values.baseAddress else { return }
             var position = start
-            for index in values.indices { values[index] = decodeValue(&position) }
+            for index in values.indices { Row.overwrite(base + index, with: decodeValue(&position)) }
         }
 
         /// Decodes `count` values from `start` into a new array. Grown from empty with

@@ -39,6 +39,28 @@ public struct Row: Sendable {
         try storedValues.withUnsafeMutableBufferPointer { try body($0) }
     }
 
+    /// Writes `value` over the value at `slot` (one of ``withUnsafeMutableValues(_:)``'s):
+    /// a null or a number holds no reference and is written over as it is; only a text or a
+    /// blob is released first. An assignment calls an outlined destroy for every column of
+    /// every row a backend refills, whatever its kind.
+    @inlinable
+    public static func overwrite(_ slot: UnsafeMutablePointer<Value>, with value: consuming Value) {
+        switch slot.pointee {
+        case .null, .integer, .real: slot.initialize(to: value)
+        case .text, .blob: slot.pointee = value
+        }
+    }
+
+    /// Whether the column names `columns` (a lent row's) are `expected`: the very same array,
+    /// told by its storage without comparing names (a backend refilling a row hands it its
+    /// layout's own array), or equal names in order.
+    @inlinable
+    public static func sameColumns(_ columns: [String], _ expected: [String]) -> Bool {
+        guard columns.count == expected.count else { return false }
+        let shared = columns.withUnsafeBufferPointer { a in expected.withUnsafeBufferPointer { b in a.baseAddress == b.baseAddress } }
+        return shared || columns == expected
+    }
+
     /// The number of columns.
     public var count: Int { columns.count }
 

@@ -116,13 +116,7 @@ enum RowCodec {
         guard let base = values.baseAddress else { return reader.isAtEnd }
         for position in values.indices {
             guard let value = readValue(&reader) else { return false }
-            let slot = base + position
-            // An old value holding no reference is written over without being destroyed:
-            // assigning destroyed each through an outlined call (about 30 instructions a column).
-            switch slot.pointee {
-            case .null, .integer, .real: slot.initialize(to: value)
-            case .text, .blob: slot.pointee = value
-            }
+            Row.overwrite(base + position, with: value)
         }
         return reader.isAtEnd
     }
@@ -208,9 +202,8 @@ struct RowReader {
             lastNumber = number
             lastRenames = renames
         }
-        // Identical column arrays compare without looking at their names; the row refilled
-        // before holds this very array, found by its storage without a call to `==`.
-        if row.count == lastColumns.count, Self.sameStorage(row.columns, lastColumns) || row.columns == lastColumns {
+        // The row refilled before holds this very array.
+        if Row.sameColumns(row.columns, lastColumns) {
             return row.withUnsafeMutableValues { RowCodec.refill($0, from: bytes, at: offset) }
         }
         guard let values = RowCodec.values(bytes, at: offset, count: lastColumns.count) else { return false }
@@ -225,11 +218,6 @@ struct RowReader {
         guard let named = RowCodec.decodeNamed(bytes) else { return false }
         row = renames.map { Row(columns: $0.renamed(named.columns, from: nil), values: named.values) } ?? named
         return true
-    }
-
-    @inline(__always)
-    private static func sameStorage(_ a: [String], _ b: [String]) -> Bool {
-        a.withUnsafeBufferPointer { a in b.withUnsafeBufferPointer { b in a.baseAddress == b.baseAddress } }
     }
 
     @inline(never)
