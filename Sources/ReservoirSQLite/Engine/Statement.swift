@@ -291,8 +291,16 @@ final class Statement {
             return
         }
         row.withUnsafeMutableValues { values in
+            guard let base = values.baseAddress else { return }
             for index in values.indices {
-                values[index] = value(at: Int32(index))
+                let value = value(at: Int32(index))
+                // A null or a number holds no reference, so it is overwritten in place: an
+                // assignment would call the (outlined) release of the old value for every
+                // column of every row, whatever its kind.
+                switch values[index] {
+                case .text, .blob: values[index] = value
+                case .null, .integer, .real: (base + index).initialize(to: value)
+                }
             }
         }
     }
