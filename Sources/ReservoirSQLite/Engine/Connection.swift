@@ -163,6 +163,7 @@ enum HeldStatement: Int, CaseIterable {
     case commit
     case rollback
     case logChange
+    case schemaVersion
 
     var sql: String {
         switch self {
@@ -171,6 +172,7 @@ enum HeldStatement: Int, CaseIterable {
         case .commit: "COMMIT"
         case .rollback: "ROLLBACK"
         case .logChange: "INSERT INTO _reservoir_changes(entity, id, kind, ids, sequence, commit_id) VALUES(?1, ?2, ?3, ?4, ?5, ?6)"
+        case .schemaVersion: "PRAGMA schema_version"
         }
     }
 }
