@@ -56,7 +56,7 @@ struct SQLCompiler {
     static func compile(_ query: Query, table: Catalog.Table, counting: Bool) -> CompiledQuery {
         var compiler = SQLCompiler(table: table)
         // Built in one buffer, reserved once: each read compiles its query, and growing the
-        // text piece by piece cost more than the rest of the compilation.
+        // text piece by piece cost about as much as the rest of the compilation.
         var sql = counting && query.limit == nil && query.offset == 0 ? "SELECT count(*) FROM " : "SELECT * FROM "
         sql.reserveCapacity(128)
         sql += SQL.identifier(table.entity.name)
