@@ -62,7 +62,7 @@ public struct Row: Sendable {
     }
 
     /// The number of columns.
-    public var count: Int { columns.count }
+    @inlinable public var count: Int { columns.count }
 
     /// The position of `column`, if the row has it.
     @inlinable

@@ -121,8 +121,9 @@ public struct Schema<Root: Storable>: @unchecked Sendable {
     public func field(for keyPath: AnyKeyPath) -> Field? {
         if let position = found.position(of: keyPath) { return position >= 0 ? fields[position] : nil }
         let position = search(keyPath)
-        found.remember(keyPath, at: position ?? -1)
-        return position.map { fields[$0] }
+        let field = position.map { fields[$0] }
+        found.remember(keyPath, at: position ?? -1, column: field.flatMap { $0.queryable ? $0.column : nil })
+        return field
     }
 
     /// Where `keyPath`'s field is in `fields`: comparing key paths walks their components, a
@@ -140,6 +141,9 @@ public struct Schema<Root: Storable>: @unchecked Sendable {
     /// The column for a key path; throws `.invalidQuery` naming the property when the schema
     /// does not name it or stores it as an opaque value.
     public func column(for keyPath: AnyKeyPath) throws -> String {
+        // Every query resolves its key paths here: a remembered column spares copying the field
+        // out of `fields`, which in this generic code costs more than finding it.
+        if let column = found.column(of: keyPath) { return column }
         guard let field = field(for: keyPath), field.queryable else { throw notQueryable(keyPath) }
         return field.column
     }
@@ -182,8 +186,9 @@ extension Schema {
 /// written in code is one object for the life of the process (each literal is made once), so
 /// the next query naming it finds its field without comparing key paths. Each entry holds its
 /// key path, so no other key path can come to have that identity; at most `limit` are kept.
+/// With the position goes the field's column when queries may name it.
 final class FieldPositions: Sendable {
-    private let known = Locked<[ObjectIdentifier: (keyPath: AnyKeyPath, position: Int)]>([:])
+    private let known = Locked<[ObjectIdentifier: (keyPath: AnyKeyPath, position: Int, column: String?)]>([:])
     static let limit = 256
 
     /// The position remembered for `keyPath` (-1: no field), or nil when there is none.
@@ -191,9 +196,14 @@ final class FieldPositions: Sendable {
         known.withLock { $0[ObjectIdentifier(keyPath)]?.position }
     }
 
-    func remember(_ keyPath: AnyKeyPath, at position: Int) {
+    /// The column remembered for `keyPath`, or nil when none is (no field, or not queryable).
+    func column(of keyPath: AnyKeyPath) -> String? {
+        known.withLock { $0[ObjectIdentifier(keyPath)]?.column }
+    }
+
+    func remember(_ keyPath: AnyKeyPath, at position: Int, column: String?) {
         known.withLock { known in
-            if known.count < Self.limit { known[ObjectIdentifier(keyPath)] = (keyPath, position) }
+            if known.count < Self.limit { known[ObjectIdentifier(keyPath)] = (keyPath, position, column) }
         }
     }
 }

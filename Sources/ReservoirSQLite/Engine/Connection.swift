@@ -10,6 +10,8 @@ final class Connection {
     let handle: OpaquePointer
     let path: String
     private var statements: [String: Statement] = [:]
+    /// The statement ``cached(_:)`` returned last, one of `statements`.
+    private var lastCached: Statement?
     /// The statements every transaction runs, held apart from `statements` so running them
     /// costs no lookup (hashing their SQL).
     private var held: [Statement?] = Array(repeating: nil, count: HeldStatement.allCases.count)
@@ -42,6 +44,7 @@ final class Connection {
     }
 
     deinit {
+        lastCached = nil
         statements.removeAll()
         held.removeAll()
         sqlite3_close_v2(handle)
@@ -64,12 +67,20 @@ final class Connection {
     /// The cached prepared statement for `sql`, reset and ready to bind.
     @inline(__always)
     func cached(_ sql: String) throws -> Statement {
+        // Runs of reads prepare one query again and again: comparing its SQL with the last
+        // one's costs a tenth of hashing it to look it up.
+        if let last = lastCached, last.sql == sql {
+            last.reset()
+            return last
+        }
         if let statement = statements[sql] {
             statement.reset()
+            lastCached = statement
             return statement
         }
         let statement = try Statement(database: handle, path: path, sql: sql)
         statements[sql] = statement
+        lastCached = statement
         return statement
     }
 
@@ -163,6 +174,7 @@ enum HeldStatement: Int, CaseIterable {
     case commit
     case rollback
     case logChange
+    case schemaVersion
 
     var sql: String {
         switch self {
@@ -171,6 +183,7 @@ enum HeldStatement: Int, CaseIterable {
         case .commit: "COMMIT"
         case .rollback: "ROLLBACK"
         case .logChange: "INSERT INTO _reservoir_changes(entity, id, kind, ids, sequence, commit_id) VALUES(?1, ?2, ?3, ?4, ?5, ?6)"
+        case .schemaVersion: "PRAGMA schema_version"
         }
     }
 }

@@ -286,13 +286,14 @@ final class Statement {
     /// has `columns` (the previous row of the same statement).
     @inline(__always)
     func read(into row: inout Row, columns: [String]) {
-        guard row.count == columns.count, row.columns == columns else {
+        guard Row.sameColumns(row.columns, columns) else {
             row = self.row(columns: columns)
             return
         }
         row.withUnsafeMutableValues { values in
+            guard let base = values.baseAddress else { return }
             for index in values.indices {
-                values[index] = value(at: Int32(index))
+                Row.overwrite(base + index, with: value(at: Int32(index)))
             }
         }
     }

@@ -16,6 +16,19 @@ enum SQL {
     /// Works on UTF-8 bytes: the mark is ASCII, so a byte equal to it is that mark (never part
     /// of a longer character), and a name without one, nearly every name, is copied whole.
     private static func quote(_ text: String, with mark: UInt8) -> String {
+        // Every query names its table and columns: a name without the mark, in contiguous
+        // UTF-8 (a native string), is written in one go, with no concatenations.
+        if let whole = text.utf8.withContiguousStorageIfAvailable({ bytes -> String? in
+            guard !bytes.contains(mark) else { return nil }
+            return String(unsafeUninitializedCapacity: bytes.count + 2) { buffer in
+                buffer[0] = mark
+                _ = UnsafeMutableBufferPointer(rebasing: buffer[1...]).initialize(from: bytes)
+                buffer[bytes.count + 1] = mark
+                return bytes.count + 2
+            }
+        }) ?? nil {
+            return whole
+        }
         let quoted = String(UnicodeScalar(mark))
         guard text.utf8.contains(mark) else { return quoted + text + quoted }
         var result = quoted
