@@ -22,12 +22,15 @@ struct TableRows: Sendable {
 
     var count: Int { integers.count + others.count }
 
-    /// The row stored under an id equal to `id`.
+    /// The row stored under an id equal to `id`. Inlined, as ``locate(_:)`` is.
+    @inline(__always)
     subscript(id: Value) -> Row? {
         locate(id)?.row
     }
 
-    /// Whether a row is stored under an id equal to `id` (without building it).
+    /// Whether a row is stored under an id equal to `id` (without building it). Inlined, as
+    /// ``locate(_:)`` is.
+    @inline(__always)
     func contains(_ id: Value) -> Bool {
         if let key = Self.integerKey(id) { return integers.contains(key) }
         return others[id] != nil
@@ -72,6 +75,9 @@ struct TableRows: Sendable {
     }
 
     /// Where the row stored under an id equal to `id` is, or may be; nil when it is not.
+    /// Inlined: called, it had its caller copy both tries out of the table and destroy the
+    /// copy (about 200 instructions a point read).
+    @inline(__always)
     func locate(_ id: Value) -> Location? {
         if let key = Self.integerKey(id) {
             guard let leaf = integers.leaf(for: key) else { return nil }
