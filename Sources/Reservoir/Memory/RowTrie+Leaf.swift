@@ -67,9 +67,8 @@ extension RowTrie {
         /// Decodes `values.count` values from `start` into `values`.
         @inline(__always)
         private static func decode(_ start: UnsafeRawPointer, into values: UnsafeMutableBufferPointer<Value>) {
-            guard let base = values.baseAddress else { return }
             var position = start
-            for index in values.indices { Row.overwrite(base + index, with: decodeValue(&position)) }
+            for index in values.indices { Row.overwrite(values, at: index, with: decodeValue(&position)) }
         }
 
         /// Decodes `count` values from `start` into a new array. Grown from empty with

@@ -39,15 +39,18 @@ public struct Row: Sendable {
         try storedValues.withUnsafeMutableBufferPointer { try body($0) }
     }
 
-    /// Writes `value` over the value at `slot` (one of ``withUnsafeMutableValues(_:)``'s):
+    /// Writes `value` over `values[index]` (the buffer ``withUnsafeMutableValues(_:)`` lends):
     /// a null or a number holds no reference and is written over as it is; only a text or a
     /// blob is released first. An assignment calls an outlined destroy for every column of
     /// every row a backend refills, whatever its kind.
     @inlinable
-    public static func overwrite(_ slot: UnsafeMutablePointer<Value>, with value: consuming Value) {
-        switch slot.pointee {
-        case .null, .integer, .real: slot.initialize(to: value)
-        case .text, .blob: slot.pointee = value
+    public static func overwrite(_ values: UnsafeMutableBufferPointer<Value>, at index: Int, with value: consuming Value) {
+        switch values[index] {
+        case .null, .integer, .real:
+            // A buffer holding `index` has a base address.
+            (values.baseAddress.unsafelyUnwrapped + index).initialize(to: value)
+        case .text, .blob:
+            values[index] = value
         }
     }
 

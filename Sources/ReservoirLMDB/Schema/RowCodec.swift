@@ -113,10 +113,9 @@ enum RowCodec {
     static func refill(_ values: UnsafeMutableBufferPointer<Value>, from bytes: UnsafeRawBufferPointer, at offset: Int) -> Bool {
         var reader = ByteReader(bytes)
         reader.offset = offset
-        guard let base = values.baseAddress else { return reader.isAtEnd }
         for position in values.indices {
             guard let value = readValue(&reader) else { return false }
-            Row.overwrite(base + position, with: value)
+            Row.overwrite(values, at: position, with: value)
         }
         return reader.isAtEnd
     }

@@ -291,9 +291,8 @@ final class Statement {
             return
         }
         row.withUnsafeMutableValues { values in
-            guard let base = values.baseAddress else { return }
             for index in values.indices {
-                Row.overwrite(base + index, with: value(at: Int32(index)))
+                Row.overwrite(values, at: index, with: value(at: Int32(index)))
             }
         }
     }
