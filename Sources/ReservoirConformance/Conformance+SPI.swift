@@ -136,6 +136,44 @@ extension ConformanceSuite {
             try expectEqual(try backend.withRow("conformance_no_such_entity", id: .integer(1)) { _ in }, false, "withRow in an entity never written")
         },
 
+        ConformanceCase("spi", "fetch(_:expecting:each:) on the backend reads what a read's fetch reads, announcing the exact count") { context in
+            let backend = context.store.backend
+            // Rows kept as delivered, the counts announced (at most one, before any row).
+            func alone(_ query: Query) throws -> [Row] {
+                var rows: [Row] = []
+                var announced: [Int] = []
+                try backend.fetch(query, expecting: { count in
+                    announced.append(count)
+                    if !rows.isEmpty { announced.append(-1) }
+                }, each: { rows.append($0) })
+                try expect(announced.count <= 1 && announced.allSatisfy { $0 == rows.count },
+                           "the counts announced before \(rows.count) rows of \(query): \(announced) (-1: announced after a row)")
+                return rows
+            }
+            let all = try Query(entity: otherEntity)
+            try expectEqual(try alone(all), [], "the backend's fetch in an entity never written")
+            try backend.write { tx in
+                for id in 1...6 {
+                    var columns: [(String, Value)] = [("id", .integer(Int64(id))), ("x", id == 3 ? .real(3.5) : .integer(Int64(id * 10)))]
+                    if id % 2 == 0 { columns.append(("s", .text(String(repeating: "t", count: id * 5)))) }
+                    try tx.put(otherEntity, id: .integer(Int64(id)), row: Row(columns))
+                }
+            }
+            let queries = [
+                all,
+                try Query(entity: otherEntity, predicate: .compare(column: "x", .greater, .integer(15))),
+                try Query(entity: otherEntity, sort: [SortTerm(column: "x", ascending: false)]),
+                try Query(entity: otherEntity, sort: [SortTerm(column: "s")], limit: 3, offset: 1),
+                try Query(entity: otherEntity, predicate: .compare(column: "x", .equal, .text("none"))),
+            ]
+            for query in queries {
+                try expectEqual(try alone(query), try backend.read { try $0.fetch(query) }, "the backend's fetch of \(query) against a read's")
+            }
+            // A later commit is seen by the next fetch.
+            try backend.write { tx in try tx.put(otherEntity, id: .integer(1), row: Row([("id", .integer(1)), ("x", .integer(99))])) }
+            try expectEqual(try alone(queries[1]).map { $0.value("id") }, [1, 2, 4, 5, 6].map { Value.integer($0) }, "the backend's fetch after a commit")
+        },
+
         ConformanceCase("spi", "a backend transaction used after its closure is refused") { context in
             let backend = context.store.backend
             let query = try Query(entity: otherEntity)

@@ -22,8 +22,9 @@ import Reservoir
 ///    their answers are read at the connection's next use, in that use's round trip
 ///    (``PGConnection/pipeline(_:deferring:)``).
 ///
-/// So a fetch is one round trip, and `Store.get` (``row(_:id:)``), whose statements are all
-/// known before the transaction starts, one as well, its end included.
+/// So a fetch is one round trip, and `Store.get` (``row(_:id:)``) and `Store.fetch`
+/// (``fetch(_:expecting:each:)``), whose statements are all known before the transaction
+/// starts, one as well, their end included, in one segment.
 extension PostgresBackend {
     public func read<R>(_ body: (any ReadTransaction) throws -> R) throws -> R {
         try checkOpen()
@@ -73,56 +74,98 @@ extension PostgresBackend {
         return result
     }
 
-    /// `Store.get`'s point read: the lock, `BEGIN`, the meta row, the `SELECT`, `END` and the
-    /// unlock in one segment of one round trip. (One segment rather than a deferred end: libpq
-    /// sends at every sync, so a second segment is a second send, and a second wake-up of the
-    /// server.) When anything in it fails, the server skips the rest, so the transaction is
-    /// rolled back and the lock released here, in a round trip of their own. Answered when
-    /// everything succeeded and the meta row names the catalog the `SELECT` was built from;
-    /// otherwise (a store not created yet, a table the catalog lacks, a connection whose
-    /// prepared statements belong to another catalog, a `SELECT` the table no longer fits,
-    /// an error) the ordinary read runs, which
-    /// loads the catalog and reports errors as always.
+    /// `Store.get`'s point read in one segment (``alone(_:_:)``); otherwise the ordinary read.
     public func row(_ entity: String, id: Value) throws -> Row? {
         try checkOpen()
-        if created.withLock({ $0 }), let catalog = cachedCatalog.withLock({ $0 }), catalog.tables[entity] != nil {
-            let connection = try acquireReader()
-            var healthy = connection.isHealthy
-            defer { releaseReader(connection, healthy: healthy) }
+        if let catalog = knownCatalog(entity) {
             // The SELECT's text as the connection keeps it for this catalog version (spelled
             // once, not at every read).
             let key = StatementKey(entity: entity, kind: .byID, present: 0)
-            let cached = connection.text(key, catalog: catalog.version)
-            let statement = PGReadTransaction.rowStatement(entity, id: id, in: catalog, layout: layout, cached: cached)
-            if let sql = statement?.sql, cached == nil { connection.keep(sql, for: key, catalog: catalog.version) }
-            let fits: Bool
-            do {
-                fits = try statement != nil && connection.preparedCatalog == catalog.version && prepares(statement?.sql ?? "", on: connection)
-            } catch {
-                healthy = false
-                throw error
+            let answered = try alone({ connection in
+                let cached = connection.text(key, catalog: catalog.version)
+                let statement = PGReadTransaction.rowStatement(entity, id: id, in: catalog, layout: layout, cached: cached)
+                if let sql = statement?.sql, cached == nil { connection.keep(sql, for: key, catalog: catalog.version) }
+                return statement
+            }, catalog) { result, table, connection in
+                try PGReadTransaction.decodeFirst(result, table, connection: connection)
             }
-            if fits, let (sql, parameters, table) = statement {
-                let answer = try connection.pipeline(layout.readStart + [.prepared(sql, parameters)] + layout.readEnd)
-                if answer.succeeded, let meta = answer.results[Layout.readMetaResult], let result = answer.results[Layout.readMetaResult + 1],
-                   meta.text(0, 1).flatMap({ Int64($0) }) == catalog.version {
-                    healthy = connection.isHealthy
-                    learnt(meta.text(0, 3))
-                    return try PGReadTransaction.decodeFirst(result, table, connection: connection)
-                }
-                if answer.lost == nil, !answer.succeeded {
-                    // One segment: an error skipped the rest of it, END and the unlock included.
-                    _ = try? connection.execute((connection.inTransaction ? "ROLLBACK; " : "") + layout.readUnlock)
-                }
-                healthy = connection.isHealthy
-                // The call has used its time: no second try.
-                if let lost = answer.lost, lost.code == .timeout { throw lost }
-                // The lock refused (a lock timeout): as the ordinary read reports it, without
-                // waiting a second time.
-                if answer.lost == nil, answer.results[0] != nil, answer.results[1] == nil, let failure = answer.failure { throw failure }
-            }
+            if let row = answered { return row }
         }
         return try read { try $0.row(entity, id: id) }
+    }
+
+    /// `Store.fetch`'s read in one segment (``alone(_:_:)``); otherwise the ordinary read.
+    public func fetch(_ query: Query, expecting: (Int) -> Void, each body: (Row) throws -> Void) throws {
+        try checkOpen()
+        if let catalog = knownCatalog(query.entity.name) {
+            let answered: Void? = try alone({ _ in
+                catalog.tables[query.entity.name].map { table in
+                    let compiled = PGCompiler.compile(query, table: table, layout: layout, counting: false)
+                    return (compiled.sql, compiled.parameters, table)
+                }
+            }, catalog) { result, table, connection in
+                expecting(result.rowCount)
+                var row = Row()
+                for index in 0..<result.rowCount {
+                    try PGReadTransaction.decodeRow(result, index, table, connection: connection, into: &row)
+                    try body(row)
+                }
+            }
+            if answered != nil { return }
+        }
+        try read { try $0.fetch(query, expecting: expecting, each: body) }
+    }
+
+    /// The catalog the store last loaded, when it has `entity`'s table and the store exists:
+    /// a read of that table may then be sent in one segment.
+    private func knownCatalog(_ entity: String) -> Catalog? {
+        guard created.withLock({ $0 }), let catalog = cachedCatalog.withLock({ $0 }), catalog.tables[entity] != nil else { return nil }
+        return catalog
+    }
+
+    /// A read transaction of one statement, known before it starts, in one segment of one round
+    /// trip: the lock, `BEGIN`, the meta row, the statement `make` builds from `catalog` (on the
+    /// reader connection it is given), `END` and the unlock. (One segment rather than a
+    /// deferred end: libpq sends at every sync, so a second segment is a second send, and a
+    /// second wake-up of the server.) `decode` reads the statement's result when everything
+    /// succeeded and the meta row names `catalog`; nil otherwise (no statement, a connection
+    /// whose prepared statements belong to another catalog, a statement the table no longer
+    /// fits, another catalog committed meanwhile, an error), and the caller runs the ordinary
+    /// read, which loads the catalog and reports errors as always. When anything in the
+    /// segment fails, the server skips the rest, so the transaction is rolled back and the lock
+    /// released here, in a round trip of their own.
+    private func alone<R>(_ make: (PGConnection) -> (sql: String, parameters: [PGParameter], table: TableInfo)?, _ catalog: Catalog,
+                          decode: (PGResult, TableInfo, PGConnection) throws -> R) throws -> R? {
+        let connection = try acquireReader()
+        var healthy = connection.isHealthy
+        defer { releaseReader(connection, healthy: healthy) }
+        let statement = make(connection)
+        let fits: Bool
+        do {
+            fits = try statement != nil && connection.preparedCatalog == catalog.version && prepares(statement?.sql ?? "", on: connection)
+        } catch {
+            healthy = false
+            throw error
+        }
+        guard fits, let (sql, parameters, table) = statement else { return nil }
+        let answer = try connection.pipeline(layout.readStart + [.prepared(sql, parameters)] + layout.readEnd)
+        if answer.succeeded, let meta = answer.results[Layout.readMetaResult], let result = answer.results[Layout.readMetaResult + 1],
+           meta.text(0, 1).flatMap({ Int64($0) }) == catalog.version {
+            healthy = connection.isHealthy
+            learnt(meta.text(0, 3))
+            return try decode(result, table, connection)
+        }
+        if answer.lost == nil, !answer.succeeded {
+            // One segment: an error skipped the rest of it, END and the unlock included.
+            _ = try? connection.execute((connection.inTransaction ? "ROLLBACK; " : "") + layout.readUnlock)
+        }
+        healthy = connection.isHealthy
+        // The call has used its time: no second try.
+        if let lost = answer.lost, lost.code == .timeout { throw lost }
+        // The lock refused (a lock timeout): as the ordinary read reports it, without
+        // waiting a second time.
+        if answer.lost == nil, answer.results[0] != nil, answer.results[1] == nil, let failure = answer.failure { throw failure }
+        return nil
     }
 
     /// Begins a read transaction on `connection` (1 and 2 above), with `first` when

@@ -70,6 +70,16 @@ public protocol StorageBackend: AnyObject, Sendable {
     /// statement) and ``read(_:)``'s other checks (closed, files gone or damaged) still apply.
     func row(_ entity: String, id: Value) throws -> Row?
 
+    /// Runs `query` in a read transaction of its own: exactly what
+    /// `read { try $0.fetch(query, expecting: expecting, each: body) }` does, which is the
+    /// default. ``Store/fetch(_:)`` asks this for a fetch outside a snapshot, so a backend may
+    /// send the whole transaction at once (PostgreSQL: its start, the `SELECT` and its end in one
+    /// segment), as long as what it reads is one committed state and ``read(_:)``'s other checks
+    /// still apply. `expecting` and `body` are called as ``ReadTransaction/fetch(_:expecting:each:)``
+    /// calls them, and at most once for each row: a backend that falls back to ``read(_:)``
+    /// does so before calling either.
+    func fetch(_ query: Query, expecting: (Int) -> Void, each body: (Row) throws -> Void) throws
+
     /// Calls `body` with the row ``row(_:id:)`` returns and returns true, or returns false when
     /// there is none, with the same freedom from a whole read transaction. As
     /// ``ReadTransaction/withRow(_:id:_:)``, a backend may lend `body` a row it refills in
@@ -136,6 +146,11 @@ extension StorageBackend {
         guard let row = try row(entity, id: id) else { return false }
         try body(row)
         return true
+    }
+
+    /// Runs `query` in a read transaction of its own.
+    public func fetch(_ query: Query, expecting: (Int) -> Void, each body: (Row) throws -> Void) throws {
+        try read { try $0.fetch(query, expecting: expecting, each: body) }
     }
 
     /// Runs `body` once, through ``write(_:)``.

@@ -35,6 +35,17 @@ enum RecordCoding {
         }
     }
 
+    /// The records of the rows `fetch` reads for `query` (a reader's or a backend's
+    /// `fetch(_:expecting:each:)`), capacity reserved for a limit or the count it announces.
+    @inlinable
+    static func records<T: Storable>(_ type: T.Type, _ query: Query,
+                                     _ fetch: (_ expecting: (Int) -> Void, _ each: (Row) throws -> Void) throws -> Void) throws -> [T] {
+        var records: [T] = []
+        if let limit = query.limit { records.reserveCapacity(min(limit, 1024)) }
+        try fetch({ records.reserveCapacity($0) }) { records.append(try decode(T.self, from: $0)) }
+        return records
+    }
+
     /// The error for a row that `T(row:)` could not decode, naming the type, entity and id.
     @usableFromInline
     static func decodingError<T: Storable>(_ error: any Error, _ type: T.Type, _ row: Row) -> ReservoirError {

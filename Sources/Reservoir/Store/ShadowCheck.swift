@@ -12,6 +12,15 @@ final class ShadowCheck: Sendable {
         current.withLock { $0.contains(ObjectIdentifier(type)) }
     }
 
+    /// Whether `query` compares against shadow columns of `T` that rows might lack: `T` has
+    /// searchable fields, its rows are not known to be current, and the predicate names a
+    /// column beyond its fields. Only then does a read probe for stale rows first.
+    @usableFromInline
+    func needsProbe<T: Storable>(_ type: T.Type, for query: Query) -> Bool {
+        guard T.schema.hasSearchableFields, !isCurrent(T.self), let predicate = query.predicate else { return false }
+        return !predicate.columns.isSubset(of: T.schema.fields.map(\.column))
+    }
+
     /// Notes that `T`'s rows all hold current shadow columns.
     func markCurrent<T: Storable>(_ type: T.Type) {
         _ = current.withLock { $0.insert(ObjectIdentifier(type)) }
@@ -34,8 +43,7 @@ extension Snapshot {
     /// `T`'s rows lack; checked once per store and type, then remembered.
     @usableFromInline
     func checkShadows<T: Storable>(_ type: T.Type, for query: Query) throws {
-        guard let shadowCheck, T.schema.hasSearchableFields, !shadowCheck.isCurrent(T.self),
-              let predicate = query.predicate, !predicate.columns.isSubset(of: T.schema.fields.map(\.column)) else { return }
+        guard let shadowCheck, shadowCheck.needsProbe(T.self, for: query) else { return }
         let probe = try Query(entity: query.entity, predicate: ShadowCheck.staleRows(T.self), limit: 1)
         guard try reader.count(probe) == 0 else {
             throw ReservoirError(.invalidSchema, "\"\(T.schema.name)\" has rows of \(T.self) written before its searchable fields (\(T.schema.searchableColumns.joined(separator: ", "))) were declared, so a folded predicate would miss them; any write of a \(T.self) in this store refolds them, or call `try store.write { try $0.refold(\(T.self).self) }` once")

@@ -30,10 +30,7 @@ public class Snapshot {
         try checkOpen()
         let query = try request.query()
         try checkShadows(T.self, for: query)
-        var records: [T] = []
-        if let limit = query.limit { records.reserveCapacity(min(limit, 1024)) }
-        try reader.fetch(query, expecting: { records.reserveCapacity($0) }) { records.append(try RecordCoding.decode(T.self, from: $0)) }
-        return records
+        return try RecordCoding.records(T.self, query) { try reader.fetch(query, expecting: $0, each: $1) }
     }
 
     /// Every record of a type, in id order.

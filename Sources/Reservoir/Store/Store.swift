@@ -26,7 +26,7 @@ public final class Store: Sendable {
     /// backend; backends keep their own gate for calls already in flight when it is set.
     let isClosed = Locked(false)
     /// Which record types' folded shadow columns this store has checked or refolded.
-    let shadowCheck = ShadowCheck()
+    @usableFromInline let shadowCheck = ShadowCheck()
     /// Refuses writes once another process migrated the store past the app's migrations.
     let schemaGuard = SchemaGuard()
     /// The history clock as this store last saw it (``HistoryRetention``).
@@ -120,15 +120,24 @@ public final class Store: Sendable {
     }
 
     /// The records `request` selects, in its order.
+    // One backend call without a snapshot (``StorageBackend/fetch(_:expecting:each:)``, whose
+    // default is a read transaction), unless the shadow columns must be checked first.
     @inlinable
     public func fetch<T: Storable>(_ request: FetchRequest<T>) throws -> [T] {
-        try read { try $0.fetch(request) }
+        try checkOpen()
+        do {
+            let query = try request.query()
+            if shadowCheck.needsProbe(T.self, for: query) { return try read { try $0.fetch(request) } }
+            return try RecordCoding.records(T.self, query) { try backend.fetch(query, expecting: $0, each: $1) }
+        } catch let error as ReservoirError {
+            throw named(error)
+        }
     }
 
     /// Every record of a type, in id order.
     @inlinable
     public func fetch<T: Storable>(_ type: T.Type) throws -> [T] {
-        try read { try $0.fetch(type) }
+        try fetch(FetchRequest<T>())
     }
 
     /// The number of records `request` selects.

@@ -319,33 +319,38 @@ class PGReadTransaction: ReadTransaction {
 
     /// Decodes row `index` of `result` into `row`, overwriting its values in place when it
     /// already holds the table's columns (the previous row of a fetch): no row is allocated
-    /// and freed for each one.
+    /// and freed for each one. A null field has length 0, so only an empty field asks
+    /// `PQgetisnull` whether it is null or an empty text or blob.
     static func decodeRow(_ result: PGResult, _ index: Int, _ table: TableInfo, connection: PGConnection, into row: inout Row) throws {
         let shape = table.rowShape
-        if row.count != shape.columns.count || row.columns != shape.columns {
+        if !Row.sameColumns(row.columns, shape.columns) {
             row = Row(columns: shape.columns, values: Array(repeating: .null, count: shape.columns.count))
         }
+        let handle = result.handle
         let line = Int32(index)
-        try row.withUnsafeMutableValues { values in
-            for slot in values.indices {
-                values[slot] = try value(result, line, slot, shape, table, connection: connection)
+        // The slot whose stored value did not decode, if any.
+        let damaged: Int? = shape.fields.withUnsafeBufferPointer { fields in
+            row.withUnsafeMutableValues { values in
+                for slot in 0..<min(values.count, fields.count) {
+                    let field = fields[slot]
+                    guard field.position >= 0 else {
+                        Row.overwrite(values, at: slot, with: .null)
+                        continue
+                    }
+                    let length = Int(PQgetlength(handle, line, field.position))
+                    if length == 0, PQgetisnull(handle, line, field.position) == 1 {
+                        Row.overwrite(values, at: slot, with: .null)
+                        continue
+                    }
+                    let raw = UnsafeRawBufferPointer(start: PQgetvalue(handle, line, field.position), count: length)
+                    guard let value = ColumnCodec.value(raw, kind: field.kind) else { return slot }
+                    Row.overwrite(values, at: slot, with: value)
+                }
+                return nil
             }
         }
-    }
-
-    /// The value of the table's column `slot` in row `line`: null where the table has no such
-    /// column yet, or the stored value is null.
-    @inline(__always)
-    private static func value(_ result: PGResult, _ line: Int32, _ slot: Int, _ shape: RowShape, _ table: TableInfo,
-                              connection: PGConnection) throws -> Value {
-        guard let position = shape.positions[slot] else { return .null }
-        let column = Int32(position)
-        if PQgetisnull(result.handle, line, column) == 1 { return .null }
-        let raw = UnsafeRawBufferPointer(start: PQgetvalue(result.handle, line, column),
-                                         count: Int(PQgetlength(result.handle, line, column)))
-        guard let value = ColumnCodec.value(raw, kind: shape.kinds[slot]) else {
-            throw ReservoirError(.corrupt, "\(connection.name): table \(table.entity.name), column \(shape.columns[slot]): a stored value does not decode as \(shape.kinds[slot])")
+        if let slot = damaged {
+            throw ReservoirError(.corrupt, "\(connection.name): table \(table.entity.name), column \(shape.columns[slot]): a stored value does not decode as \(shape.fields[slot].kind)")
         }
-        return value
     }
 }
