@@ -98,9 +98,11 @@ extension PostgresBackend {
     public func fetch(_ query: Query, expecting: (Int) -> Void, each body: (Row) throws -> Void) throws {
         try checkOpen()
         if let catalog = knownCatalog(query.entity.name) {
-            let answered: Void? = try alone({ _ in
+            let answered: Void? = try alone({ connection in
                 catalog.tables[query.entity.name].map { table in
-                    let compiled = PGCompiler.compile(query, table: table, layout: layout, counting: false)
+                    let compiled = PGCompiler.compile(query, table: table, layout: layout, counting: false,
+                                                      text: { connection.text($0, catalog: catalog.version) },
+                                                      keep: { connection.keep($0, for: $1, catalog: catalog.version) })
                     return (compiled.sql, compiled.parameters, table)
                 }
             }, catalog) { result, table, connection in

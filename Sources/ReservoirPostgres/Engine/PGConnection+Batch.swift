@@ -77,13 +77,13 @@ extension PGConnection {
         var serverRefused = false
         for (statement, name) in zip(batch, names) {
             let ok = PGParameter.withBound(statement.parameters) { values, lengths, formats in
-                PQsendQueryPrepared(handle, name, Int32(statement.parameters.count), values, lengths, formats, 1) == 1
+                name.withCString { PQsendQueryPrepared(handle, $0, Int32(statement.parameters.count), values, lengths, formats, 1) == 1 }
             }
             guard ok else { failure = connectionError(); break }
             sent += 1
         }
         if failure == nil, let final {
-            if PQsendQueryParams(handle, final, 0, nil, nil, nil, nil, 0) == 1 { sent += 1; finalSent = true } else { failure = connectionError() }
+            if final.withCString({ PQsendQueryParams(handle, $0, 0, nil, nil, nil, nil, 0) }) == 1 { sent += 1; finalSent = true } else { failure = connectionError() }
         }
         var synced = PQpipelineSync(handle) == 1
         do {

@@ -124,7 +124,9 @@ extension PGConnection {
 
     /// Sends `items` (their prepared statements' names in `names`); returns what was sent: a
     /// statement's SQL, or nil for a sync. A failed send sets `lost`, and what went out before
-    /// it is closed with a sync so its answers can still be read.
+    /// it is closed with a sync so its answers can still be read. SQL and names go to libpq
+    /// through `withCString`, which lends a string's own bytes (a short one copied on the
+    /// stack): passed as a plain argument, each was copied into a new array on the heap.
     private func send(_ items: [PGPipelineItem], names: ArraySlice<String?>, lost: inout ReservoirError?) -> [String?] {
         var sent: [String?] = []
         sent.reserveCapacity(items.count)
@@ -132,11 +134,11 @@ extension PGConnection {
             let ok: Bool
             switch item {
             case let .plain(sql):
-                ok = PQsendQueryParams(handle, sql, 0, nil, nil, nil, nil, 0) == 1
+                ok = sql.withCString { PQsendQueryParams(handle, $0, 0, nil, nil, nil, nil, 0) } == 1
                 if ok { sent.append(sql) }
             case let .prepared(sql, parameters, binary):
                 ok = PGParameter.withBound(parameters) { values, lengths, formats in
-                    PQsendQueryPrepared(handle, name ?? "", Int32(parameters.count), values, lengths, formats, binary ? 1 : 0) == 1
+                    (name ?? "").withCString { PQsendQueryPrepared(handle, $0, Int32(parameters.count), values, lengths, formats, binary ? 1 : 0) } == 1
                 }
                 if ok { sent.append(sql) }
             case .sync:

@@ -139,7 +139,7 @@ final class PGConnection {
         if hasPending { try flush() }
         let statement = try statementName(for: sql)
         return try PGParameter.withBound(parameters) { values, lengths, formats in
-            try check(exec { PQsendQueryPrepared(handle, statement, Int32(parameters.count), values, lengths, formats, binaryResults ? 1 : 0) }, sql)
+            try check(exec { statement.withCString { PQsendQueryPrepared(handle, $0, Int32(parameters.count), values, lengths, formats, binaryResults ? 1 : 0) } }, sql)
         }
     }
 

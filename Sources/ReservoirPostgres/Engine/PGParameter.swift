@@ -4,7 +4,7 @@ import Reservoir
 
 /// A statement parameter, sent in PostgreSQL's binary format. The SQL casts each
 /// placeholder (`$1::bigint`), so the server knows its type when preparing.
-enum PGParameter {
+enum PGParameter: Equatable {
     case null
     case integer(Int64)
     case real(Double)

@@ -2,7 +2,7 @@ import Foundation
 import Reservoir
 
 /// A query as SQL with its parameters.
-struct PGQuery {
+struct PGQuery: Equatable {
     var sql: String
     var parameters: [PGParameter]
 }
@@ -51,6 +51,27 @@ struct PGCompiler {
         if query.offset > 0 { sql += " OFFSET \(compiler.placeholder(.integer(Int64(clamping: query.offset)), "bigint"))" }
         if counting && windowed { sql = "SELECT count(*) FROM (\(sql)) AS window_rows" }
         return PGQuery(sql: sql, parameters: compiler.parameters)
+    }
+
+    /// ``compile(_:table:layout:counting:)``, its SQL taken from `text` when a query of the
+    /// same value-free shape (``PGQueryShape``) was compiled for the same tables and given to
+    /// `keep`: only the parameters are taken from `query` then. (Debug builds compile again
+    /// and check that the SQL and parameters are the compiler's.)
+    static func compile(_ query: Query, table: TableInfo, layout: Layout, counting: Bool,
+                        text: (StatementKey) -> String?, keep: (String, StatementKey) -> Void) -> PGQuery {
+        guard let (shape, parameters) = PGQueryShape.of(query, table: table, counting: counting) else {
+            return compile(query, table: table, layout: layout, counting: counting)
+        }
+        let key = StatementKey(entity: query.entity.name, kind: .query(shape), present: 0)
+        if let sql = text(key) {
+            assert(compile(query, table: table, layout: layout, counting: counting) == PGQuery(sql: sql, parameters: parameters),
+                   "the SQL of a query's shape is not what the compiler makes of it: \(query)")
+            return PGQuery(sql: sql, parameters: parameters)
+        }
+        let compiled = compile(query, table: table, layout: layout, counting: counting)
+        assert(compiled.parameters == parameters, "a shape's parameters are not the compiler's: \(query)")
+        keep(compiled.sql, key)
+        return compiled
     }
 
     init(table: TableInfo) {

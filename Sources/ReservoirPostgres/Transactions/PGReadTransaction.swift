@@ -186,14 +186,22 @@ class PGReadTransaction: ReadTransaction {
     private func run(_ query: Query, counting: Bool) throws -> (PGResult, TableInfo)? {
         try checkOpen()
         if !begun, let table = catalog.tables[query.entity.name] {
-            let compiled = PGCompiler.compile(query, table: table, layout: layout, counting: counting)
+            let compiled = compile(query, table, counting: counting)
             if let result = try begin(reading: (compiled.sql, compiled.parameters)) { return (result, table) }
         }
         try begin()
         try refuseForeignTable(query.entity.name)
         guard let table = catalog.tables[query.entity.name] else { return nil }
-        let compiled = PGCompiler.compile(query, table: table, layout: layout, counting: counting)
+        let compiled = compile(query, table, counting: counting)
         return (try connection.run(compiled.sql, compiled.parameters), table)
+    }
+
+    /// `query` compiled for `table` of this transaction's catalog, its SQL kept with the
+    /// transaction's statements when its shape is value-free.
+    private func compile(_ query: Query, _ table: TableInfo, counting: Bool) -> PGQuery {
+        guard catalog.version >= 0 else { return PGCompiler.compile(query, table: table, layout: layout, counting: counting) }
+        return PGCompiler.compile(query, table: table, layout: layout, counting: counting,
+                                  text: { statement($0) }, keep: { keep($0, for: $1) })
     }
 
     /// Throws `.invalidSchema` when `entity` is not the store's but a table of that name is in
