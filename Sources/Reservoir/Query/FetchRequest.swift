@@ -22,6 +22,9 @@ public struct FetchRequest<Root: Storable>: Sendable {
     }
 
     /// Resolves key paths through the schema into a backend-neutral ``Query``.
+    // Inlinable, so it is specialized for the record type: unspecialized, every fetch looked
+    // up the generic metadata of `Schema<Root>`, `SortKey<Root>` and `[SortKey<Root>]`.
+    @inlinable
     public func query() throws -> Query {
         let schema = Root.schema
         try schema.validate()

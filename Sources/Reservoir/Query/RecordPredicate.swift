@@ -8,7 +8,7 @@
 /// runs; a key path the schema does not name throws ``ReservoirError`` (`.invalidQuery`).
 /// Named `RecordPredicate` so it never clashes with Foundation's `Predicate`.
 public struct RecordPredicate<Root: Storable>: Sendable {
-    let resolve: @Sendable (Schema<Root>) throws -> RowPredicate
+    @usableFromInline let resolve: @Sendable (Schema<Root>) throws -> RowPredicate
 
     init(_ resolve: @escaping @Sendable (Schema<Root>) throws -> RowPredicate) {
         self.resolve = resolve

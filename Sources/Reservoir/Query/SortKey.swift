@@ -22,6 +22,7 @@ public struct SortKey<Root: Storable>: Sendable {
         SortKey(keyPath: SendableKeyPath(keyPath), ascending: false)
     }
 
+    @usableFromInline
     func term(in schema: Schema<Root>) throws -> SortTerm {
         if let problem { throw problem }
         return SortTerm(column: try schema.column(for: keyPath.path), ascending: ascending)

@@ -116,7 +116,9 @@ enum ColumnCodec {
         return ("\(quoted) = $1::\(kind.castType)", [parameter])
     }
 
-    /// The value of a binary result field of a column of `kind`.
+    /// The value of a binary result field of a column of `kind`. Inlined into the loops that
+    /// decode every field of every row; a mixed column's decoding stays out of line.
+    @inline(__always)
     static func value(_ raw: UnsafeRawBufferPointer, kind: ColumnKind) -> Value? {
         switch kind {
         case .integer:
@@ -130,13 +132,20 @@ enum ColumnCodec {
         case .blob:
             return .blob(Data(raw))
         case .mixed:
-            guard let kindByte = raw.last else { return nil }
-            guard let decoded = KeyEncoding.decode(UnsafeRawBufferPointer(rebasing: raw.dropLast())) else { return nil }
-            switch (decoded, kindByte) {
-            case let (.integer(integer), 2): return .real(Double(integer))
-            case (.integer(0), 3): return .real(-0.0)
-            default: return decoded
-            }
+            return mixedValue(raw)
+        }
+    }
+
+    /// A mixed column's field: the ``KeyEncoding`` bytes, then a kind byte (2: a real that
+    /// equals an integer, 3: negative zero).
+    @inline(never)
+    static func mixedValue(_ raw: UnsafeRawBufferPointer) -> Value? {
+        guard let kindByte = raw.last else { return nil }
+        guard let decoded = KeyEncoding.decode(UnsafeRawBufferPointer(rebasing: raw.dropLast())) else { return nil }
+        switch (decoded, kindByte) {
+        case let (.integer(integer), 2): return .real(Double(integer))
+        case (.integer(0), 3): return .real(-0.0)
+        default: return decoded
         }
     }
 }
