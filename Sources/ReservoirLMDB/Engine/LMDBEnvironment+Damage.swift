@@ -11,7 +11,7 @@ extension LMDBEnvironment {
     /// raises SIGBUS, which no error handling survives. Called when a transaction begins; a file truncated while a
     /// transaction is open is not caught (Backends.md § LMDB, "Damaged files").
     func checkNotTruncated() throws {
-        if let damage = Self.truncation(env: env, path: path, sizeFD: sizeFD) { throw damage }
+        if let damage = Self.truncation(env: env, path: path, sizeFD: sizeFD, pageSize: filePageSize) { throw damage }
     }
 
     /// A data.mdb found shorter than its pages, but missing only free ones.
@@ -24,16 +24,16 @@ extension LMDBEnvironment {
     static let soundShortFiles = Locked<[String: ShortFile]>([:])
 
     /// `sizeFD`, when not -1, is data.mdb opened for its size alone (``sizeFD``); otherwise
-    /// LMDB's own descriptor is asked with `fstat`.
-    static func truncation(env: OpaquePointer, path: String, sizeFD: Int32 = -1) -> ReservoirError? {
+    /// LMDB's own descriptor is asked with `fstat`. `pageSize`, the environment's, is asked of
+    /// LMDB when not given (it never changes once the environment is open).
+    static func truncation(env: OpaquePointer, path: String, sizeFD: Int32 = -1, pageSize: Int? = nil) -> ReservoirError? {
         var info = MDB_envinfo()
-        var pages = MDB_stat()
         // The page count first, the file size second: a commit in between only grows the
         // file (LMDB writes a commit's pages before the meta page naming them), whereas the
         // other order could see an old size beside a newer commit's pages and cry truncation.
-        guard mdb_env_info(env, &info) == 0, mdb_env_stat(env, &pages) == 0,
+        guard mdb_env_info(env, &info) == 0, let pageSize = pageSize ?? Self.filePageSize(env),
               let size = fileSize(env: env, sizeFD: sizeFD) else { return nil }
-        let needed = (Int(info.me_last_pgno) + 1).multipliedReportingOverflow(by: Int(pages.ms_psize))
+        let needed = (Int(info.me_last_pgno) + 1).multipliedReportingOverflow(by: pageSize)
         guard needed.overflow || size < needed.partialValue else { return nil }
         // Shorter than the pages counted: sound when only free pages are missing (LMDB's
         // loose pages, see PageCheck.missingPagesAreFree), checked once per commit and size.
@@ -47,6 +47,12 @@ extension LMDBEnvironment {
             .corrupt,
             "\(lmdbStore(path)): data.mdb is damaged: it is \(size) bytes, but its pages reach \(needed.overflow ? "beyond Int.max" : "\(needed.partialValue)") bytes (the file was truncated); restore it from a copy",
             nativeCode: CLMDB_CORRUPTED, nativeMessage: LMDBErrors.message(CLMDB_CORRUPTED))
+    }
+
+    /// The environment's page size; nil when LMDB does not answer.
+    static func filePageSize(_ env: OpaquePointer) -> Int? {
+        var pages = MDB_stat()
+        return mdb_env_stat(env, &pages) == 0 ? Int(pages.ms_psize) : nil
     }
 
     /// data.mdb's size in bytes: `lseek(SEEK_END)` on `sizeFD`, or `fstat` on LMDB's

@@ -111,6 +111,10 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// seeked: its writes position it. -1 when it could not be opened as the same file
     /// LMDB has open; then `fstat` on LMDB's serves.
     let sizeFD: Int32
+    /// The environment's page size as LMDB reads pages (the file's, which may not be this
+    /// system's ``pageSize``), asked once: the truncation check at every transaction's start
+    /// needs it. Nil when LMDB did not answer, and the check asks each time.
+    let filePageSize: Int?
     /// data.mdb, lock.mdb and reservoir-writer.lock as opened. A process that finds one
     /// deleted makes a new one: a new lock.mdb or writer lock no longer serialises its
     /// writers with ours, and a new data.mdb holds other data. Checked when the store is
@@ -231,6 +235,7 @@ final class LMDBEnvironment: @unchecked Sendable {
         staleReadersCleared = Int(dead)
         self.env = env
         sizeFD = Self.openSizeDescriptor(env: env, path: path)
+        filePageSize = Self.filePageSize(env)
         maxKeySize = Int(mdb_env_get_maxkeysize(env))
         var info = MDB_envinfo()
         mdb_env_info(env, &info)
