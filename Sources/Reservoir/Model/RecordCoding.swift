@@ -36,12 +36,15 @@ enum RecordCoding {
     }
 
     /// The records of the rows `fetch` reads for `query` (a reader's or a backend's
-    /// `fetch(_:expecting:each:)`), capacity reserved for a limit or the count it announces.
+    /// `fetch(_:expecting:each:)`), capacity reserved for a limit or the count it announces,
+    /// and otherwise for 16 records at first: grown from empty, an array is reallocated at 1,
+    /// 2, 4 and 8 records (a backend that cannot count ahead, SQLite's, grew 100 records
+    /// eight times).
     @inlinable
     static func records<T: Storable>(_ type: T.Type, _ query: Query,
                                      _ fetch: (_ expecting: (Int) -> Void, _ each: (Row) throws -> Void) throws -> Void) throws -> [T] {
         var records: [T] = []
-        if let limit = query.limit { records.reserveCapacity(min(limit, 1024)) }
+        records.reserveCapacity(query.limit.map { min($0, 1024) } ?? 16)
         try fetch({ records.reserveCapacity($0) }) { records.append(try decode(T.self, from: $0)) }
         return records
     }
