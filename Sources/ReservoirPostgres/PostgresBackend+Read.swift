@@ -150,7 +150,11 @@ extension PostgresBackend {
             throw error
         }
         guard fits, let (sql, parameters, table) = statement else { return nil }
-        let answer = try connection.pipeline(layout.readStart + [.prepared(sql, parameters)] + layout.readEnd)
+        var items = layout.readStart
+        items.reserveCapacity(items.count + 1 + layout.readEnd.count)
+        items.append(.prepared(sql, parameters))
+        items.append(contentsOf: layout.readEnd)
+        let answer = try connection.pipeline(items)
         if answer.succeeded, let meta = answer.results[Layout.readMetaResult], let result = answer.results[Layout.readMetaResult + 1],
            meta.text(0, 1).flatMap({ Int64($0) }) == catalog.version {
             healthy = connection.isHealthy

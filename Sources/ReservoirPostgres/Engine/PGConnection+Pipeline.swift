@@ -57,10 +57,11 @@ extension PGConnection {
         // Named statements are prepared before the pipeline (PQprepare waits for its answer,
         // after reading any deferred answers). One that fails to prepare throws with the
         // queued writes still queued: nothing was sent.
-        let names: [String?] = try (items + tail).map { item in
+        func name(_ item: PGPipelineItem) throws -> String? {
             guard case let .prepared(sql, _, _) = item else { return nil }
             return try statementName(for: sql)
         }
+        let names: [String?] = try tail.isEmpty ? items.map(name) : (items + tail).map(name)
         queued.removeAll(keepingCapacity: true)
         let deadline = deadline()
         guard PQenterPipelineMode(handle) == 1 else {

@@ -54,15 +54,12 @@ struct Layout: Sendable {
     /// snapshot. Ends are spelled `END` (PostgreSQL's `COMMIT`) so that a write's `COMMIT` is the
     /// only one on the wire, as the tests' TCPCutter needs. Results: 0 `BEGIN`, 1 the lock,
     /// 2 `END`, 3 `BEGIN`, 4 the meta row (``readMetaResult``), then the first statement's.
-    var readStart: [PGPipelineItem] {
-        [.plain("BEGIN"), .prepared(readLock, [], binary: false), .plain("END"),
-         .plain(Self.readBegin), .prepared(readMeta, [], binary: false)]
-    }
+    let readStart: [PGPipelineItem]
     static let readMetaResult = 4
     /// Every read transaction's end: `END`, then the unlock, and a sync. Sent at a read's end
     /// they are a segment of their own, which runs even after an error in the transaction
     /// (`END` then rolls back); a point read sends them in its single segment.
-    var readEnd: [PGPipelineItem] { [.plain("END"), .prepared(readUnlock, [], binary: false), .sync] }
+    let readEnd: [PGPipelineItem]
     /// Every read transaction's `BEGIN`.
     static let readBegin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
     let metaUpdate: String
@@ -84,6 +81,9 @@ struct Layout: Sendable {
         readMeta = "SELECT sequence, catalog, commit_id, store_id::text FROM \(meta)"
         logInsert = "INSERT INTO \(changes) (sequence, entity, kind, ids, commit_id) VALUES ($1::bigint, $2::text, $3::text, $4::bytea, $5::bigint)"
         metaUpdate = "UPDATE \(meta) SET sequence = $1::bigint, commit_id = $2::bigint, xact = pg_current_xact_id()"
+        readStart = [.plain("BEGIN"), .prepared(readLock, [], binary: false), .plain("END"),
+                     .plain(Self.readBegin), .prepared(readMeta, [], binary: false)]
+        readEnd = [.plain("END"), .prepared(readUnlock, [], binary: false), .sync]
     }
 
     static func quote(_ identifier: String) -> String {
