@@ -136,7 +136,7 @@ extension ConformanceSuite {
             try expectEqual(try backend.withRow("conformance_no_such_entity", id: .integer(1)) { _ in }, false, "withRow in an entity never written")
         },
 
-        ConformanceCase("spi", "fetch(_:expecting:each:) on the backend reads what a read's fetch reads, announcing the exact count") { context in
+        ConformanceCase("spi", "fetch(_:expecting:each:) and count(_:) on the backend read what a read's fetch and count read") { context in
             let backend = context.store.backend
             // Rows kept as delivered, the counts announced (at most one, before any row).
             func alone(_ query: Query) throws -> [Row] {
@@ -152,6 +152,7 @@ extension ConformanceSuite {
             }
             let all = try Query(entity: otherEntity)
             try expectEqual(try alone(all), [], "the backend's fetch in an entity never written")
+            try expectEqual(try backend.count(all), 0, "the backend's count in an entity never written")
             try backend.write { tx in
                 for id in 1...6 {
                     var columns: [(String, Value)] = [("id", .integer(Int64(id))), ("x", id == 3 ? .real(3.5) : .integer(Int64(id * 10)))]
@@ -167,11 +168,15 @@ extension ConformanceSuite {
                 try Query(entity: otherEntity, predicate: .compare(column: "x", .equal, .text("none"))),
             ]
             for query in queries {
-                try expectEqual(try alone(query), try backend.read { try $0.fetch(query) }, "the backend's fetch of \(query) against a read's")
+                let rows = try backend.read { try $0.fetch(query) }
+                try expectEqual(try alone(query), rows, "the backend's fetch of \(query) against a read's")
+                try expectEqual(try backend.count(query), rows.count, "the backend's count of \(query) against a read's fetch")
+                try expectEqual(try backend.count(query), try backend.read { try $0.count(query) }, "the backend's count of \(query) against a read's")
             }
             // A later commit is seen by the next fetch.
             try backend.write { tx in try tx.put(otherEntity, id: .integer(1), row: Row([("id", .integer(1)), ("x", .integer(99))])) }
             try expectEqual(try alone(queries[1]).map { $0.value("id") }, [1, 2, 4, 5, 6].map { Value.integer($0) }, "the backend's fetch after a commit")
+            try expectEqual(try backend.count(queries[1]), 5, "the backend's count after a commit")
         },
 
         ConformanceCase("spi", "a backend transaction used after its closure is refused") { context in

@@ -22,9 +22,9 @@ import Reservoir
 ///    their answers are read at the connection's next use, in that use's round trip
 ///    (``PGConnection/pipeline(_:deferring:)``).
 ///
-/// So a fetch is one round trip, and `Store.get` (``row(_:id:)``) and `Store.fetch`
-/// (``fetch(_:expecting:each:)``), whose statements are all known before the transaction
-/// starts, one as well, their end included, in one segment.
+/// So a fetch is one round trip, and `Store.get` (``row(_:id:)``), `Store.fetch`
+/// (``fetch(_:expecting:each:)``) and `Store.count` (``count(_:)``), whose statements are all
+/// known before the transaction starts, one as well, their end included, in one segment.
 extension PostgresBackend {
     public func read<R>(_ body: (any ReadTransaction) throws -> R) throws -> R {
         try checkOpen()
@@ -74,7 +74,7 @@ extension PostgresBackend {
         return result
     }
 
-    /// `Store.get`'s point read in one segment (``alone(_:_:)``); otherwise the ordinary read.
+    /// `Store.get`'s point read in one segment (``alone(_:_:decode:)``); otherwise the ordinary read.
     public func row(_ entity: String, id: Value) throws -> Row? {
         try checkOpen()
         if let catalog = knownCatalog(entity) {
@@ -94,18 +94,11 @@ extension PostgresBackend {
         return try read { try $0.row(entity, id: id) }
     }
 
-    /// `Store.fetch`'s read in one segment (``alone(_:_:)``); otherwise the ordinary read.
+    /// `Store.fetch`'s read in one segment (``alone(_:_:decode:)``); otherwise the ordinary read.
     public func fetch(_ query: Query, expecting: (Int) -> Void, each body: (Row) throws -> Void) throws {
         try checkOpen()
         if let catalog = knownCatalog(query.entity.name) {
-            let answered: Void? = try alone({ connection in
-                catalog.tables[query.entity.name].map { table in
-                    let compiled = PGCompiler.compile(query, table: table, layout: layout, counting: false,
-                                                      text: { connection.text($0, catalog: catalog.version) },
-                                                      keep: { connection.keep($0, for: $1, catalog: catalog.version) })
-                    return (compiled.sql, compiled.parameters, table)
-                }
-            }, catalog) { result, table, connection in
+            let answered: Void? = try alone({ connection in statement(query, counting: false, on: connection, catalog) }, catalog) { result, table, connection in
                 expecting(result.rowCount)
                 var row = Row()
                 for index in 0..<result.rowCount {
@@ -116,6 +109,30 @@ extension PostgresBackend {
             if answered != nil { return }
         }
         try read { try $0.fetch(query, expecting: expecting, each: body) }
+    }
+
+    /// `Store.count`'s read in one segment (``alone(_:_:decode:)``); otherwise the ordinary read.
+    public func count(_ query: Query) throws -> Int {
+        try checkOpen()
+        if let catalog = knownCatalog(query.entity.name),
+           let count = try alone({ connection in statement(query, counting: true, on: connection, catalog) }, catalog, decode: { result, _, _ in
+               result.rowCount > 0 ? Int(result.int64(0, 0)) : 0
+           }) {
+            return count
+        }
+        return try read { try $0.count(query) }
+    }
+
+    /// `query` (its `count(*)` when `counting`) compiled for its table in `catalog`, its SQL
+    /// kept by `connection` for a value-free shape; nil when `catalog` has no such table.
+    private func statement(_ query: Query, counting: Bool, on connection: PGConnection, _ catalog: Catalog)
+        -> (sql: String, parameters: [PGParameter], table: TableInfo)? {
+        catalog.tables[query.entity.name].map { table in
+            let compiled = PGCompiler.compile(query, table: table, layout: layout, counting: counting,
+                                              text: { connection.text($0, catalog: catalog.version) },
+                                              keep: { connection.keep($0, for: $1, catalog: catalog.version) })
+            return (compiled.sql, compiled.parameters, table)
+        }
     }
 
     /// The catalog the store last loaded, when it has `entity`'s table and the store exists:

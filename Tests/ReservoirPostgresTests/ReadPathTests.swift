@@ -59,7 +59,7 @@ struct ReadPathTests {
         }
     }
 
-    /// `Store.fetch`'s read alone (`StorageBackend.fetch(_:expecting:each:)`), one segment with
+    /// `Store.fetch`'s read alone (`StorageBackend.fetch(_:expecting:each:)`, and `count(_:)`), one segment with
     /// its start and end: it sees every commit before it, falls back to the ordinary read when
     /// the table changed under the catalog it knew, announces the count it then delivers, and
     /// leaves no transaction or lock behind (a write and a column rewrite that takes the
@@ -84,6 +84,7 @@ struct ReadPathTests {
             // Another commit, the catalog the same: the next fetch alone sees it.
             try other.write { _ = try $0.putRow(Self.thing(.integer(5), .text("bat")), in: Self.things) }
             #expect(try alone(prefixed) == [.integer(5), .integer(1)])
+            #expect(try mine.count(prefixed) == 2)
             // The name column made mixed, a rewrite that takes the readers' lock exclusively (it
             // would wait out its timeout behind a lock left held): the statement built from the
             // old catalog no longer fits.
@@ -102,6 +103,7 @@ struct ReadPathTests {
             var rows: [Row] = []
             try mine.fetch(prefixed, expecting: { _ in }, each: { rows.append($0) })
             #expect(rows.map { $0.value("size") } == [.integer(70), .null, .null, .null])
+            #expect(try mine.count(Query(entity: Self.things, predicate: .compare(column: "size", .equal, .integer(70)))) == 1)
         }
     }
 }

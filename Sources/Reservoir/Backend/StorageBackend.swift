@@ -80,6 +80,11 @@ public protocol StorageBackend: AnyObject, Sendable {
     /// does so before calling either.
     func fetch(_ query: Query, expecting: (Int) -> Void, each body: (Row) throws -> Void) throws
 
+    /// The number of rows `query` selects, in a read transaction of its own: exactly what
+    /// `read { try $0.count(query) }` returns, which is the default. ``Store/count(_:)`` asks
+    /// this, with the same freedom as ``fetch(_:expecting:each:)``.
+    func count(_ query: Query) throws -> Int
+
     /// Calls `body` with the row ``row(_:id:)`` returns and returns true, or returns false when
     /// there is none, with the same freedom from a whole read transaction. As
     /// ``ReadTransaction/withRow(_:id:_:)``, a backend may lend `body` a row it refills in
@@ -151,6 +156,11 @@ extension StorageBackend {
     /// Runs `query` in a read transaction of its own.
     public func fetch(_ query: Query, expecting: (Int) -> Void, each body: (Row) throws -> Void) throws {
         try read { try $0.fetch(query, expecting: expecting, each: body) }
+    }
+
+    /// Counts `query`'s rows in a read transaction of its own.
+    public func count(_ query: Query) throws -> Int {
+        try read { try $0.count(query) }
     }
 
     /// Runs `body` once, through ``write(_:)``.

@@ -141,8 +141,17 @@ public final class Store: Sendable {
     }
 
     /// The number of records `request` selects.
+    // One backend call without a snapshot (``StorageBackend/count(_:)``), as `fetch`.
+    @inlinable
     public func count<T: Storable>(_ request: FetchRequest<T>) throws -> Int {
-        try read { try $0.count(request) }
+        try checkOpen()
+        do {
+            let query = try request.query()
+            if shadowCheck.needsProbe(T.self, for: query) { return try read { try $0.count(request) } }
+            return try backend.count(query)
+        } catch let error as ReservoirError {
+            throw named(error)
+        }
     }
 
     /// The record with this id, or nil.
