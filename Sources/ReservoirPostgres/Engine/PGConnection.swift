@@ -27,18 +27,32 @@ final class PGConnection {
     private var texts: [StatementKey: String] = [:]
     private var textsCatalog: Int64 = -1
 
+    static let textLimit = 1024
+
+    /// The last query shape's text looked up (``PGQueryShape``): a run of reads of one shape
+    /// compares it and hashes nothing.
+    private var lastQueryText: (key: StatementKey, sql: String)?
+
     /// The SQL kept for `key` on the tables of catalog version `catalog`.
     func text(_ key: StatementKey, catalog: Int64) -> String? {
-        textsCatalog == catalog ? texts[key] : nil
+        guard textsCatalog == catalog else { return nil }
+        guard case .query = key.kind else { return texts[key] }
+        if let last = lastQueryText, last.key == key { return last.sql }
+        guard let sql = texts[key] else { return nil }
+        lastQueryText = (key, sql)
+        return sql
     }
 
     /// Keeps `sql`, made for `key` on the tables of committed catalog version `catalog`.
     func keep(_ sql: String, for key: StatementKey, catalog: Int64) {
-        if textsCatalog != catalog {
+        // Bounded: an app whose queries take ever new shapes starts over now and then.
+        if textsCatalog != catalog || texts.count >= Self.textLimit {
             texts.removeAll()
+            lastQueryText = nil
             textsCatalog = catalog
         }
         texts[key] = sql
+        if case .query = key.kind { lastQueryText = (key, sql) }
     }
     /// Writes whose results nobody waits for, sent together (``flush(then:)``) before the
     /// next statement that reads, so a transaction still reads its own writes.

@@ -14,14 +14,14 @@ import Reservoir
 /// constant) is decided by values, and such a query is compiled each time. The window's
 /// presence is part of the shape; its values are parameters.
 struct PGQueryShape: Hashable {
-    indirect enum Condition: Hashable {
-        case compare(String, ComparisonOperator, ColumnKind)
-        case and([Condition])
-        case or([Condition])
-        case not(Condition)
+    /// A comparison: its column, operator and the column's kind (the operand's, too).
+    struct Comparison: Hashable, Sendable {
+        let column: String
+        let op: ComparisonOperator
+        let kind: ColumnKind
     }
 
-    let condition: Condition?
+    let condition: PredicateShape<Comparison>?
     let sort: [SortTerm]
     let limited: Bool
     let offset: Bool
@@ -32,9 +32,14 @@ struct PGQueryShape: Hashable {
     /// query is not of a value-free shape.
     static func of(_ query: Query, table: TableInfo, counting: Bool) -> (shape: PGQueryShape, parameters: [PGParameter])? {
         var parameters: [PGParameter] = []
-        var condition: Condition?
+        var condition: PredicateShape<Comparison>?
         if let predicate = query.predicate {
-            guard let shaped = shape(predicate, table, &parameters) else { return nil }
+            guard let shaped = PredicateShape(predicate, leaf: { column, op, operand -> Comparison? in
+                guard let kind = table.kinds[column], kind != .mixed, ColumnKind(of: operand) == kind,
+                      let parameter = ColumnCodec.parameter(operand, kind: kind, isID: false) else { return nil }
+                parameters.append(parameter)
+                return Comparison(column: column, op: op, kind: kind)
+            }) else { return nil }
             condition = shaped
         }
         if let limit = query.limit { parameters.append(.integer(Int64(clamping: limit))) }
@@ -42,34 +47,5 @@ struct PGQueryShape: Hashable {
         let shape = PGQueryShape(condition: condition, sort: query.sort, limited: query.limit != nil,
                                  offset: query.offset > 0, counting: counting)
         return (shape, parameters)
-    }
-
-    private static func shape(_ predicate: RowPredicate, _ table: TableInfo, _ parameters: inout [PGParameter]) -> Condition? {
-        switch predicate {
-        case let .compare(column, op, operand):
-            guard let kind = table.kinds[column], kind != .mixed, ColumnKind(of: operand) == kind,
-                  let parameter = ColumnCodec.parameter(operand, kind: kind, isID: false) else { return nil }
-            parameters.append(parameter)
-            return .compare(column, op, kind)
-        case let .and(parts):
-            return shapes(parts, table, &parameters).map { .and($0) }
-        case let .or(parts):
-            return shapes(parts, table, &parameters).map { .or($0) }
-        case let .not(inner):
-            return shape(inner, table, &parameters).map { .not($0) }
-        case .constant, .isIn, .hasPrefix, .contains:
-            return nil
-        }
-    }
-
-    private static func shapes(_ parts: [RowPredicate], _ table: TableInfo, _ parameters: inout [PGParameter]) -> [Condition]? {
-        guard !parts.isEmpty else { return nil }
-        var shaped: [Condition] = []
-        shaped.reserveCapacity(parts.count)
-        for part in parts {
-            guard let condition = shape(part, table, &parameters) else { return nil }
-            shaped.append(condition)
-        }
-        return shaped
     }
 }

@@ -100,6 +100,35 @@ final class Session {
 
     private var cacheGeneration = 0
 
+    /// The SQL of queries of a value-free shape (``SQLQueryShape``), for the tables of catalog
+    /// revision `queryTextsRevision`; at most ``queryTextLimit`` of them.
+    private var queryTexts: [SQLQueryShape: String] = [:]
+    private var queryTextsRevision = -1
+    static let queryTextLimit = 256
+
+    /// The last shape looked up and its SQL: a run of reads of one shape compares it and
+    /// hashes nothing.
+    private var lastQueryText: (shape: SQLQueryShape, sql: String)?
+
+    /// The SQL kept for `shape` at the catalog's current revision.
+    func queryText(_ shape: SQLQueryShape) -> String? {
+        guard queryTextsRevision == catalog.revision else { return nil }
+        if let last = lastQueryText, last.shape == shape { return last.sql }
+        guard let sql = queryTexts[shape] else { return nil }
+        lastQueryText = (shape, sql)
+        return sql
+    }
+
+    /// Keeps `sql`, compiled for `shape` on the catalog's tables as they are.
+    func keep(_ sql: String, for shape: SQLQueryShape) {
+        if queryTextsRevision != catalog.revision || queryTexts.count >= Self.queryTextLimit {
+            queryTexts.removeAll()
+            queryTextsRevision = catalog.revision
+        }
+        queryTexts[shape] = sql
+        lastQueryText = (shape, sql)
+    }
+
     init(connection: Connection) {
         self.connection = connection
     }

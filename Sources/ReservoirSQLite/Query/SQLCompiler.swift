@@ -1,8 +1,8 @@
 import Reservoir
 
 /// A query compiled to SQL, with its parameters to bind in order (`?1`, `?2`, …).
-struct CompiledQuery {
-    enum Parameter {
+struct CompiledQuery: Equatable {
+    enum Parameter: Equatable {
         /// A value bound as itself.
         case value(Value)
         /// A text's UTF-8 bytes bound as a blob, for byte-wise matching.
@@ -50,6 +50,26 @@ struct SQLCompiler {
 
     init(table: Catalog.Table) {
         self.table = table
+    }
+
+    /// ``compile(_:table:counting:)`` for `session`'s catalog, its SQL kept by the session
+    /// for a query of a value-free shape (``SQLQueryShape``) and taken from there for the next
+    /// query of that shape at the same catalog revision: only the parameters are taken from
+    /// `query` then. (Debug builds compile again and check that the SQL and parameters are the
+    /// compiler's.)
+    static func compile(_ query: Query, table: Catalog.Table, counting: Bool, in session: Session) -> CompiledQuery {
+        guard let (shape, parameters) = SQLQueryShape.of(query, table: table, counting: counting) else {
+            return compile(query, table: table, counting: counting)
+        }
+        if let sql = session.queryText(shape) {
+            assert(compile(query, table: table, counting: counting) == CompiledQuery(sql: sql, parameters: parameters),
+                   "the SQL of a query's shape is not what the compiler makes of it: \(query)")
+            return CompiledQuery(sql: sql, parameters: parameters)
+        }
+        let compiled = compile(query, table: table, counting: counting)
+        assert(compiled.parameters == parameters, "a shape's parameters are not the compiler's: \(query)")
+        session.keep(compiled.sql, for: shape)
+        return compiled
     }
 
     /// `SELECT *` (or `count(*)`) for `query`.

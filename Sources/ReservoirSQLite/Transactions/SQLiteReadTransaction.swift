@@ -104,7 +104,7 @@ class SQLiteReadTransaction: ReadTransaction {
     func fetch(_ query: Query, each body: (Row) throws -> Void) throws {
         try checkOpen()
         guard let table = try table(query.entity.name) else { return }
-        let compiled = SQLCompiler.compile(query, table: table, counting: false)
+        let compiled = SQLCompiler.compile(query, table: table, counting: false, in: session)
         let statement = try connection.cached(compiled.sql)
         defer { statement.reset() }
         try compiled.bind(to: statement)
@@ -120,7 +120,7 @@ class SQLiteReadTransaction: ReadTransaction {
     func count(_ query: Query) throws -> Int {
         try checkOpen()
         guard let table = try table(query.entity.name) else { return 0 }
-        let compiled = SQLCompiler.compile(query, table: table, counting: true)
+        let compiled = SQLCompiler.compile(query, table: table, counting: true, in: session)
         let statement = try connection.cached(compiled.sql)
         defer { statement.reset() }
         try compiled.bind(to: statement)
