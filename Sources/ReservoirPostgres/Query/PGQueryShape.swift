@@ -14,14 +14,8 @@ import Reservoir
 /// constant) is decided by values, and such a query is compiled each time. The window's
 /// presence is part of the shape; its values are parameters.
 struct PGQueryShape: Hashable {
-    /// A comparison: its column, operator and the column's kind (the operand's, too).
-    struct Comparison: Hashable, Sendable {
-        let column: String
-        let op: ComparisonOperator
-        let kind: ColumnKind
-    }
-
-    let condition: PredicateShape<Comparison>?
+    /// Each comparison's operand class: the column's kind, which the operand's equals.
+    let condition: PredicateShape?
     let sort: [SortTerm]
     let limited: Bool
     let offset: Bool
@@ -32,13 +26,15 @@ struct PGQueryShape: Hashable {
     /// query is not of a value-free shape.
     static func of(_ query: Query, table: TableInfo, counting: Bool) -> (shape: PGQueryShape, parameters: [PGParameter])? {
         var parameters: [PGParameter] = []
-        var condition: PredicateShape<Comparison>?
+        var condition: PredicateShape?
         if let predicate = query.predicate {
-            guard let shaped = PredicateShape(predicate, leaf: { column, op, operand -> Comparison? in
-                guard let kind = table.kinds[column], kind != .mixed, ColumnKind(of: operand) == kind,
+            // The kinds alone: a closure capturing the whole table copied it at every query.
+            let kinds = table.kinds
+            guard let shaped = PredicateShape(predicate, class: { column, _, operand -> UInt8? in
+                guard let kind = kinds[column], kind != .mixed, ColumnKind(of: operand) == kind,
                       let parameter = ColumnCodec.parameter(operand, kind: kind, isID: false) else { return nil }
                 parameters.append(parameter)
-                return Comparison(column: column, op: op, kind: kind)
+                return kind.shapeClass
             }) else { return nil }
             condition = shaped
         }
@@ -47,5 +43,18 @@ struct PGQueryShape: Hashable {
         let shape = PGQueryShape(condition: condition, sort: query.sort, limited: query.limit != nil,
                                  offset: query.offset > 0, counting: counting)
         return (shape, parameters)
+    }
+}
+
+extension ColumnKind {
+    /// The kind as a ``PredicateShape`` operand class.
+    var shapeClass: UInt8 {
+        switch self {
+        case .integer: 1
+        case .real: 2
+        case .text: 3
+        case .blob: 4
+        case .mixed: 5
+        }
     }
 }

@@ -13,15 +13,9 @@ import Reservoir
 /// or the catalog, and such a query is compiled each time. The window's presence is part of
 /// the shape; its values are parameters.
 struct SQLQueryShape: Hashable {
-    /// A comparison: its column, operator and whether the operand is text.
-    struct Comparison: Hashable, Sendable {
-        let column: String
-        let op: ComparisonOperator
-        let text: Bool
-    }
-
     let entity: String
-    let condition: PredicateShape<Comparison>?
+    /// Each comparison's operand class: 1 for text, 0 for any other value.
+    let condition: PredicateShape?
     let sort: [SortTerm]
     let windowed: Bool
     let counting: Bool
@@ -31,12 +25,14 @@ struct SQLQueryShape: Hashable {
     /// is not of a value-free shape.
     static func of(_ query: Query, table: Catalog.Table, counting: Bool) -> (shape: SQLQueryShape, parameters: [CompiledQuery.Parameter])? {
         var parameters: [CompiledQuery.Parameter] = []
-        var condition: PredicateShape<Comparison>?
+        var condition: PredicateShape?
         if let predicate = query.predicate {
-            guard let shaped = PredicateShape(predicate, leaf: { column, op, operand -> Comparison? in
-                guard !operand.isNull, table.columnSet.contains(column) else { return nil }
+            // The column set alone: a closure capturing the whole table copied it at every query.
+            let columns = table.columnSet
+            guard let shaped = PredicateShape(predicate, class: { column, _, operand -> UInt8? in
+                guard !operand.isNull, columns.contains(column) else { return nil }
                 parameters.append(.value(operand))
-                return Comparison(column: column, op: op, text: operand.isText)
+                return operand.isText ? 1 : 0
             }) else { return nil }
             condition = shaped
         }
