@@ -99,12 +99,7 @@ extension PostgresBackend {
         try checkOpen()
         if let catalog = knownCatalog(query.entity.name) {
             let answered: Void? = try alone({ connection in statement(query, counting: false, on: connection, catalog) }, catalog) { result, table, connection in
-                expecting(result.rowCount)
-                var row = Row()
-                for index in 0..<result.rowCount {
-                    try PGReadTransaction.decodeRow(result, index, table, connection: connection, into: &row)
-                    try body(row)
-                }
+                try PGReadTransaction.deliver(result, table, connection: connection, expecting: expecting, each: body)
             }
             if answered != nil { return }
         }
@@ -115,9 +110,8 @@ extension PostgresBackend {
     public func count(_ query: Query) throws -> Int {
         try checkOpen()
         if let catalog = knownCatalog(query.entity.name),
-           let count = try alone({ connection in statement(query, counting: true, on: connection, catalog) }, catalog, decode: { result, _, _ in
-               result.rowCount > 0 ? Int(result.int64(0, 0)) : 0
-           }) {
+           let count = try alone({ connection in statement(query, counting: true, on: connection, catalog) }, catalog,
+                                 decode: { result, _, _ in PGReadTransaction.count(of: result) }) {
             return count
         }
         return try read { try $0.count(query) }

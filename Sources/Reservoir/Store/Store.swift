@@ -124,13 +124,8 @@ public final class Store: Sendable {
     // default is a read transaction), unless the shadow columns must be checked first.
     @inlinable
     public func fetch<T: Storable>(_ request: FetchRequest<T>) throws -> [T] {
-        try checkOpen()
-        do {
-            let query = try request.query()
-            if shadowCheck.needsProbe(T.self, for: query) { return try read { try $0.fetch(request) } }
-            return try RecordCoding.records(T.self, query) { try backend.fetch(query, expecting: $0, each: $1) }
-        } catch let error as ReservoirError {
-            throw named(error)
+        try readAlone(request, inSnapshot: { try $0.fetch(request) }) { query in
+            try RecordCoding.records(T.self, query) { try backend.fetch(query, expecting: $0, each: $1) }
         }
     }
 
@@ -144,11 +139,20 @@ public final class Store: Sendable {
     // One backend call without a snapshot (``StorageBackend/count(_:)``), as `fetch`.
     @inlinable
     public func count<T: Storable>(_ request: FetchRequest<T>) throws -> Int {
+        try readAlone(request, inSnapshot: { try $0.count(request) }) { try backend.count($0) }
+    }
+
+    /// `alone` with `request`'s query: a read of its own, through the backend, outside a
+    /// snapshot; `inSnapshot` instead when the shadow columns must be checked first (a probe
+    /// and the read in one snapshot). Errors name the store.
+    @inlinable
+    func readAlone<T: Storable, R>(_ request: FetchRequest<T>, inSnapshot: (Snapshot) throws -> R,
+                                   alone: (Query) throws -> R) throws -> R {
         try checkOpen()
         do {
             let query = try request.query()
-            if shadowCheck.needsProbe(T.self, for: query) { return try read { try $0.count(request) } }
-            return try backend.count(query)
+            if shadowCheck.needsProbe(T.self, for: query) { return try read(inSnapshot) }
+            return try alone(query)
         } catch let error as ReservoirError {
             throw named(error)
         }

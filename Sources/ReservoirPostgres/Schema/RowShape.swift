@@ -12,9 +12,4 @@ struct RowShape: Sendable {
     /// One for each of ``columns``, in the same order: the decoding loop reads both from one
     /// array, not a position's optional and a kind from two.
     let fields: [Field]
-
-    init(columns: [String], positions: [Int?], kinds: [ColumnKind]) {
-        self.columns = columns
-        fields = zip(positions, kinds).map { Field(position: $0.map { Int32($0) } ?? -1, kind: $1) }
-    }
 }

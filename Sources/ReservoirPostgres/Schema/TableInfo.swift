@@ -8,7 +8,7 @@ struct TableInfo: Sendable {
     var kinds: [String: ColumnKind] { didSet { refresh() } }
     /// How result rows become ``Row``s, kept with the table so a fetch of 100,000 rows or a
     /// run of point reads works it out once, not per row.
-    private(set) var rowShape = RowShape(columns: [], positions: [], kinds: [])
+    private(set) var rowShape = RowShape(columns: [], fields: [])
     /// `"id", "a", "b"`: the select list, in table order.
     private(set) var selectList = ""
     /// Each column's kind, in table order (for rows streamed into a `COPY`).
@@ -27,8 +27,9 @@ struct TableInfo: Sendable {
     private mutating func refresh() {
         var names = entity.fields
         for column in columns where !entity.fields.contains(column) { names.append(column) }
-        let positions = names.map { name in columns.firstIndex(of: name) }
-        rowShape = RowShape(columns: names, positions: positions, kinds: names.map { kinds[$0] ?? .mixed })
+        rowShape = RowShape(columns: names, fields: names.map { name in
+            RowShape.Field(position: columns.firstIndex(of: name).map { Int32($0) } ?? -1, kind: kinds[name] ?? .mixed)
+        })
         selectList = columns.map(Layout.quote).joined(separator: ", ")
         columnKinds = columns.map { kinds[$0] ?? .mixed }
         idKind = kinds[entity.idColumn] ?? .mixed

@@ -166,18 +166,29 @@ class PGReadTransaction: ReadTransaction {
 
     func fetch(_ query: Query, expecting: (Int) -> Void, each body: (Row) throws -> Void) throws {
         guard let (result, table) = try run(query, counting: false) else { return }
-        expecting(result.rowCount)
-        // One row refilled in place for every result row (a body that keeps one keeps a copy).
-        var row = Row()
-        for index in 0..<result.rowCount {
-            try Self.decodeRow(result, index, table, connection: connection, into: &row)
-            try body(row)
-        }
+        try Self.deliver(result, table, connection: connection, expecting: expecting, each: body)
     }
 
     func count(_ query: Query) throws -> Int {
         guard let (result, _) = try run(query, counting: true) else { return 0 }
-        return result.rowCount > 0 ? Int(result.int64(0, 0)) : 0
+        return Self.count(of: result)
+    }
+
+    /// Announces `result`'s row count to `expecting`, then hands `body` each row, one row
+    /// refilled in place for every result row (a body that keeps one keeps a copy).
+    static func deliver(_ result: PGResult, _ table: TableInfo, connection: PGConnection,
+                        expecting: (Int) -> Void, each body: (Row) throws -> Void) throws {
+        expecting(result.rowCount)
+        var row = Row()
+        for index in 0..<result.rowCount {
+            try decodeRow(result, index, table, connection: connection, into: &row)
+            try body(row)
+        }
+    }
+
+    /// The count a `count(*)` statement's `result` holds.
+    static func count(of result: PGResult) -> Int {
+        result.rowCount > 0 ? Int(result.int64(0, 0)) : 0
     }
 
     /// Runs `query` compiled for its table (`counting`: its `count(*)`), with the table; nil
