@@ -16,7 +16,7 @@
  *   store     the store's read transaction (PostgresBackend+Read.swift): [BEGIN; the shared advisory lock; END;
  *             BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; the meta row; the SELECT; sync]
  *             in one pipeline, then [END; unlock; sync] sent at once and its answers read with
- *             the next read's (one round trip); lock, unlock and meta row prepared
+ *             the next read's (one round trip); every statement prepared, BEGIN and END too
  *   whole     the store's point read (row(_:id:)): the same statements, END and the unlock
  *             included, in one segment of one pipeline (one sync, so one send)
  *   no-lock   the store's without the lock's transaction and the unlock: what the lock costs
@@ -104,10 +104,6 @@ static PGresult *exec_read(const char *statement, int64_t key) {
 
 enum mode { RAW, STORE, NO_LOCK, TRIPS, WHOLE };
 
-static void send_plain(const char *sql) {
-    if (PQsendQueryParams(conn, sql, 0, NULL, NULL, NULL, NULL, 0) != 1) fail(sql);
-}
-
 static void send_named(const char *name) {
     if (PQsendQueryPrepared(conn, name, 0, NULL, NULL, NULL, 0) != 1) fail(name);
 }
@@ -123,11 +119,11 @@ static double measure(enum mode mode, const char *statement, int reads, int keys
             PQclear(result);
         } else if (mode == WHOLE) {
             PQenterPipelineMode(conn);
-            send_plain("BEGIN"); send_named("lock"); send_plain("END");
-            send_plain(BEGIN_READ);
+            send_named("begin"); send_named("lock"); send_named("end");
+            send_named("beginread");
             send_named("meta");
             send_read(statement, key);
-            send_plain("END"); send_named("unlock");
+            send_named("end"); send_named("unlock");
             PQpipelineSync(conn);
             for (int k = 0; k < 5; k++) answer();
             PGresult *result, *rows = NULL;
@@ -142,8 +138,8 @@ static double measure(enum mode mode, const char *statement, int reads, int keys
         } else if (mode == STORE || mode == NO_LOCK) {
             PQenterPipelineMode(conn);
             int before = 2;
-            if (mode == STORE) { send_plain("BEGIN"); send_named("lock"); send_plain("END"); before += 3; }
-            send_plain(BEGIN_READ);
+            if (mode == STORE) { send_named("begin"); send_named("lock"); send_named("end"); before += 3; }
+            send_named("beginread");
             send_named("meta");
             send_read(statement, key);
             PQpipelineSync(conn);
@@ -157,7 +153,7 @@ static double measure(enum mode mode, const char *statement, int reads, int keys
             answer(); /* sync */
             consume(rows);
             PQclear(rows);
-            send_plain("END");
+            send_named("end");
             owed = 2;
             if (mode == STORE) { send_named("unlock"); owed++; }
             PQpipelineSync(conn);
@@ -191,6 +187,9 @@ int main(int argc, char **argv) {
     prepare("lock", LOCK);
     prepare("unlock", UNLOCK);
     prepare("meta", META);
+    prepare("begin", "BEGIN");
+    prepare("end", "END");
+    prepare("beginread", BEGIN_READ);
     prepare("point", "SELECT id, name, score, rank, grp FROM read_protocol.items WHERE id = $1::bigint");
     prepare("group", "SELECT id, name, score, rank, grp FROM read_protocol.items WHERE (grp IS NOT NULL AND grp = $1::bigint) ORDER BY id");
     const char *names[] = {"raw", "store", "no-lock", "trips", "whole"};

@@ -169,7 +169,7 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
     private func beginWrite(_ read: PGWriteTransaction.FirstRead?) throws -> PGWriteTransaction.Start {
         guard var connection = writer else { throw closedError() }
         if let read, read.catalog >= 0, connection.preparedCatalog == read.catalog, created.withLock({ $0 }),
-           let answer = try? connection.pipeline([.plain("BEGIN"), .prepared(layout.lockMeta, [], binary: false), .prepared(read.sql, read.parameters)]) {
+           let answer = try? connection.pipeline([Layout.begin, .prepared(layout.lockMeta, [], binary: false), .prepared(read.sql, read.parameters)]) {
             if answer.results[0] != nil, let meta = answer.results[1] {
                 // Begun, with the write lock. A failed read (a statement prepared for a table
                 // another client has since changed) is rolled back and begun again below.

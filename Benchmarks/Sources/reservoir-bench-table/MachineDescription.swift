@@ -10,7 +10,8 @@ enum MachineDescription {
             "Run \(date) on \(cpuModel() ?? "an unknown CPU"), \(info.activeProcessorCount) cores, "
                 + String(format: "%.0f GiB", memory) + ", \(info.operatingSystemVersionString); "
                 + String(format: "%.0f s", Timing.seconds(elapsed)) + " for the run (build not included).",
-            "Each figure is the median of \(settings.repetitions) runs (basic rows: the whole workload) or of the timed "
+            "Each figure is the median of \(settings.repetitions) runs (basic rows: the whole workload, the sides in one order and then in reverse, "
+                + "alternately) or of the timed "
                 + "commits (subscription rows: write start until every affected subscriber has its new value; GRDB: "
                 + "ValueObservation on a DatabasePool, at most 5 commits, capped at \(settings.capSeconds) s).",
             "SQLite sides: WAL, synchronous=NORMAL. LMDB sides: no fsync (Reservoir durability=none, raw MDB_NOSYNC). "

@@ -56,31 +56,43 @@ enum Profile {
             print("\(spec): median \(Cell.format(Timing.median(samples))) of \(samples.count) for \(records.count) records (checksum \(checksum))")
             return
         }
-        let side = try side(parts[1])
-        defer { side.close() }
+        // SIDE may name several sides, comma-separated: each repetition runs them in turn, in
+        // that order, as the table does (for the effect one side's run has on the next).
+        let sides = try parts[1].split(separator: ",").map { try side(String($0)) }
+        defer { sides.forEach { $0.close() } }
         let records = dataset.records.prefix(settings.records)
-        (side as? ReservoirSide)?.prepare(records)
         // New values each repetition, as in the table: a Reservoir side skips a write that changes nothing.
         let single = dataset.singleCommitRounds(settings)
         let many = dataset.updateRounds(settings, first: 200)
-        var samples: [Duration] = []
-        if parts[0] != "insert" {
-            try side.reset()
-            try side.insert(records)
-        }
-        for repetition in 0..<settings.repetitions {
-            switch parts[0] {
-            case "insert":
+        for side in sides {
+            (side as? ReservoirSide)?.prepare(records)
+            if parts[0] != "insert" {
                 try side.reset()
-                samples.append(try Timing.measure { try side.insert(records) })
-            case "fetch": samples.append(try Timing.measure { _ = try side.fetchSorted() })
-            case "point": samples.append(try Timing.measure { _ = try side.pointReads(dataset.lookupOrder) })
-            case "group": samples.append(try Timing.measure { _ = try side.groupReads(dataset.groupOrder) })
-            case "commits": samples.append(try Timing.measure { try side.commitEach(single[repetition]) })
-            case "update": samples.append(try Timing.measure { try side.updateAll(many[repetition]) })
-            default: throw BenchError("BENCH_PROFILE: unknown workload \(parts[0])")
+                try side.insert(records)
             }
         }
-        print("\(spec): median \(Cell.format(Timing.median(samples))) of \(samples.count)")
+        var samples = [[Duration]](repeating: [], count: sides.count)
+        for repetition in 0..<settings.repetitions {
+            for (index, side) in sides.enumerated() {
+                switch parts[0] {
+                case "insert":
+                    try side.reset()
+                    samples[index].append(try Timing.measure { try side.insert(records) })
+                case "fetch": samples[index].append(try Timing.measure { _ = try side.fetchSorted() })
+                case "point": samples[index].append(try Timing.measure { _ = try side.pointReads(dataset.lookupOrder) })
+                case "group": samples[index].append(try Timing.measure { _ = try side.groupReads(dataset.groupOrder) })
+                case "commits": samples[index].append(try Timing.measure { try side.commitEach(single[repetition]) })
+                case "update": samples[index].append(try Timing.measure { try side.updateAll(many[repetition]) })
+                default: throw BenchError("BENCH_PROFILE: unknown workload \(parts[0])")
+                }
+            }
+        }
+        for (index, side) in sides.enumerated() {
+            let name = sides.count == 1 ? spec : "\(parts[0]):\(side.column.title)"
+            print("\(name): median \(Cell.format(Timing.median(samples[index]))) of \(samples[index].count)")
+            if ProcessInfo.processInfo.environment["BENCH_PROFILE_SAMPLES"] != nil {
+                print("  each: " + samples[index].map { Cell.format($0) }.joined(separator: ", "))
+            }
+        }
     }
 }

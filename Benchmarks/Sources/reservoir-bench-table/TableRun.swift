@@ -9,7 +9,9 @@ struct Settings {
     var records = 100_000
     var singleCommits = 1_000
     var updateRecords = 1_000
-    var repetitions = 3
+    /// Even, so that each of the basic rows' two side orders (``TableRun/basicRows()``) runs
+    /// as often as the other.
+    var repetitions = 4
     var subscriptionSizes = [10_000, 100_000]
     var subscriptionCommits = 11
     var distinctRecords = 1_000_000
@@ -57,6 +59,13 @@ final class TableRun {
     /// on all alike; the median of each. The Reservoir sides store `@Storable` records; each
     /// row is followed by a `Codable` line, the same workload on ``CodableBenchRecord``, whose
     /// ratios divide by the raw figures of the line above.
+    ///
+    /// The order of the sides is reversed every other repetition. A side's run is not
+    /// independent of the run before it: on a 2-core machine, a PostgreSQL side that follows
+    /// another PostgreSQL side does its round trips much faster than one that follows a
+    /// side that leaves the server idle (raw libpq's group reads: 62 ms after the store's, 94
+    /// ms after GRDB's, in one run). In one fixed order the side that runs second would
+    /// always be favoured; with both orders each side follows each neighbour as often.
     func basicRows() throws {
         var sides: [any BenchSide] = [try ReservoirSide(.memory), try ReservoirSide(.sqlite), RawSQLiteSide(),
                                       try ReservoirSide(.lmdb), RawLMDBSide()]
@@ -70,17 +79,21 @@ final class TableRun {
         defer { (sides + codableSides).forEach { $0.close() } }
         let records = dataset.records.prefix(settings.records)
         for side in sides + codableSides { (side as? ReservoirSide)?.prepare(records) }
+        // Every side with whether it stores `Codable` records, in the forward order.
+        let forward = sides.map { ($0, false) } + codableSides.map { ($0, true) }
         var samples: [String: [TableColumn: [Duration]]] = [:]
         var codableSamples: [String: [TableColumn: [Duration]]] = [:]
         var order: [String] = []
         func run(_ row: String, _ body: (any BenchSide, Int) throws -> Void) throws {
             order.append(row)
             for repetition in 0..<settings.repetitions {
-                for side in sides {
-                    samples[row, default: [:]][side.column, default: []].append(try Timing.measure { try body(side, repetition) })
-                }
-                for side in codableSides {
-                    codableSamples[row, default: [:]][side.column, default: []].append(try Timing.measure { try body(side, repetition) })
+                for (side, codable) in repetition.isMultiple(of: 2) ? forward : forward.reversed() {
+                    let sample = try Timing.measure { try body(side, repetition) }
+                    if codable {
+                        codableSamples[row, default: [:]][side.column, default: []].append(sample)
+                    } else {
+                        samples[row, default: [:]][side.column, default: []].append(sample)
+                    }
                 }
             }
             ProgressLog.note("\(row): done")

@@ -126,9 +126,12 @@ enum Timing {
         return clock.now - start
     }
 
+    /// The middle sample, or the mean of the middle two of an even count.
     static func median(_ samples: [Duration]) -> Duration {
         let sorted = samples.sorted()
-        return sorted.isEmpty ? .zero : sorted[sorted.count / 2]
+        guard !sorted.isEmpty else { return .zero }
+        let upper = sorted[sorted.count / 2]
+        return sorted.count.isMultiple(of: 2) ? (sorted[sorted.count / 2 - 1] + upper) / 2 : upper
     }
 
     /// The sample at `fraction` of the sorted samples (0.99 is the p99).
