@@ -243,10 +243,14 @@ extension LMDBEnvironment {
     private func begin<Prepared>(readOnly: Bool, _ prepare: (LMDBTransaction?, UInt64) -> Prepared) throws -> (MDBTxn, LMDBTransaction?, Prepared) {
         while true {
             let (idleReader, handlesVersion) = try enter(takingIdleReader: readOnly)
-            let prepared = prepare(idleReader?.transaction, handlesVersion)
+            // Taken apart once, the kept object moved out: reading `idleReader?.transaction` for
+            // `prepare` and again for the result copied it twice (a retain and a release each).
+            let idleTxn = idleReader?.txn
+            let kept = (consume idleReader)?.transaction
+            let prepared = prepare(kept, handlesVersion)
             var txn: OpaquePointer?
             let rc: Int32
-            if let idle = idleReader?.txn {
+            if let idle = idleTxn {
                 rc = mdb_txn_renew(idle)
                 if rc == 0 { txn = idle } else { mdb_txn_abort(idle) }
             } else {
@@ -261,7 +265,7 @@ extension LMDBEnvironment {
                 exit()
                 throw LMDBFailure(code: rc, operation: readOnly ? "begin a read transaction" : "begin a write transaction")
             }
-            return (MDBTxn(raw: txn), idleReader?.transaction, prepared)
+            return (MDBTxn(raw: txn), kept, prepared)
         }
     }
 }

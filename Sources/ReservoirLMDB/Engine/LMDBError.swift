@@ -64,11 +64,12 @@ enum LMDBErrors {
     }
 
     /// Converts internal failures to ``ReservoirError``s naming `path`; passes others through.
-    static func convert<R>(path: String, _ body: () throws -> R) throws -> R {
+    /// `path` is read only for a failure: read eagerly, every read retained and released it.
+    static func convert<R>(path: @autoclosure () -> String, _ body: () throws -> R) throws -> R {
         do {
             return try body()
         } catch let failure as LMDBFailure {
-            throw error(failure, path: path)
+            throw error(failure, path: path())
         }
     }
 }
