@@ -4,9 +4,8 @@ import Reservoir
 
 /// One statement of a pipeline (``PGConnection/pipeline(_:)``), or the sync that ends a segment.
 enum PGPipelineItem {
-    /// SQL without parameters, text results: `BEGIN`, the meta row, `COMMIT`.
-    case plain(String)
     /// A statement prepared on first use, parameters in binary, results in binary when `binary`.
+    /// Every statement of a pipeline is one, `BEGIN` and `END` included (``Layout/begin``).
     case prepared(String, [PGParameter], binary: Bool = true)
     /// Ends a segment. The server runs each segment in turn; an error skips the rest of its
     /// segment only, so a later segment's `COMMIT` and unlock still run. (A segment outside an
@@ -134,9 +133,6 @@ extension PGConnection {
         for (item, name) in zip(items, names) {
             let ok: Bool
             switch item {
-            case let .plain(sql):
-                ok = sql.withCString { PQsendQueryParams(handle, $0, 0, nil, nil, nil, nil, 0) } == 1
-                if ok { sent.append(sql) }
             case let .prepared(sql, parameters, binary):
                 ok = PGParameter.withBound(parameters) { values, lengths, formats in
                     (name ?? "").withCString { PQsendQueryPrepared(handle, $0, Int32(parameters.count), values, lengths, formats, binary ? 1 : 0) } == 1
