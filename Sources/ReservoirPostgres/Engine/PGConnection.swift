@@ -158,7 +158,10 @@ final class PGConnection {
     }
 
     func statementName(for sql: String) throws -> String {
-        for recent in recentNames where recent.sql == sql { return recent.name }
+        // The lengths first (a native string's is stored): a text of another length is
+        // rejected without comparing the two, which `==` does in full when they differ.
+        let length = sql.utf8.count
+        for recent in recentNames where recent.sql.utf8.count == length && recent.sql == sql { return recent.name }
         if let name = prepared[sql] {
             remember(sql, name)
             return name
