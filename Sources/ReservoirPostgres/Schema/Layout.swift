@@ -63,11 +63,9 @@ struct Layout: Sendable {
     /// Every read transaction's `BEGIN`.
     static let readBegin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
     /// `BEGIN` and `END` as prepared statements, as every statement of a read is: the server
-    /// parses each once per connection, not at every transaction (a point read's eight
-    /// statements took 3.5 µs less of the server's time than with four of them unprepared, in
-    /// `Benchmarks/Postgres/read_protocol.c`). A prepared `END` runs in a failed transaction as
-    /// a typed one does. A write's `COMMIT` stays typed: the tests' `TCPCutter` finds it on the
-    /// wire.
+    /// parses each once per connection, not at every transaction (Benchmarks/NOTES.md has the
+    /// figures). A prepared `END` runs in a failed transaction as a typed one does. A write's
+    /// `COMMIT` stays typed: the tests' `TCPCutter` finds it on the wire.
     static let begin = PGPipelineItem.prepared("BEGIN", [], binary: false)
     static let end = PGPipelineItem.prepared("END", [], binary: false)
     let metaUpdate: String
