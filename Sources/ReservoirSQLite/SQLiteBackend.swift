@@ -14,7 +14,7 @@ import Reservoir
 /// the layout, the SQL each predicate compiles to, durability and multi-process use.
 public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
     // @unchecked: each connection is used under its lock (writer, probe) or by one
-    // thread at a time through the pool; `isClosed` is guarded by `stateLock`.
+    // thread at a time through the pool.
 
     public let location: String
     public let options: SQLiteOptions
@@ -34,8 +34,9 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
     private var lastDataVersion: Int64 = .min
     /// Set when pending change rows were seen but not numbered yet (and at open).
     private var pendingToNumber = true
-    private let stateLock = NSLock()
-    private var isClosed = false
+    /// Whether ``close()`` was called: a `Locked`, whose lock costs a closed check a third of
+    /// an `NSLock`'s on Linux, and every read makes one.
+    private let isClosed = Locked(false)
     /// The database file this backend opened; checked when the store is probed and when a
     /// write begins, so a deleted or replaced file stops the store (`.gone`).
     private let identity: FileIdentity
@@ -335,11 +336,7 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
     // MARK: - Closing
 
     public func close() {
-        stateLock.lock()
-        let wasClosed = isClosed
-        isClosed = true
-        stateLock.unlock()
-        guard !wasClosed else { return }
+        guard isClosed.setOnce() else { return }
         writerLock.lock()
         if let writer { Checkpointer.uninstall(from: writer.connection) }
         writer = nil
@@ -352,9 +349,7 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
     }
 
     private func checkOpen() throws {
-        stateLock.lock()
-        defer { stateLock.unlock() }
-        if isClosed { throw closedError() }
+        if isClosed.withLock({ $0 }) { throw closedError() }
     }
 
     private func closedError() -> ReservoirError {

@@ -7,11 +7,14 @@ import Reservoir
 /// other or for the writer (WAL readers see the last commit that ended before their
 /// transaction began). At most `maxIdle` connections are kept when returned.
 final class ReaderPool: @unchecked Sendable {
-    // @unchecked: `idle` and `isClosed` are guarded by `lock`; a session is used by
-    // one thread at a time between acquire and release.
-    private let lock = NSLock()
-    @exclusivity(unchecked) private var idle: [Session] = []
-    @exclusivity(unchecked) private var isClosed = false
+    // @unchecked: a session is used by one thread at a time between acquire and release.
+    /// The idle sessions, and whether the pool was closed. A `Locked`: every read takes and
+    /// returns a session, and its lock costs a third of an `NSLock`'s on Linux.
+    private let state = Locked(State())
+    private struct State {
+        var idle: [Session] = []
+        var isClosed = false
+    }
     private let path: String
     private let busyTimeout: Int32
     private let maxIdle: Int
@@ -29,16 +32,11 @@ final class ReaderPool: @unchecked Sendable {
     }
 
     func acquire() throws -> Session {
-        lock.lock()
-        if isClosed {
-            lock.unlock()
-            throw ReservoirError.closed(store: "sqlite:" + path)
+        let (isClosed, session) = state.withLock { state in
+            state.isClosed ? (true, nil) : (false, state.idle.popLast())
         }
-        if let session = idle.popLast() {
-            lock.unlock()
-            return session
-        }
-        lock.unlock()
+        if isClosed { throw ReservoirError.closed(store: "sqlite:" + path) }
+        if let session { return session }
         let connection = try Connection(path: path, create: false, busyTimeout: busyTimeout, readOnly: readOnly, immutable: immutable)
         try connection.execute("PRAGMA query_only = 1")
         return Session(connection: connection)
@@ -46,18 +44,19 @@ final class ReaderPool: @unchecked Sendable {
 
     /// Returns a session; one that is broken, surplus, or returned after close is closed.
     func release(_ session: Session, healthy: Bool) {
-        lock.lock()
-        defer { lock.unlock() }
-        guard healthy, !isClosed, idle.count < maxIdle else { return }
-        idle.append(session)
+        // A session not kept is closed by its release, after the lock is left.
+        state.withLock { state in
+            guard healthy, !state.isClosed, state.idle.count < maxIdle else { return }
+            state.idle.append(session)
+        }
     }
 
     func close() {
-        lock.lock()
-        isClosed = true
-        let sessions = idle
-        idle = []
-        lock.unlock()
+        let sessions = state.withLock { state in
+            state.isClosed = true
+            defer { state.idle = [] }
+            return state.idle
+        }
         _ = sessions  // released here, outside the lock
     }
 }
