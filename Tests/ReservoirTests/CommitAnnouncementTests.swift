@@ -128,16 +128,27 @@ struct CommitAnnouncementTests {
             elsewhere.close()
         }
         let live = Locked<[Tally]>([])
+        let differences = Locked(0)
         let subscription = store.differencesPublisher(for: FetchRequest<Tally>(sortBy: [.ascending(\.id)]))
-            .sink(receiveCompletion: { _ in }, receiveValue: { difference in live.withLock { $0 = $0.applying(difference) ?? $0 } })
+            .sink(receiveCompletion: { _ in }, receiveValue: { difference in
+                live.withLock { $0 = $0.applying(difference) ?? $0 }
+                differences.withLock { $0 += 1 }
+            })
         defer { subscription.cancel() }
-        #expect(eventuallyBlocking(timeout: .seconds(60)) { live.withLock { $0 }.isEmpty })
+        // The first difference is the subscription's initial fetch, a read of its own: under
+        // load it could come after the test's commits, counting a read the test did not make.
+        #expect(eventuallyBlocking(timeout: .seconds(60)) { differences.withLock { $0 } > 0 })
+        #expect(live.withLock { $0 }.isEmpty)
         // The poller probes once as it starts, on its own queue, and reads the log: under load
         // that read could come after the test's commits, counting a read the test did not make.
         #expect(eventuallyBlocking(timeout: .seconds(60)) {
             guard let before = mine.readsAtFirstToken.withLock({ $0 }) else { return false }
             return mine.reads.withLock { $0 } > before
         })
+        // That read is made holding the store's write lock, which the poller keeps until its
+        // catch-up has finished: a poll finding the lock taken reads once more to see whether
+        // it must wait. A write takes the lock, so once one returns the catch-up is over.
+        try store.write { _ in }
         try body(store, elsewhere, mine, live)
     }
 

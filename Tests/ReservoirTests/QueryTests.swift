@@ -1,4 +1,5 @@
 import Foundation
+import PropertyBased
 import Reservoir
 import Testing
 
@@ -26,6 +27,40 @@ struct QueryTests {
         #expect(try Query(entity: entity).sort == [SortTerm(column: "id")])
         #expect(try Query(entity: entity, sort: [SortTerm(column: "a", ascending: false)]).sort == [SortTerm(column: "a", ascending: false), SortTerm(column: "id")])
         #expect(try Query(entity: entity, sort: [SortTerm(column: "id", ascending: false), SortTerm(column: "a")]).sort == [SortTerm(column: "id", ascending: false)])
+    }
+
+    @Test("sorted gives a plain stable sort's order: integer keys, mixed keys, descending terms, rows already in order")
+    func sortedMatchesAPlainSort() async {
+        // Keys from a small range, so that ties reach the later terms; integers only in half
+        // the cases (the integer path), otherwise mixed with reals, texts and nulls.
+        let integer = Gen.int64(in: -3...3).map { Value.integer($0) }
+        let mixed = Gen<Value>.oneOf(integer, Gen.int(in: -2...2).map { Value.real(Double($0) / 2) },
+                                     Gen.int(in: 0...2).map { Value.text(["", "a", "ab"][$0]) }, Gen.always(Value.null))
+        let keys = Gen<[Value]>.oneOf(integer.array(of: 0...12), mixed.array(of: 0...12))
+        let direction = Gen.bool.array(of: 2...2)
+        await propertyCheck(count: 600, input: keys, keys, direction, Gen.bool) { first, second, ascending, presorted in
+            var rows = Swift.zip(first, second).enumerated().map { position, pair in
+                Row([("a", pair.0), ("b", pair.1), ("n", .integer(Int64(position)))])
+            }
+            let widths: [[SortTerm]] = [
+                [SortTerm(column: "a", ascending: ascending[0])],
+                [SortTerm(column: "a", ascending: ascending[0]), SortTerm(column: "b", ascending: ascending[1])],
+            ]
+            for terms in widths {
+                func before(_ x: Row, _ y: Row) -> Bool {
+                    for term in terms {
+                        let order = Value.compare(x.value(term.column), y.value(term.column))
+                        if order != 0 { return term.ascending ? order < 0 : order > 0 }
+                    }
+                    return false
+                }
+                if presorted { rows = rows.enumerated().sorted { before($0.1, $1.1) || (!before($1.1, $0.1) && $0.0 < $1.0) }.map(\.1) }
+                // The plain sort, stable by the rows' positions.
+                let expected = rows.enumerated().sorted { before($0.1, $1.1) || (!before($1.1, $0.1) && $0.0 < $1.0) }.map(\.1)
+                let sorted = QueryEvaluator.sorted(rows, by: terms)
+                #expect(sorted.map { $0.value("n") } == expected.map { $0.value("n") }, "\(terms) over \(rows.map(\.description))")
+            }
+        }
     }
 
     @Test("negative windows are rejected with the value named")

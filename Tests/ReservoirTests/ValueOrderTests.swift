@@ -88,6 +88,18 @@ struct ValueOrderTests {
         #expect(Value.text("e\u{301}") < .text("\u{e9}"))  // 0x65 < 0xC3
     }
 
+    @Test("text order is the byte order of the UTF-8, for short (inline) and long (heap) strings alike")
+    func textOrderIsByteOrder() async {
+        // Letters around a shared prefix, so that many pairs tie on their first bytes; a
+        // two-byte and a four-byte character, whose leading bytes sort above every ASCII one.
+        let pieces = Gen.int(in: 0...5).map { ["a", "b", "\u{e9}", "\u{1F600}", "long shared prefix ", "\u{0}"][$0] }
+        let text = pieces.array(of: 0...6).map { $0.joined() }
+        await propertyCheck(count: 2000, input: text, text) { a, b in
+            let bytes = Array(a.utf8).lexicographicallyPrecedes(Array(b.utf8)) ? -1 : (Array(a.utf8) == Array(b.utf8) ? 0 : 1)
+            #expect(Value.compare(.text(a), .text(b)) == bytes, "compare(\(a.debugDescription), \(b.debugDescription)) disagrees with their UTF-8 bytes' order")
+        }
+    }
+
     @Test("NaN sorts below every other number and equals only NaN")
     func nanIsOrdered() {
         #expect(Value.real(.nan) == .real(.nan))

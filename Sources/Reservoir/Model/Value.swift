@@ -111,7 +111,7 @@ extension Value: Comparable {
         case let (.real(a), .integer(b)):
             return -compareIntegerToReal(b, a)
         case let (.text(a), .text(b)):
-            return compareBytes(a.utf8, b.utf8)
+            return compareText(a, b)
         case let (.blob(a), .blob(b)):
             return compareBytes(a, b)
         default:
@@ -168,6 +168,28 @@ extension Value: Comparable {
         if a != truncated { return a < truncated ? -1 : 1 }
         let fraction = b - b.rounded(.towardZero)
         return fraction > 0 ? -1 : (fraction < 0 ? 1 : 0)
+    }
+
+    /// Texts by their UTF-8 bytes: with `memcmp` over the strings' own storage when both are
+    /// native (contiguous), which a byte-by-byte walk of their `utf8` views took about ten
+    /// times as long over (sorting a fetch by a text field).
+    private static func compareText(_ a: String, _ b: String) -> Int {
+        let compared = a.utf8.withContiguousStorageIfAvailable { a in
+            b.utf8.withContiguousStorageIfAvailable { b in compareBuffers(a, b) }
+        }
+        if let compared, let compared { return compared }
+        return compareBytes(a.utf8, b.utf8)
+    }
+
+    /// Lexicographic order of two byte buffers, a prefix first.
+    @inline(__always)
+    private static func compareBuffers(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Int {
+        let common = Swift.min(a.count, b.count)
+        if common > 0, let x = a.baseAddress, let y = b.baseAddress {
+            let order = memcmp(x, y, common)
+            if order != 0 { return order < 0 ? -1 : 1 }
+        }
+        return a.count == b.count ? 0 : (a.count < b.count ? -1 : 1)
     }
 
     private static func compareBytes<A: Sequence, B: Sequence>(_ a: A, _ b: B) -> Int

@@ -79,7 +79,9 @@ public enum QueryEvaluator {
 
     /// `rows` in the order of `sort`. Each row's sort values are read once into a flat
     /// buffer and an index array is sorted against it, so no row or value is copied,
-    /// retained or released per comparison.
+    /// retained or released per comparison. Rows already in order (a table read in id order)
+    /// are returned after one pass over the keys, and a key of integers (the id a query
+    /// without an order sorts by) is sorted as integers.
     public static func sorted(_ rows: [Row], by sort: [SortTerm]) -> [Row] {
         let width = sort.count
         guard rows.count > 1, width > 0 else { return rows }
@@ -89,22 +91,56 @@ public enum QueryEvaluator {
             for term in sort { keys.append(row.value(term.column)) }
         }
         let ascending = sort.map(\.ascending)
-        var order = Array(0..<rows.count)
-        keys.withUnsafeBufferPointer { keys in
+        let order: [Int]? = keys.withUnsafeBufferPointer { keys in
             ascending.withUnsafeBufferPointer { ascending in
-                order.sort { a, b in
-                    var i = a * width, j = b * width
+                // Whether the row at key offset `i` sorts before the one at `j`.
+                func before(_ i: Int, _ j: Int) -> Bool {
+                    var i = i, j = j
                     for t in 0..<width {
-                        let comparison = Value.compare(keys[i], keys[j])
+                        let comparison = compareKeys(keys[i], keys[j])
                         if comparison != 0 { return ascending[t] ? comparison < 0 : comparison > 0 }
-                        i += 1
-                        j += 1
+                        i &+= 1
+                        j &+= 1
                     }
                     return false
                 }
+                if (1..<rows.count).allSatisfy({ !before($0 &* width, ($0 &- 1) &* width) }) { return nil }
+                if width == 1, let integers = integerKeys(keys) {
+                    return integers.withUnsafeBufferPointer { integers in
+                        var order = Array(0..<rows.count)
+                        if ascending[0] {
+                            order.sort { integers[$0] < integers[$1] }
+                        } else {
+                            order.sort { integers[$0] > integers[$1] }
+                        }
+                        return order
+                    }
+                }
+                var order = Array(0..<rows.count)
+                order.sort { before($0 &* width, $1 &* width) }
+                return order
             }
         }
+        guard let order else { return rows }
         return order.map { rows[$0] }
+    }
+
+    /// ``Value/compare(_:_:)`` with two integers compared inline.
+    @inline(__always)
+    private static func compareKeys(_ lhs: Value, _ rhs: Value) -> Int {
+        if case let .integer(a) = lhs, case let .integer(b) = rhs { return a < b ? -1 : (a == b ? 0 : 1) }
+        return Value.compare(lhs, rhs)
+    }
+
+    /// The keys as integers, when every one is an integer.
+    private static func integerKeys(_ keys: UnsafeBufferPointer<Value>) -> [Int64]? {
+        var integers: [Int64] = []
+        integers.reserveCapacity(keys.count)
+        for key in keys {
+            guard case let .integer(integer) = key else { return nil }
+            integers.append(integer)
+        }
+        return integers
     }
 
     /// Applies a query's offset and limit to rows already filtered and sorted.
