@@ -138,20 +138,26 @@ struct RowTrie: @unchecked Sendable {
     /// Calls `body` with every id and row, in the order of the ids' unsigned bit patterns
     /// (non-negative ids ascending, then negative ones ascending).
     func forEach(_ body: (Int64, Row) throws -> Void) rethrows {
-        guard let root else { return }
-        try Self.forEach(root, level: height, prefix: 0, body)
+        try forEachSlot { id, leaf, slot in
+            if let row = leaf.row(at: slot) { try body(id, row) }
+        }
     }
 
-    private static func forEach(_ node: AnyObject, level: Int, prefix: UInt64, _ body: (Int64, Row) throws -> Void) rethrows {
+    /// Calls `body` with every id, its leaf and its slot in the leaf, in ``forEach(_:)``'s
+    /// order, decoding nothing.
+    func forEachSlot(_ body: (Int64, Leaf, Int) throws -> Void) rethrows {
+        guard let root else { return }
+        try Self.forEachSlot(root, level: height, prefix: 0, body)
+    }
+
+    private static func forEachSlot(_ node: AnyObject, level: Int, prefix: UInt64, _ body: (Int64, Leaf, Int) throws -> Void) rethrows {
         if level == 0 {
             let leaf = unsafeDowncast(node, to: Leaf.self)
             var present = leaf.present
             while present != 0 {
                 let position = present.trailingZeroBitCount
                 present &= present &- 1
-                if let row = leaf.row(at: position) {
-                    try body(Int64(bitPattern: prefix | UInt64(position)), row)
-                }
+                try body(Int64(bitPattern: prefix | UInt64(position)), leaf, position)
             }
             return
         }
@@ -159,7 +165,7 @@ struct RowTrie: @unchecked Sendable {
         let shift = UInt64(level &* bits)
         for (position, child) in branch.children.enumerated() {
             guard let child else { continue }
-            try forEach(child, level: level - 1, prefix: prefix | (UInt64(position) << shift), body)
+            try forEachSlot(child, level: level - 1, prefix: prefix | (UInt64(position) << shift), body)
         }
     }
 }

@@ -108,6 +108,12 @@ struct TableRows: Sendable {
         for (id, row) in others { try body(id, row) }
     }
 
+    /// Calls `body` with where every row is, in ``forEach(_:)``'s order, decoding none.
+    func forEachLocation(_ body: (Location) throws -> Void) rethrows {
+        try integers.forEachSlot { _, leaf, slot in try body(.slot(leaf, slot)) }
+        for (_, row) in others { try body(.stored(row)) }
+    }
+
     /// Every row, in ``forEach(_:)``'s order.
     var values: [Row] {
         var rows: [Row] = []

@@ -78,25 +78,34 @@ public enum QueryEvaluator {
     }
 
     /// `rows` in the order of `sort`. Each row's sort values are read once into a flat
-    /// buffer and an index array is sorted against it, so no row or value is copied,
-    /// retained or released per comparison. Rows already in order (a table read in id order)
-    /// are returned after one pass over the keys, and a key of integers (the id a query
-    /// without an order sorts by) is sorted as integers.
+    /// buffer and an index array is sorted against it (``order(of:by:count:)``), so no row or
+    /// value is copied, retained or released per comparison.
     public static func sorted(_ rows: [Row], by sort: [SortTerm]) -> [Row] {
-        let width = sort.count
-        guard rows.count > 1, width > 0 else { return rows }
+        guard rows.count > 1, !sort.isEmpty else { return rows }
         var keys: [Value] = []
-        keys.reserveCapacity(rows.count * width)
+        keys.reserveCapacity(rows.count * sort.count)
         for row in rows {
             for term in sort { keys.append(row.value(term.column)) }
         }
+        guard let order = order(of: keys, by: sort, count: rows.count) else { return rows }
+        return order.map { rows[$0] }
+    }
+
+    /// The positions of `count` rows in the order of `sort`, given each row's sort values in
+    /// turn (`keys`, `sort.count` a row); nil when they are in order already, which one pass
+    /// over the keys finds (a table read in id order). Stable. When the first term's values
+    /// are all integers (the id a query without an order sorts by, or an integer field), they
+    /// are compared as integers, and the other terms only on a tie.
+    static func order(of keys: [Value], by sort: [SortTerm], count: Int) -> [Int]? {
+        let width = sort.count
+        guard count > 1, width > 0 else { return nil }
         let ascending = sort.map(\.ascending)
-        let order: [Int]? = keys.withUnsafeBufferPointer { keys in
+        return keys.withUnsafeBufferPointer { keys in
             ascending.withUnsafeBufferPointer { ascending in
-                // Whether the row at key offset `i` sorts before the one at `j`.
-                func before(_ i: Int, _ j: Int) -> Bool {
-                    var i = i, j = j
-                    for t in 0..<width {
+                // Whether row `a` sorts before row `b` by the terms from `first` on.
+                func before(_ a: Int, _ b: Int, from first: Int) -> Bool {
+                    var i = a &* width &+ first, j = b &* width &+ first
+                    for t in first..<width {
                         let comparison = compareKeys(keys[i], keys[j])
                         if comparison != 0 { return ascending[t] ? comparison < 0 : comparison > 0 }
                         i &+= 1
@@ -104,25 +113,32 @@ public enum QueryEvaluator {
                     }
                     return false
                 }
-                if (1..<rows.count).allSatisfy({ !before($0 &* width, ($0 &- 1) &* width) }) { return nil }
-                if width == 1, let integers = integerKeys(keys) {
-                    return integers.withUnsafeBufferPointer { integers in
-                        var order = Array(0..<rows.count)
-                        if ascending[0] {
-                            order.sort { integers[$0] < integers[$1] }
-                        } else {
-                            order.sort { integers[$0] > integers[$1] }
+                if (1..<count).allSatisfy({ !before($0, $0 &- 1, from: 0) }) { return nil }
+                var order = Array(0..<count)
+                if let integers = firstIntegers(keys, width: width) {
+                    integers.withUnsafeBufferPointer { integers in
+                        // One term (the id): nothing to break ties with, and a smaller closure.
+                        if width == 1 {
+                            if ascending[0] {
+                                order.sort { integers[$0] < integers[$1] }
+                            } else {
+                                order.sort { integers[$0] > integers[$1] }
+                            }
+                            return
                         }
-                        return order
+                        let up = ascending[0]
+                        order.sort { a, b in
+                            let x = integers[a], y = integers[b]
+                            if x != y { return up ? x < y : x > y }
+                            return before(a, b, from: 1)
+                        }
                     }
+                } else {
+                    order.sort { before($0, $1, from: 0) }
                 }
-                var order = Array(0..<rows.count)
-                order.sort { before($0 &* width, $1 &* width) }
                 return order
             }
         }
-        guard let order else { return rows }
-        return order.map { rows[$0] }
     }
 
     /// ``Value/compare(_:_:)`` with two integers compared inline.
@@ -132,12 +148,12 @@ public enum QueryEvaluator {
         return Value.compare(lhs, rhs)
     }
 
-    /// The keys as integers, when every one is an integer.
-    private static func integerKeys(_ keys: UnsafeBufferPointer<Value>) -> [Int64]? {
+    /// Each row's first sort value (every `width`th key), when every one is an integer.
+    private static func firstIntegers(_ keys: UnsafeBufferPointer<Value>, width: Int) -> [Int64]? {
         var integers: [Int64] = []
-        integers.reserveCapacity(keys.count)
-        for key in keys {
-            guard case let .integer(integer) = key else { return nil }
+        integers.reserveCapacity(keys.count / width)
+        for position in stride(from: 0, to: keys.count, by: width) {
+            guard case let .integer(integer) = keys[position] else { return nil }
             integers.append(integer)
         }
         return integers
@@ -146,9 +162,14 @@ public enum QueryEvaluator {
     /// Applies a query's offset and limit to rows already filtered and sorted.
     public static func window(_ rows: [Row], _ query: Query) -> [Row] {
         guard query.offset > 0 || query.limit != nil else { return rows }
-        let start = min(query.offset, rows.count)
-        let end = query.limit.map { start + min($0, rows.count - start) } ?? rows.count
-        return Array(rows[start..<end])
+        return Array(rows[window(count: rows.count, query)])
+    }
+
+    /// The positions a query's offset and limit keep of `count` rows filtered and sorted.
+    static func window(count: Int, _ query: Query) -> Range<Int> {
+        let start = min(query.offset, count)
+        let end = query.limit.map { start + min($0, count - start) } ?? count
+        return start..<end
     }
 
     private static func containsBytes(_ haystack: String.UTF8View, _ needle: String.UTF8View) -> Bool {
