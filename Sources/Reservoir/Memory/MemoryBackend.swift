@@ -1,8 +1,5 @@
 import Foundation
 import HashTreeCollections
-#if !canImport(Darwin)
-import Synchronization
-#endif
 
 /// The in-memory backend, `memory:`.
 ///
@@ -429,32 +426,19 @@ final class MemoryTransaction: WriteTransaction {
 /// The row a memory store lends its point reads, guarded by a lock that a read only tries:
 /// a read that finds it taken (another thread's read) builds a row of its own instead.
 final class LentRow: @unchecked Sendable {
-    #if canImport(Darwin)
     private let lock = PlatformLock()
-    #else
-    private let mutex = Mutex<Void>(())
-    #endif
     // Unchecked: only `withRow` touches it, holding the lock.
     @exclusivity(unchecked) private var row: Row? = Row()
 
-    #if canImport(Darwin)
     deinit { lock.deallocate() }
-    #endif
 
     /// Runs `body` with the lent row, or with nil when another thread holds it.
     func withRow<R>(_ body: (inout Row?) throws -> R) rethrows -> R {
-        #if canImport(Darwin)
         guard lock.tryLock() else {
             var none: Row?
             return try body(&none)
         }
         defer { lock.unlock() }
         return try body(&row)
-        #else
-        // Nil only when the lock was taken: a nil `R` comes back as `.some(nil)`.
-        if let result = try mutex.withLockIfAvailable({ _ in try body(&row) }) { return result }
-        var none: Row?
-        return try body(&none)
-        #endif
     }
 }

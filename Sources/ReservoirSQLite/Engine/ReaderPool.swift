@@ -9,7 +9,7 @@ import Reservoir
 final class ReaderPool: @unchecked Sendable {
     // @unchecked: a session is used by one thread at a time between acquire and release.
     /// The idle sessions, and whether the pool was closed. A `Locked`: every read takes and
-    /// returns a session, and its lock costs a third of an `NSLock`'s on Linux.
+    /// returns a session, and its lock costs about half an `NSLock`'s on Linux.
     private let state = Locked(State())
     private struct State {
         var idle: [Session] = []
