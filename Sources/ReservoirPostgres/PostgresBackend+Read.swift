@@ -34,7 +34,15 @@ extension PostgresBackend {
         if !created.withLock({ $0 }) {
             // No write has created the store yet: an empty snapshot, unless one just did.
             do {
-                try connection.execute(Layout.readBegin)
+                do {
+                    try connection.execute(Layout.readBegin)
+                } catch let error as ReservoirError where !connection.isConnected && error.code != .timeout {
+                    // A pooled connection that outlived a server restart: nothing ran, so one
+                    // fresh try (not after a timeout: the call has used its time).
+                    dropIdleReaders()
+                    connection = try freshReader()
+                    try connection.execute(Layout.readBegin)
+                }
                 if try !tablesExist(connection) {
                     let empty = PGReadTransaction(connection: connection, layout: layout, catalog: Catalog(version: 0, tables: [:]), sequence: 0)
                     empty.absent = true
@@ -153,19 +161,27 @@ extension PostgresBackend {
         var healthy = connection.isHealthy
         defer { releaseReader(connection, healthy: healthy) }
         let statement = make(connection)
-        let fits: Bool
+        let answer: PGPipelineAnswer
+        let table: TableInfo
         do {
-            fits = try statement != nil && connection.preparedCatalog == catalog.version && prepares(statement?.sql ?? "", on: connection)
+            guard let (sql, parameters, statementTable) = statement, connection.preparedCatalog == catalog.version,
+                  try prepares(sql, on: connection) else { return nil }
+            table = statementTable
+            var items = layout.readStart
+            items.reserveCapacity(items.count + 1 + layout.readEnd.count)
+            items.append(.prepared(sql, parameters))
+            items.append(contentsOf: layout.readEnd)
+            answer = try connection.pipeline(items)
+        } catch let error as ReservoirError where !connection.isConnected && error.code != .timeout {
+            // Preparing a statement met a pooled connection that outlived a server restart (or
+            // a cut): nothing was sent, and the ordinary read starts on another connection.
+            healthy = false
+            dropIdleReaders()
+            return nil
         } catch {
             healthy = false
             throw error
         }
-        guard fits, let (sql, parameters, table) = statement else { return nil }
-        var items = layout.readStart
-        items.reserveCapacity(items.count + 1 + layout.readEnd.count)
-        items.append(.prepared(sql, parameters))
-        items.append(contentsOf: layout.readEnd)
-        let answer = try connection.pipeline(items)
         if answer.succeeded, let meta = answer.results[Layout.readMetaResult], let result = answer.results[Layout.readMetaResult + 1],
            meta.text(0, 1).flatMap({ Int64($0) }) == catalog.version {
             healthy = connection.isHealthy
@@ -187,14 +203,14 @@ extension PostgresBackend {
 
     /// Begins a read transaction on `connection` (1 and 2 above), with `first` when
     /// given. A pooled connection that outlived a server restart is replaced once (not after a
-    /// timeout: the call has used its time).
+    /// timeout: the call has used its time), and the pool emptied: the restart ended the
+    /// connections idle in it too.
     private func beginRead(_ connection: PGConnection, _ first: PGReadTransaction.FirstRead?) throws -> PGReadTransaction.Start {
         do {
             return try startRead(connection, first)
         } catch let error as ReservoirError where !connection.isConnected && error.code != .timeout {
-            let fresh = try connect()
-            try fresh.execute("SET lock_timeout = \(options.lockTimeoutMilliseconds)")
-            return try startRead(fresh, first)
+            dropIdleReaders()
+            return try startRead(freshReader(), first)
         }
     }
 

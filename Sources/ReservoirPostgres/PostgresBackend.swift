@@ -276,6 +276,17 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
 
     func acquireReader() throws -> PGConnection {
         if let connection = idle.withLock({ $0.popLast() }) { return connection }
+        return try freshReader()
+    }
+
+    /// Closes the idle readers: called when one of them is found lost, most likely in a server
+    /// restart that ended them all (each would otherwise cost a read a failed attempt).
+    func dropIdleReaders() {
+        idle.withLock { $0.removeAll() }
+    }
+
+    /// A new reader connection, outside the pool.
+    func freshReader() throws -> PGConnection {
         let connection = try connect()
         try connection.execute("SET lock_timeout = \(options.lockTimeoutMilliseconds)")
         return connection
@@ -300,7 +311,7 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
         wake = nil
         listener = nil
         listenerLock.unlock()
-        idle.withLock { $0.removeAll() }
+        dropIdleReaders()
     }
 
     func checkOpen() throws {

@@ -200,6 +200,82 @@ struct LostConnectionTests {
         #expect(await eventually { lists.values.last == [1, 2, 3, 4, 5] }, "live: \(lists.values.last ?? [])")
         #expect(try reader.fetch(Message.self).map(\.id) == [1, 2, 3, 4, 5])
     }
+
+    /// A pooled reader connection cut since its last use is replaced by every kind of read,
+    /// including one whose statement that connection has never prepared (preparing it is the
+    /// first thing to meet the cut). Found by the lost-tail test, whose server crash left its
+    /// store's pooled readers dead. The backend alone reads, without a `Store`: a store's
+    /// listener, cut too, would reconnect and catch up, its reads taking the dead connections
+    /// from the pool before this test's.
+    @Test func everyKindOfReadReplacesACutPooledConnection() async throws {
+        let configuration = try TestServer.freshStore()
+        defer { TestServer.drop(configuration) }
+        let store = try Store.open(configuration, registry: TestServer.registry)
+        defer { store.close() }
+        try await store.write { try $0.insert(Message(id: 1, author: 1, body: "one")) }
+        try await store.write { try $0.insert(Message(id: 2, author: 2, body: "two")) }
+        let tag = UUID().uuidString.lowercased().prefix(8)
+        let backend = try PostgresBackend(StoreConfiguration(configuration + "&application_name=cut-\(tag)"))
+        defer { backend.close() }
+        let entity = Message.schema.entity.name
+        let ids = { (rows: [Row]) in rows.map { $0.value("id") } }
+        let reads: [(String, () throws -> String)] = [
+            ("row", { "\(try backend.row(entity, id: .integer(2))?.value("body") ?? .null)" }),
+            ("fetch", {
+                var found: [Value] = []
+                try backend.fetch(FetchRequest<Message>(where: \.author >= 2).query(), expecting: { _ in }, each: { found.append($0.value("id")) })
+                return "\(found)"
+            }),
+            ("count", { "\(try backend.count(FetchRequest<Message>(where: \.author <= 1).query()))" }),
+            ("read", { "\(ids(try backend.read { try $0.fetch(FetchRequest<Message>(where: \.body == "one").query()) }))" }),
+        ]
+        let expected = ["\(Value.text("two"))", "\([Value.integer(2)])", "1", "\([Value.integer(1)])"]
+        for (index, (name, read)) in reads.enumerated() {
+            // Four connections in the pool (nested reads each take one), each having read
+            // another shape (so each has the catalog's statements, but not the next read's).
+            #expect(try Self.nestedReads(backend, 4) { try $0.fetch(Query(entity: Message.schema.entity)).count } == 2)
+            try PlainSQLTests.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'cut-\(tag)'")
+            try await Task.sleep(for: .milliseconds(100))
+            do {
+                #expect(try read() == expected[index], "\(name) after the cut")
+            } catch {
+                Issue.record("\(name) after the cut threw: \(error)")
+            }
+        }
+    }
+}
+
+extension LostConnectionTests {
+    /// The same for a store no write has created yet, whose reads first ask whether its tables
+    /// exist. The backend alone, without a `Store`: a store's listener, cut too, would reconnect
+    /// and catch up, its reads taking the dead connections from the pool before this test's.
+    @Test func aReadOfAStoreNotYetCreatedReplacesACutPooledConnection() async throws {
+        let configuration = try TestServer.freshStore()
+        defer { TestServer.drop(configuration) }
+        let tag = UUID().uuidString.lowercased().prefix(8)
+        let backend = try PostgresBackend(StoreConfiguration(configuration + "&application_name=uncreated-\(tag)"))
+        defer { backend.close() }
+        #expect(try Self.nestedReads(backend, 4) { try $0.lastSequence() } == 0)
+        try PlainSQLTests.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'uncreated-\(tag)'")
+        try await Task.sleep(for: .milliseconds(100))
+        for attempt in 1...4 {
+            do {
+                #expect(try backend.read { try $0.lastSequence() } == 0)
+            } catch {
+                Issue.record("read \(attempt) after the cut threw: \(error)")
+            }
+        }
+    }
+
+    /// `depth` reads of `backend`, each inside the last (each on a reader connection of its
+    /// own, pooled when it ends), each running `body`; returns what the outermost `body` did.
+    static func nestedReads<R>(_ backend: PostgresBackend, _ depth: Int, _ body: (any ReadTransaction) throws -> R) throws -> R {
+        try backend.read { transaction in
+            let result = try body(transaction)
+            if depth > 1 { _ = try nestedReads(backend, depth - 1, body) }
+            return result
+        }
+    }
 }
 
 /// The ids of the records in a difference's removals or insertions.

@@ -42,37 +42,65 @@ public enum LostTail {
     public static func run(after: After, watcher: Store, other: Store, losing: Store,
                            prepare: () throws -> Void, lose: () throws -> Void,
                            timeout: Duration = .seconds(10)) async throws -> [String] {
+        var step = "the seed commit"
+        do {
+            return try await scenario(after: after, watcher: watcher, other: other, losing: losing,
+                                      prepare: prepare, lose: lose, timeout: timeout, step: &step)
+        } catch {
+            throw StepFailed(step: step, after: after, error: error)
+        }
+    }
+
+    /// An error a step of the scenario threw, naming the step.
+    public struct StepFailed: Error, CustomStringConvertible {
+        public let step: String
+        public let after: After
+        public let error: any Error
+        public var description: String { "lost tail (after: \(after)): \(step) threw: \(error)" }
+    }
+
+    private static func scenario(after: After, watcher: Store, other: Store, losing: Store,
+                                 prepare: () throws -> Void, lose: () throws -> Void,
+                                 timeout: Duration, step: inout String) async throws -> [String] {
         var problems: [String] = []
         try await watcher.write { try $0.insert(Item(id: 1, name: "seed")) }
+        step = "prepare"
         try prepare()
         let request = FetchRequest<Item>(sortBy: [.ascending(\.id)])
         let seen = Collected<[Int]>()
         let subscription = watcher.objectsPublisher(for: request)
             .sink(receiveCompletion: { _ in }, receiveValue: { seen.append($0.map(\.id)) })
         defer { subscription.cancel() }
+        step = "the commit about to be lost"
         try await losing.write { try $0.insert(Item(id: 2, name: "about to be lost")) }
         if !(await eventually(timeout: timeout) { seen.values.last == [1, 2] }) {
             problems.append("the watch never showed the commit about to be lost: \(String(describing: seen.values.last))")
         }
+        step = "reading the sequence before the loss"
         let sequenceSeen = try await watcher.read { try $0.lastSequence() }
 
+        step = "losing the commit"
         try lose()
+        step = "the commit after the loss"
         switch after {
         case .nothing: break
         case .anotherStoreWrites: try await other.write { try $0.insert(Item(id: 3, name: "after the loss")) }
         case .theWatcherWrites: try await watcher.write { try $0.insert(Item(id: 3, name: "after the loss")) }
         }
         let expected = after == .nothing ? [1] : [1, 3]
+        step = "the fetch after the loss"
         let fresh = try watcher.fetch(request).map(\.id)
         if fresh != expected {
             problems.append("the store holds \(fresh) after the loss, not \(expected): the commit was not lost, \(notLost) nothing")
         }
+        step = "reading the sequence after the loss"
         if after != .nothing, try await watcher.read({ try $0.lastSequence() }) != sequenceSeen {
             problems.append("the commit after the loss did not reuse the lost one's number \(sequenceSeen), \(notLost) less than it should")
         }
         if !(await eventually(timeout: timeout) { seen.values.last == fresh }) {
             problems.append("after the loss the watch shows \(String(describing: seen.values.last)), the store holds \(fresh)")
         }
+        step = "the later commit"
         try await other.write { try $0.insert(Item(id: 4, name: "later")) }
         if !(await eventually(timeout: timeout) { seen.values.last == fresh + [4] }) {
             problems.append("after a later commit the watch shows \(String(describing: seen.values.last)), the store holds \(fresh + [4])")
