@@ -15,7 +15,7 @@ import Reservoir
 /// when full. See Docs/Design/LMDB.md for layout, durability and limits.
 public final class LMDBBackend: StorageBackend {
     let environment: LMDBEnvironment
-    private let isClosed = Locked(false)
+    private let isClosed = SetOnceFlag()
     /// Whether writes are refused (`mode=readonly`, or files this process may not write).
     public var isReadOnly: Bool { readOnly || environment.options.readOnly }
     private let readOnly: Bool
@@ -129,7 +129,7 @@ public final class LMDBBackend: StorageBackend {
     }
 
     public func close() {
-        guard isClosed.setOnce() else { return }
+        guard isClosed.set() else { return }
         environment.release()
     }
 
@@ -141,7 +141,7 @@ public final class LMDBBackend: StorageBackend {
     }
 
     private func checkOpen() throws {
-        if isClosed.withLock({ $0 }) {
+        if isClosed.isSet {
             throw ReservoirError.closed(store: "lmdb:" + environment.path)
         }
     }

@@ -31,7 +31,7 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
     private var writer: PGConnection?
     private let idle: Locked<[PGConnection]>
     let cachedCatalog: Locked<Catalog?>
-    private let closed = Locked(false)
+    private let closed = SetOnceFlag()
     let listenerLock = NSLock()
     var listener: PGConnection?
     var token: UInt64 = 0
@@ -293,7 +293,7 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
     }
 
     func releaseReader(_ connection: PGConnection, healthy: Bool) {
-        guard healthy, !closed.withLock({ $0 }) else { return }
+        guard healthy, !closed.isSet else { return }
         idle.withLock { pool in
             if pool.count < options.readers { pool.append(connection) }
         }
@@ -302,7 +302,7 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
     // MARK: - Closing
 
     public func close() {
-        guard closed.setOnce() else { return }
+        guard closed.set() else { return }
         writerLock.lock()
         writer = nil
         writerLock.unlock()
@@ -315,7 +315,7 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
     }
 
     func checkOpen() throws {
-        if closed.withLock({ $0 }) { throw closedError() }
+        if closed.isSet { throw closedError() }
     }
 
     private func closedError() -> ReservoirError {

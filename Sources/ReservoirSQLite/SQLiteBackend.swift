@@ -36,7 +36,7 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
     private var pendingToNumber = true
     /// Whether ``close()`` was called: a `Locked`, whose lock costs about half an `NSLock`'s
     /// on Linux, and every read makes one.
-    private let isClosed = Locked(false)
+    private let isClosed = SetOnceFlag()
     /// The database file this backend opened; checked when the store is probed and when a
     /// write begins, so a deleted or replaced file stops the store (`.gone`).
     private let identity: FileIdentity
@@ -336,7 +336,7 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
     // MARK: - Closing
 
     public func close() {
-        guard isClosed.setOnce() else { return }
+        guard isClosed.set() else { return }
         writerLock.lock()
         if let writer { Checkpointer.uninstall(from: writer.connection) }
         writer = nil
@@ -349,7 +349,7 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
     }
 
     private func checkOpen() throws {
-        if isClosed.withLock({ $0 }) { throw closedError() }
+        if isClosed.isSet { throw closedError() }
     }
 
     private func closedError() -> ReservoirError {

@@ -24,7 +24,7 @@ public final class Store: Sendable {
     let poller: CommitPoller
     /// Set by `close()`. The store answers `.closed` itself, in the same words on every
     /// backend; backends keep their own gate for calls already in flight when it is set.
-    let isClosed = Locked(false)
+    let isClosed = SetOnceFlag()
     /// Which record types' folded shadow columns this store has checked or refolded.
     @usableFromInline let shadowCheck = ShadowCheck()
     /// Refuses writes once another process migrated the store past the app's migrations.
@@ -81,7 +81,7 @@ public final class Store: Sendable {
     /// ``LiveCount`` and ``LiveSections`` set their `error` to `.closed` and keep their last
     /// contents. A subscription made after `close()` ends the same way at once.
     public func close() {
-        guard isClosed.setOnce() else { return }
+        guard isClosed.set() else { return }
         poller.stop()
         writeLock.withLock { backend.close() }
         // Whatever was committed reaches its subscribers before they hear the store closed.
@@ -92,7 +92,7 @@ public final class Store: Sendable {
     /// Throws `.closed`, naming the store, once `close()` has been called.
     @usableFromInline
     func checkOpen() throws {
-        if isClosed.withLock({ $0 }) {
+        if isClosed.isSet {
             throw ReservoirError.closed(store: configuration?.redacted ?? "\(backend.location)")
         }
     }
