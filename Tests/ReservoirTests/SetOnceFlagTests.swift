@@ -16,46 +16,57 @@ struct SetOnceFlagTests {
         #expect(flag.isSet)
     }
 
-    @Test func oneOfManyThreadsSetsItAndReadersSeeWhatItWroteBefore() {
+    @Test func oneOfManyThreadsSetsIt() {
         for _ in 0..<20 {
             let flag = SetOnceFlag()
-            let box = Box()
             let winners = Locked(0)
+            DispatchQueue.concurrentPerform(iterations: 8) { _ in
+                if flag.set() { winners.withLock { $0 += 1 } }
+            }
+            #expect(winners.withLock { $0 } == 1)
+            #expect(flag.isSet)
+        }
+    }
+
+    @Test func readersThatSeeItSetSeeWhatTheSetterWroteBefore() {
+        for round in 1...20 {
+            let flag = SetOnceFlag()
+            let box = Box()
             let seen = Locked<[Int]>([])
+            let late = Locked(0)
             let done = DispatchGroup()
-            // Threads of their own, not a pool's: a reader spins until the flag is set, and two
-            // spinning readers must not hold the only two workers while the setters wait.
-            for index in 0..<8 {
+            // Threads of their own, not a pool's: a reader spins until the flag is set, and
+            // spinning readers must not hold the only workers while the setter waits for one.
+            for index in 0..<6 {
                 done.enter()
                 Thread.detachNewThread {
-                    if index % 2 == 0 {
-                        // A reader: waits for the flag, then reads what a setter wrote before it.
+                    switch index {
+                    case 0:
+                        // The setter: a plain write, then the flag.
+                        box.value = round
+                        _ = flag.set()
+                    case 1, 2:
+                        // Late setters: once it is set, setting it again does nothing.
+                        while !flag.isSet {}
+                        if !flag.set() { late.withLock { $0 += 1 } }
+                    default:
+                        // Readers: once they see it set, they see the setter's write.
                         while !flag.isSet {}
                         let value = box.value
                         seen.withLock { $0.append(value) }
-                    } else {
-                        box.write(index)
-                        if flag.set() { winners.withLock { $0 += 1 } }
                     }
                     done.leave()
                 }
             }
             done.wait()
-            #expect(winners.withLock { $0 } == 1)
-            #expect(seen.withLock { $0.count } == 4)
-            #expect(seen.withLock { $0.allSatisfy { $0 % 2 == 1 } })
+            #expect(late.withLock { $0 } == 2)
+            #expect(seen.withLock { $0 } == [round, round, round])
         }
     }
 }
 
-/// A value written without a lock before the flag is set, and read only after it is seen set.
+/// A value written without a lock before the flag is set, and read only after it is seen set
+/// (ThreadSanitizer reports a race here unless the flag orders the two).
 private final class Box: @unchecked Sendable {
-    private let lock = Locked(())
-    nonisolated(unsafe) private(set) var value = 0
-
-    /// The first write only (a later writer's plain write after the flag was set would race
-    /// with the readers; the lock only orders the writers among themselves).
-    func write(_ newValue: Int) {
-        lock.withLock { _ in if value == 0 { value = newValue } }
-    }
+    nonisolated(unsafe) var value = 0
 }
