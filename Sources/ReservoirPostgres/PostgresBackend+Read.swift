@@ -34,15 +34,7 @@ extension PostgresBackend {
         if !created.withLock({ $0 }) {
             // No write has created the store yet: an empty snapshot, unless one just did.
             do {
-                do {
-                    try connection.execute(Layout.readBegin)
-                } catch let error as ReservoirError where !connection.isConnected && error.code != .timeout {
-                    // A pooled connection that outlived a server restart: nothing ran, so one
-                    // fresh try (not after a timeout: the call has used its time).
-                    dropIdleReaders()
-                    connection = try freshReader()
-                    try connection.execute(Layout.readBegin)
-                }
+                _ = try replacingLost(&connection) { try $0.execute(Layout.readBegin) }
                 if try !tablesExist(connection) {
                     let empty = PGReadTransaction(connection: connection, layout: layout, catalog: Catalog(version: 0, tables: [:]), sequence: 0)
                     empty.absent = true
@@ -172,7 +164,7 @@ extension PostgresBackend {
             items.append(.prepared(sql, parameters))
             items.append(contentsOf: layout.readEnd)
             answer = try connection.pipeline(items)
-        } catch let error as ReservoirError where !connection.isConnected && error.code != .timeout {
+        } catch let error as ReservoirError where connection.isLost(after: error) {
             // Preparing a statement met a pooled connection that outlived a server restart (or
             // a cut): nothing was sent, and the ordinary read starts on another connection.
             healthy = false
@@ -202,15 +194,23 @@ extension PostgresBackend {
     }
 
     /// Begins a read transaction on `connection` (1 and 2 above), with `first` when
-    /// given. A pooled connection that outlived a server restart is replaced once (not after a
-    /// timeout: the call has used its time), and the pool emptied: the restart ended the
-    /// connections idle in it too.
+    /// given, replacing a lost pooled connection once (``replacingLost(_:_:)``).
     private func beginRead(_ connection: PGConnection, _ first: PGReadTransaction.FirstRead?) throws -> PGReadTransaction.Start {
+        var connection = connection
+        return try replacingLost(&connection) { try startRead($0, first) }
+    }
+
+    /// Runs `body`, a read's first call, on the reader `connection`. When that finds it lost (a
+    /// pooled connection that outlived a server restart), the pool is emptied, since the restart
+    /// ended the connections idle in it too, and `body` runs once more on a fresh connection,
+    /// which `connection` becomes. Not after a timeout: the call has used its time.
+    private func replacingLost<R>(_ connection: inout PGConnection, _ body: (PGConnection) throws -> R) throws -> R {
         do {
-            return try startRead(connection, first)
-        } catch let error as ReservoirError where !connection.isConnected && error.code != .timeout {
+            return try body(connection)
+        } catch let error as ReservoirError where connection.isLost(after: error) {
             dropIdleReaders()
-            return try startRead(freshReader(), first)
+            connection = try freshReader()
+            return try body(connection)
         }
     }
 

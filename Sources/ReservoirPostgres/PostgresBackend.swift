@@ -194,9 +194,8 @@ public final class PostgresBackend: StorageBackend, @unchecked Sendable {
         let (position, catalog, identity): (CommitPosition, Catalog, UUID?)
         do {
             (position, catalog, identity) = try beginCreating(connection)
-        } catch let error as ReservoirError where !connection.isConnected && error.code != .timeout {
+        } catch let error as ReservoirError where connection.isLost(after: error) {
             // The server restarted since the last write: nothing was sent, so one fresh try.
-            // (Not after a timeout: the call has used its time.)
             writer = nil
             connection = try makeWriter()
             writer = connection

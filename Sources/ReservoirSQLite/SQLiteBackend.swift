@@ -34,8 +34,7 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
     private var lastDataVersion: Int64 = .min
     /// Set when pending change rows were seen but not numbered yet (and at open).
     private var pendingToNumber = true
-    /// Whether ``close()`` was called: a `Locked`, whose lock costs about half an `NSLock`'s
-    /// on Linux, and every read makes one.
+    /// Whether ``close()`` was called: every call reads it, with one atomic load.
     private let isClosed = SetOnceFlag()
     /// The database file this backend opened; checked when the store is probed and when a
     /// write begins, so a deleted or replaced file stops the store (`.gone`).

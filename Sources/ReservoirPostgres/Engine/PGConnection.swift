@@ -119,6 +119,11 @@ final class PGConnection {
     /// a lost server only when a command fails).
     var isConnected: Bool { !broken && PQstatus(handle) == CONNECTION_OK }
 
+    /// Whether `error`, thrown by a call on this connection, says the connection is lost (a
+    /// server restart, a cut) rather than that the call timed out: a caller may then try once
+    /// more on a fresh connection where nothing was sent; after a timeout the call has used its time.
+    func isLost(after error: ReservoirError) -> Bool { !isConnected && error.code != .timeout }
+
     /// Connected and outside a transaction, or with only a deferred tail's answers owed (its
     /// `COMMIT` ends the transaction).
     var isHealthy: Bool { isConnected && (!deferred.isEmpty || PQtransactionStatus(handle) == PQTRANS_IDLE) }
