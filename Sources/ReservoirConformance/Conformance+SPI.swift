@@ -179,6 +179,106 @@ extension ConformanceSuite {
             try expectEqual(try backend.count(queries[1]), 5, "the backend's count after a commit")
         },
 
+        ConformanceCase("spi", "scan(_:expecting:rows:readers:) hands over exactly the rows fetch passes; a reader decodes as its row") { context in
+            let backend = context.store.backend
+            // One value of every kind in "x"; "s" only in some rows, so rows differ in shape.
+            let kinds: [Value] = [.null, .integer(7), .integer(.min), .real(2.5), .real(-3), .text("seven"), .text(""),
+                                  .text(String(repeating: "long text ", count: 4)), .blob(Data([0, 1, 2])), .blob(Data()), .text("12")]
+            try backend.write { tx in
+                for (offset, value) in kinds.enumerated() {
+                    let id = Int64(offset + 1)
+                    var columns: [(String, Value)] = [("id", .integer(id)), ("x", value)]
+                    if offset % 3 == 0 { columns.append(("s", .text("s\(id)"))) }
+                    try tx.put(otherEntity, id: .integer(id), row: Row(columns))
+                }
+            }
+            // A decode's outcome, told apart by value or by error code and message.
+            func outcome<T: ValueConvertible>(_ read: () throws -> T) -> String {
+                do { return "\(try read())" } catch let error as ReservoirError { return "\(error.code): \(error.message)" } catch { return "\(error)" }
+            }
+            func compare<T: ValueConvertible>(_ type: T.Type, _ reader: borrowing RowReader, _ row: Row, _ what: String) throws {
+                for column in row.columns + ["missing"] {
+                    for position in [nil, 0, 1, row.index(of: column)] {
+                        let lent = outcome { try reader.decode(column, as: T.self, at: position) }
+                        let kept = outcome { try row.decode(column, as: T.self, at: position) }
+                        try expectEqual(lent, kept, "\(what): column \(column) read as \(T.self) at \(String(describing: position)) from the reader, against the row")
+                    }
+                }
+            }
+            typealias Scan = ((Int) -> Void, (Row) throws -> Void, (borrowing RowReader) throws -> Void) throws -> Void
+            func check(_ what: String, _ scan: Scan, against rows: [Row]) throws {
+                var seen: [Row] = []
+                var announced: [Int] = []
+                try scan({ count in
+                    announced.append(count)
+                    if !seen.isEmpty { announced.append(-1) }
+                }, { row in seen.append(row) }, { reader in
+                    let row = reader.row()
+                    try expectEqual(reader.columns, row.columns, "\(what): the reader's columns against its row's")
+                    for column in row.columns + ["missing"] {
+                        try expect(reader.value(column).isIdentical(to: row.value(column)), "\(what): value of \(column) from the reader, \(reader.value(column)), against its row's \(row.value(column))")
+                    }
+                    if seen.count < rows.count {
+                        let expected = rows[seen.count]
+                        try compare(Int.self, reader, expected, what)
+                        try compare(Int64.self, reader, expected, what)
+                        try compare(Int32.self, reader, expected, what)
+                        try compare(UInt8.self, reader, expected, what)
+                        try compare(Double.self, reader, expected, what)
+                        try compare(Float.self, reader, expected, what)
+                        try compare(Bool.self, reader, expected, what)
+                        try compare(String.self, reader, expected, what)
+                        try compare(Data.self, reader, expected, what)
+                        try compare(Int?.self, reader, expected, what)
+                        try compare(Int64?.self, reader, expected, what)
+                        try compare(Double?.self, reader, expected, what)
+                        try compare(String?.self, reader, expected, what)
+                        try compare(Date?.self, reader, expected, what)
+                        try compare(Value.self, reader, expected, what)
+                    }
+                    seen.append(row)
+                })
+                try expectEqual(seen, rows, "\(what): the rows handed over against fetch's")
+                try expect(announced.count <= 1 && announced.allSatisfy { $0 == seen.count },
+                           "\(what): the counts announced before \(seen.count) rows: \(announced) (-1: announced after a row)")
+            }
+            let queries = [
+                try Query(entity: otherEntity),
+                try Query(entity: otherEntity, sort: [SortTerm(column: "s", ascending: false), SortTerm(column: "id")], limit: 6, offset: 2),
+                try Query(entity: otherEntity, predicate: .compare(column: "x", .equal, .text("none"))),
+                try Query(entity: describedV1),
+            ]
+            for query in queries {
+                let rows = try backend.read { try $0.fetch(query) }
+                try check("the backend's scan of \(query)", { try backend.scan(query, expecting: $0, rows: $1, readers: $2) }, against: rows)
+                try backend.read { tx in
+                    try check("a read's scan of \(query)", { try tx.scan(query, expecting: $0, rows: $1, readers: $2) }, against: rows)
+                }
+            }
+            // Inside a write, a scan reads the write's own rows.
+            try backend.write { tx in
+                try tx.put(otherEntity, id: .integer(100), row: Row([("id", .integer(100)), ("x", .text("written"))]))
+                let rows = try tx.fetch(queries[0])
+                try expect(rows.contains { $0.value("id") == .integer(100) }, "a write's fetch sees its own row")
+                try check("a write's scan", { try tx.scan(queries[0], expecting: $0, rows: $1, readers: $2) }, against: rows)
+            }
+            // A body that throws stops the scan, and the error reaches the caller.
+            struct Stop: Error {}
+            var calls = 0
+            do {
+                try backend.scan(queries[0], expecting: { _ in }, rows: { _ in
+                    calls += 1
+                    throw Stop()
+                }, readers: { _ in
+                    calls += 1
+                    throw Stop()
+                })
+                throw ConformanceFailure(message: "a scan whose body throws did not throw", file: #fileID, line: #line)
+            } catch is Stop {}
+            try expectEqual(calls, 1, "calls to a scan's bodies after one threw")
+            try expectEqual(try backend.read { try $0.fetch(queries[0]) }.count, kinds.count + 1, "rows after a scan stopped by its body")
+        },
+
         ConformanceCase("spi", "a backend transaction used after its closure is refused") { context in
             let backend = context.store.backend
             let query = try Query(entity: otherEntity)
@@ -198,6 +298,9 @@ extension ConformanceSuite {
                 try expectError(.misuse, "fetch(_:) on an ended \(name) transaction") { try reader.fetch(query) }
                 try expectError(.misuse, "fetch(_:each:) on an ended \(name) transaction") { try reader.fetch(query) { _ in } }
                 try expectError(.misuse, "fetch(_:expecting:each:) on an ended \(name) transaction") { try reader.fetch(query, expecting: { _ in }) { _ in } }
+                try expectError(.misuse, "scan(_:expecting:rows:readers:) on an ended \(name) transaction") {
+                    try reader.scan(query, expecting: { _ in }, rows: { _ in }, readers: { _ in })
+                }
                 try expectError(.misuse, "count(_:) on an ended \(name) transaction") { try reader.count(query) }
                 try expectError(.misuse, "entities() on an ended \(name) transaction") { try reader.entities() }
                 try expectError(.misuse, "lastSequence() on an ended \(name) transaction") { try reader.lastSequence() }

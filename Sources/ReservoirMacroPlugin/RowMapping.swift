@@ -19,7 +19,8 @@ struct MappedField {
     var columnLiteral: String { StringLiteralExprSyntax(content: column).description }
 }
 
-/// The members `@RowMapped` and `@Storable` both write: `makeRow()`, `init(row:)`, and for
+/// The members `@RowMapped` and `@Storable` both write: `makeRow()`, `init(row:)`,
+/// `init(reader:)` (the same fields, read from a fetch's ``RowReader``) with `readsColumns`, and for
 /// a top-level non-generic struct the shared column names, `rowMappedColumns`.
 struct RowMapping {
     var fields: [MappedField]
@@ -36,8 +37,10 @@ struct RowMapping {
             "try Reservoir.Value.encoding(self.\(field.name), column: \(field.columnLiteral))"
         }
         // The position is where makeRow() puts the column, a hint that spares a search.
-        let assignments = fields.filter(\.decodes).map { field in
-            "self.\(field.name) = try row.decode(\(field.columnLiteral), at: \(field.position))"
+        func assignments(from reader: String) -> String {
+            fields.filter(\.decodes).map { field in
+                "self.\(field.name) = try \(reader).decode(\(field.columnLiteral), at: \(field.position))"
+            }.joined(separator: "\n")
         }
         let staticColumns = generic ? "" : "\(access)static let rowMappedColumns: [String] = \(columnsLiteral)\n"
         let valueList = values.isEmpty ? "" : "\n" + values.map { "    \($0)," }.joined(separator: "\n") + "\n"
@@ -47,7 +50,13 @@ struct RowMapping {
         return Reservoir.Row(columns: \(columns), values: values)
         }
         \(access)init(row: borrowing Reservoir.Row) throws {
-        \(assignments.joined(separator: "\n"))
+        \(assignments(from: "row"))
+        }
+        \(access)init(reader: borrowing Reservoir.RowReader) throws {
+        \(assignments(from: "reader"))
+        }
+        \(access)static var readsColumns: Bool {
+        true
         }
         """
     }

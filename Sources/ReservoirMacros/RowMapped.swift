@@ -1,7 +1,8 @@
 import Reservoir
 
-/// Writes a record's ``Reservoir/Storable/makeRow()`` and ``Reservoir/Storable/init(row:)``
-/// from its stored properties, so the store maps it without `Codable`'s per-field dynamic
+/// Writes a record's ``Reservoir/Storable/makeRow()``, ``Reservoir/Storable/init(row:)`` and
+/// ``Reservoir/Storable/init(reader:)`` (with ``Reservoir/Storable/readsColumns`` true) from
+/// its stored properties, so the store maps it without `Codable`'s per-field dynamic
 /// dispatch (a fetch or bulk insert of small records takes about half the time):
 ///
 ///     import Reservoir
@@ -27,5 +28,5 @@ import Reservoir
 /// or `lazy` properties, is refused at compile time: write `makeRow()` and `init(row:)` by
 /// hand for it. `CodingKeys` or a `Codable` implementation declared in another extension
 /// is not seen by the macro; keep them in the struct's body.
-@attached(extension, names: named(makeRow), named(init(row:)), named(rowMappedColumns))
+@attached(extension, names: named(makeRow), named(init(row:)), named(init(reader:)), named(readsColumns), named(rowMappedColumns))
 public macro RowMapped() = #externalMacro(module: "ReservoirMacroPlugin", type: "RowMappedMacro")

@@ -24,7 +24,7 @@ import Reservoir
 ///   arrays, dictionaries) are stored as one opaque column each, and a predicate or sort
 ///   on one does not compile. Computed and `@Transient` properties are named in the schema
 ///   too, so a query that uses one fails with an error naming the property.
-/// - `makeRow()` and `init(row:)`, as ``RowMapped()`` writes them.
+/// - `makeRow()`, `init(row:)`, `init(reader:)` and `readsColumns`, as ``RowMapped()`` writes them.
 /// - `CodingKeys`, when `@Column` or `@Transient` change what synthesized `Codable` would
 ///   encode and the struct declares none, so `Codable` and the store write the same rows.
 ///   A struct with its own `CodingKeys` keeps them: they choose, order and name the columns
@@ -37,7 +37,7 @@ import Reservoir
 /// refuses (its own `encode(to:)` or `init(from:)`, property wrappers, `lazy` properties).
 @attached(member, names: named(CodingKeys))
 @attached(extension, conformances: Storable,
-          names: named(schema), named(makeRow), named(init(row:)), named(rowMappedColumns))
+          names: named(schema), named(makeRow), named(init(row:)), named(init(reader:)), named(readsColumns), named(rowMappedColumns))
 public macro Storable(_ name: String) = #externalMacro(module: "ReservoirMacroPlugin", type: "StorableMacro")
 
 /// Marks a stored property of a ``Storable(_:)`` struct for an ordered index, which makes

@@ -39,6 +39,13 @@ struct RowMappedExpansionTests {
                     self.id = try row.decode("id", at: 0)
                     self.title = try row.decode("title", at: 1)
                 }
+                public init(reader: borrowing Reservoir.RowReader) throws {
+                    self.id = try reader.decode("id", at: 0)
+                    self.title = try reader.decode("title", at: 1)
+                }
+                public static var readsColumns: Bool {
+                    true
+                }
             }
             """
         )
@@ -81,6 +88,13 @@ struct RowMappedExpansionTests {
                     self.title = try row.decode(#"heading "quoted""#, at: 0)
                     self.id = try row.decode("id", at: 1)
                 }
+                init(reader: borrowing Reservoir.RowReader) throws {
+                    self.title = try reader.decode(#"heading "quoted""#, at: 0)
+                    self.id = try reader.decode("id", at: 1)
+                }
+                static var readsColumns: Bool {
+                    true
+                }
             }
             """
         )
@@ -113,6 +127,13 @@ struct RowMappedExpansionTests {
                 init(row: borrowing Reservoir.Row) throws {
                     self.id = try row.decode("id", at: 0)
                     self.content = try row.decode("content", at: 1)
+                }
+                init(reader: borrowing Reservoir.RowReader) throws {
+                    self.id = try reader.decode("id", at: 0)
+                    self.content = try reader.decode("content", at: 1)
+                }
+                static var readsColumns: Bool {
+                    true
                 }
             }
             """

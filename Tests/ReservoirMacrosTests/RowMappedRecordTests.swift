@@ -175,9 +175,34 @@ struct RowMappedRecordTests {
                 "\(String(describing: error))")
     }
 
-    @Test("a store writes, queries and reads back macro-mapped records")
-    func throughAStore() throws {
-        let store = try Store.open("memory:", registry: BackendRegistry())
+    @Test("init(reader:) reads what init(row:) reads from a backend's columns, and fails alike")
+    func readerAgreesWithRow() throws {
+        let row = try sample().makeRow()
+        let reversed = Row(columns: row.columns.reversed(), values: row.values.reversed())
+        var shorter = Row(Array(zip(row.columns, row.values)).filter { $0.0 != "score" && $0.0 != "level" })
+        var wrongKind = row
+        wrongKind["flag"] = .text("yes")
+        var badJSON = row
+        badJSON["point"] = .text("not json")
+        var realID = row
+        realID["id"] = .real(7)
+        var textScore = row
+        textScore["score"] = .text("1.5")
+        shorter["name"] = nil
+        for (what, stored) in [("the record's row", row), ("reversed", reversed), ("a required column missing", shorter),
+                               ("a text flag", wrongKind), ("bad JSON", badJSON), ("a real id", realID), ("a text score", textScore)] {
+            let expected = outcome { try Sample(row: stored) }
+            #expect(outcome { try Sample(reader: RowReader(columns: stored.columns, source: RowColumns(stored))) } == expected, "\(what)")
+        }
+        #expect(outcome { try Sample(row: row) } == "\(sample())", "the reference decodes the record")
+    }
+
+    @Test("a store writes, queries and reads back macro-mapped records", arguments: TestBackend.allCases)
+    func throughAStore(backend: TestBackend) throws {
+        let (configuration, registry, cleanup) = try backend.fresh()
+        defer { cleanup() }
+        let store = try Store.open(configuration, registry: registry)
+        defer { store.close() }
         var second = sample()
         second.id = 8
         second.name = "eight"
@@ -191,5 +216,19 @@ struct RowMappedRecordTests {
         #expect(try store.fetch(FetchRequest<Sample>(where: \.level == .low)).map(\.id) == [8])
         #expect(try store.get(Sample.self, id: 7) == sample())
         #expect(try store.fetch(FetchRequest<Renamed>(sortBy: [.ascending(\.rank)])).map(\.title) == ["second", "first"])
+        #expect(try store.fetch(FetchRequest<Sample>(sortBy: [.ascending(\.id)])) == [sample(), second])
     }
+}
+
+/// A decode's outcome: the record, or the error's code and message.
+private func outcome(_ decode: () throws -> Sample) -> String {
+    do { return "\(try decode())" } catch let error as ReservoirError { return "\(error.code): \(error.message)" } catch { return "\(error)" }
+}
+
+/// A third party's column source that gives only `value(at:)`, so the reader's typed reads
+/// take the protocol's defaults.
+private final class RowColumns: ColumnSource {
+    let row: Row
+    init(_ row: Row) { self.row = row }
+    func value(at index: Int) -> Value { row.values[index] }
 }

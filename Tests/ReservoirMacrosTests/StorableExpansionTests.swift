@@ -73,6 +73,15 @@ struct StorableExpansionTests {
                     self.sentAt = try row.decode("sent_at", at: 2)
                     self.reactions = try row.decode("reactions", at: 3)
                 }
+                public init(reader: borrowing Reservoir.RowReader) throws {
+                    self.id = try reader.decode("id", at: 0)
+                    self.channel = try reader.decode("channel", at: 1)
+                    self.sentAt = try reader.decode("sent_at", at: 2)
+                    self.reactions = try reader.decode("reactions", at: 3)
+                }
+                public static var readsColumns: Bool {
+                    true
+                }
             }
             """
         )
@@ -111,6 +120,13 @@ struct StorableExpansionTests {
                     self.id = try row.decode("id", at: 0)
                     self.label = try row.decode("label", at: 1)
                 }
+                init(reader: borrowing Reservoir.RowReader) throws {
+                    self.id = try reader.decode("id", at: 0)
+                    self.label = try reader.decode("label", at: 1)
+                }
+                static var readsColumns: Bool {
+                    true
+                }
             }
             """
         )
@@ -143,6 +159,12 @@ struct StorableExpansionTests {
                 }
                 init(row: borrowing Reservoir.Row) throws {
                     self.id = try row.decode("tag_id", at: 0)
+                }
+                init(reader: borrowing Reservoir.RowReader) throws {
+                    self.id = try reader.decode("tag_id", at: 0)
+                }
+                static var readsColumns: Bool {
+                    true
                 }
             }
             """
@@ -186,6 +208,14 @@ struct StorableExpansionTests {
                     self.id = try row.decode("id", at: 0)
                     self.title = try row.decode("title", at: 1)
                     self.tag = try row.decode("tag", at: 2)
+                }
+                init(reader: borrowing Reservoir.RowReader) throws {
+                    self.id = try reader.decode("id", at: 0)
+                    self.title = try reader.decode("title", at: 1)
+                    self.tag = try reader.decode("tag", at: 2)
+                }
+                static var readsColumns: Bool {
+                    true
                 }
             }
             """
@@ -244,6 +274,13 @@ struct StorableExpansionTests {
                     self.id = try row.decode("id", at: 0)
                     self.content = try row.decode("content", at: 1)
                 }
+                init(reader: borrowing Reservoir.RowReader) throws {
+                    self.id = try reader.decode("id", at: 0)
+                    self.content = try reader.decode("content", at: 1)
+                }
+                static var readsColumns: Bool {
+                    true
+                }
             }
             """
         )
@@ -294,6 +331,13 @@ struct StorableExpansionTests {
                 init(row: borrowing Reservoir.Row) throws {
                     self.title = try row.decode("heading", at: 0)
                     self.id = try row.decode("id", at: 1)
+                }
+                init(reader: borrowing Reservoir.RowReader) throws {
+                    self.title = try reader.decode("heading", at: 0)
+                    self.id = try reader.decode("id", at: 1)
+                }
+                static var readsColumns: Bool {
+                    true
                 }
             }
             """

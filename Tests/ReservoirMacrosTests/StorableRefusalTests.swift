@@ -226,6 +226,12 @@ struct StorableRefusalTests {
                 init(row: borrowing Reservoir.Row) throws {
                     self.id = try row.decode("id", at: 0)
                 }
+                init(reader: borrowing Reservoir.RowReader) throws {
+                    self.id = try reader.decode("id", at: 0)
+                }
+                static var readsColumns: Bool {
+                    true
+                }
             }
             """,
             diagnostics: [

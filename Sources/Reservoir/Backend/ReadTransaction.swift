@@ -35,6 +35,17 @@ public protocol ReadTransaction {
     /// receives; one that learns the count only by reading (a SQLite statement) never calls it.
     func fetch(_ query: Query, expecting: (Int) -> Void, each body: (Row) throws -> Void) throws
 
+    /// ``fetch(_:expecting:each:)``, handing each row to one of two bodies: `rows` a `Row`, or
+    /// `readers` a ``RowReader`` over the row's columns where the backend holds them (a
+    /// ``ColumnSource``): how ``Store`` and ``Snapshot`` decode records, through
+    /// ``Storable/init(row:)`` or ``Storable/init(reader:)``. A backend that reads whole rows
+    /// passes them to `rows` (the default calls ``fetch(_:expecting:each:)`` with it); one that
+    /// can read a result's columns in place lends `readers` one reader for every row. Either
+    /// way each row goes to exactly one body, in order, and a reader's columns, values and
+    /// decodes are exactly those of the row `fetch(_:expecting:each:)` would pass.
+    func scan(_ query: Query, expecting: (Int) -> Void, rows: (Row) throws -> Void,
+              readers: (borrowing RowReader) throws -> Void) throws
+
     /// The number of rows `fetch(query)` would return.
     func count(_ query: Query) throws -> Int
 

@@ -80,6 +80,14 @@ public protocol StorageBackend: AnyObject, Sendable {
     /// does so before calling either.
     func fetch(_ query: Query, expecting: (Int) -> Void, each body: (Row) throws -> Void) throws
 
+    /// ``fetch(_:expecting:each:)``, handing each row to `rows` or lending it to `readers` as
+    /// ``ReadTransaction/scan(_:expecting:rows:readers:)`` does: how ``Store/fetch(_:)`` decodes
+    /// records. The default passes `rows` to this backend's `fetch(_:expecting:each:)`, so a
+    /// backend that sends its read whole keeps doing so; one whose transactions read columns in
+    /// place answers with `read { try $0.scan(query, expecting: expecting, rows: rows, readers: readers) }`.
+    func scan(_ query: Query, expecting: (Int) -> Void, rows: (Row) throws -> Void,
+              readers: (borrowing RowReader) throws -> Void) throws
+
     /// The number of rows `query` selects, in a read transaction of its own: exactly what
     /// `read { try $0.count(query) }` returns, which is the default. ``Store/count(_:)`` asks
     /// this, with the same freedom as ``fetch(_:expecting:each:)``.
@@ -158,6 +166,12 @@ extension StorageBackend {
         try read { try $0.fetch(query, expecting: expecting, each: body) }
     }
 
+    /// Passes each row to `rows`, through ``fetch(_:expecting:each:)``.
+    public func scan(_ query: Query, expecting: (Int) -> Void, rows: (Row) throws -> Void,
+                     readers: (borrowing RowReader) throws -> Void) throws {
+        try fetch(query, expecting: expecting, each: rows)
+    }
+
     /// Counts `query`'s rows in a read transaction of its own.
     public func count(_ query: Query) throws -> Int {
         try read { try $0.count(query) }
@@ -213,6 +227,12 @@ extension ReadTransaction {
     /// The rows `query` selects, one at a time; the default never calls `expecting`, as it cannot know the count first.
     public func fetch(_ query: Query, expecting: (Int) -> Void, each body: (Row) throws -> Void) throws {
         try fetch(query, each: body)
+    }
+
+    /// Passes each row to `rows`, through ``fetch(_:expecting:each:)``.
+    public func scan(_ query: Query, expecting: (Int) -> Void, rows: (Row) throws -> Void,
+                     readers: (borrowing RowReader) throws -> Void) throws {
+        try fetch(query, expecting: expecting, each: rows)
     }
 }
 

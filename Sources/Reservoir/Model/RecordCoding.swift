@@ -26,33 +26,51 @@ enum RecordCoding {
         }
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     static func decode<T: Storable>(_ type: T.Type, from row: Row) throws -> T {
         do {
             return try T(row: row)
         } catch {
-            throw decodingError(error, T.self, row)
+            throw decodingError(error, T.self, id: row.value(T.schema.idColumn))
         }
     }
 
-    /// The records of the rows `fetch` reads for `query` (a reader's or a backend's
-    /// `fetch(_:expecting:each:)`), capacity reserved for a limit or the count it announces,
-    /// and otherwise for 16 records at first: grown from empty, an array is reallocated at 1,
-    /// 2, 4 and 8 records (a backend that cannot count ahead, SQLite's, grew 100 records
-    /// eight times).
+    /// The record a fetch's reader lends, through ``Storable/init(reader:)``.
+    @inlinable @inline(__always)
+    static func decode<T: Storable>(_ type: T.Type, from reader: borrowing RowReader) throws -> T {
+        do {
+            return try T(reader: reader)
+        } catch {
+            throw decodingError(error, T.self, id: reader.value(T.schema.idColumn))
+        }
+    }
+
+    /// The records of the rows `query` selects: for a type that reads columns
+    /// (``Storable/readsColumns``) from what `scan` (a reader's or a backend's
+    /// `scan(_:expecting:rows:readers:)`) hands over, a row or a reader, else from the rows of
+    /// `fetch` (their `fetch(_:expecting:each:)`);
+    /// capacity reserved for a limit or the count it announces, and otherwise for 16 records at
+    /// first: grown from empty, an array is reallocated at 1, 2, 4 and 8 records (a backend that
+    /// cannot count ahead, SQLite's, grew 100 records eight times).
     @inlinable
     static func records<T: Storable>(_ type: T.Type, _ query: Query,
-                                     _ fetch: (_ expecting: (Int) -> Void, _ each: (Row) throws -> Void) throws -> Void) throws -> [T] {
+                                     fetch: (_ expecting: (Int) -> Void, _ each: (Row) throws -> Void) throws -> Void,
+                                     scan: (_ expecting: (Int) -> Void, _ rows: (Row) throws -> Void,
+                                            _ readers: (borrowing RowReader) throws -> Void) throws -> Void) throws -> [T] {
         var records: [T] = []
         records.reserveCapacity(query.limit.map { min($0, 1024) } ?? 16)
-        try fetch({ records.reserveCapacity($0) }) { records.append(try decode(T.self, from: $0)) }
+        if T.readsColumns {
+            try scan({ records.reserveCapacity($0) }, { records.append(try decode(T.self, from: $0)) },
+                     { records.append(try decode(T.self, from: $0)) })
+        } else {
+            try fetch({ records.reserveCapacity($0) }) { records.append(try decode(T.self, from: $0)) }
+        }
         return records
     }
 
-    /// The error for a row that `T(row:)` could not decode, naming the type, entity and id.
+    /// The error for a row with `id` that `T` could not decode, naming the type, entity and id.
     @usableFromInline
-    static func decodingError<T: Storable>(_ error: any Error, _ type: T.Type, _ row: Row) -> ReservoirError {
-        let id = row.value(T.schema.idColumn)
+    static func decodingError<T: Storable>(_ error: any Error, _ type: T.Type, id: Value) -> ReservoirError {
         let reason = (error as? ReservoirError)?.message ?? "\(error)"
         return ReservoirError(.typeMismatch, "cannot decode \(T.self) from \"\(T.schema.name)\" row with id \(id): \(reason)")
     }

@@ -46,6 +46,19 @@ public protocol Storable: Codable, Identifiable, Equatable, Sendable where ID: R
 
     /// The record a stored row holds. The default decodes it with ``RowDecoder``.
     init(row: borrowing Row) throws
+
+    /// The record the row a fetch is reading holds, read column by column: it must return
+    /// what ``init(row:)`` returns for the same row. `@RowMapped` and `@Storable` write it with
+    /// ``RowReader/decode(_:as:at:)``, which from a backend that reads columns in place
+    /// (SQLite) takes each field without making a ``Value`` for it. The default calls
+    /// ``init(row:)`` with the reader's row.
+    init(reader: borrowing RowReader) throws
+
+    /// Whether fetches should decode this type through ``init(reader:)``: true where that
+    /// reads the columns itself (`@RowMapped` and `@Storable` say so). False, the default,
+    /// keeps fetches on ``init(row:)``, which spares a backend that reads columns in place
+    /// making a row from them for the default `init(reader:)`.
+    static var readsColumns: Bool { get }
 }
 
 extension Storable {
@@ -58,4 +71,12 @@ extension Storable {
     public init(row: borrowing Row) throws {
         self = try RowDecoder().decode(Self.self, from: row)
     }
+
+    /// Calls ``init(row:)`` with the reader's row.
+    public init(reader: borrowing RowReader) throws {
+        try self.init(row: reader.row())
+    }
+
+    /// False: fetches decode through ``init(row:)``.
+    public static var readsColumns: Bool { false }
 }

@@ -18,6 +18,17 @@ public struct DifferentialNote: Storable, CustomStringConvertible {
         self.tag = tag
     }
 
+    /// Read column by column (the rows are `Codable`'s, written by the default `makeRow()`), so
+    /// the test's fetches also take the path a backend's ``RowReader`` serves, against every
+    /// other backend's rows and the model.
+    public init(reader: borrowing RowReader) throws {
+        self.init(id: try reader.decode("id", at: 0), title: try reader.decode("title", at: 1),
+                  score: try reader.decode("score", at: 2), rank: try reader.decode("rank", at: 3),
+                  tag: try reader.decode("tag", at: 4))
+    }
+
+    public static var readsColumns: Bool { true }
+
     public static let schema = Schema<DifferentialNote>("differential_notes", fields: [
         .field(\.title), .field(\.score), .field(\.rank, indexed: true), .field(\.tag, indexed: true),
     ])

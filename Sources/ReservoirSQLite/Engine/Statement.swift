@@ -238,10 +238,7 @@ final class Statement {
         case SQLITE_FLOAT:
             return .real(sqlite3_value_double(value))
         case SQLITE_TEXT:
-            guard let text = sqlite3_value_text(value) else { return .text("") }
-            let count = Int(sqlite3_value_bytes(value))
-            guard count > 0 else { return .text("") }
-            return .text(String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self))
+            return .text(Self.text(of: value))
         case SQLITE_BLOB:
             guard let bytes = sqlite3_value_blob(value) else { return .blob(Data()) }
             let count = Int(sqlite3_value_bytes(value))
@@ -299,5 +296,41 @@ final class Statement {
 
     static func shorten(_ sql: String) -> String {
         sql.count > 120 ? String(sql.prefix(117)) + "..." : sql
+    }
+}
+
+/// The current result row's columns, read in place for a ``RowReader``: each typed read calls
+/// only the accessor of the column's own type, as ``value(at:)-(Int32)`` does, so nothing is
+/// converted.
+extension Statement: ColumnSource {
+    func value(at index: Int) -> Value {
+        value(at: Int32(truncatingIfNeeded: index))
+    }
+
+    func integer(at index: Int) -> Int64? {
+        guard let value = sqlite3_column_value(handle, Int32(truncatingIfNeeded: index)),
+              sqlite3_value_type(value) == SQLITE_INTEGER else { return nil }
+        return sqlite3_value_int64(value)
+    }
+
+    func real(at index: Int) -> Double? {
+        guard let value = sqlite3_column_value(handle, Int32(truncatingIfNeeded: index)),
+              sqlite3_value_type(value) == SQLITE_FLOAT else { return nil }
+        return sqlite3_value_double(value)
+    }
+
+    func text(at index: Int) -> String? {
+        guard let value = sqlite3_column_value(handle, Int32(truncatingIfNeeded: index)),
+              sqlite3_value_type(value) == SQLITE_TEXT else { return nil }
+        return Self.text(of: value)
+    }
+
+    /// A text value's bytes as a `String`, byte for byte.
+    @inline(__always)
+    static func text(of value: OpaquePointer) -> String {
+        guard let text = sqlite3_value_text(value) else { return "" }
+        let count = Int(sqlite3_value_bytes(value))
+        guard count > 0 else { return "" }
+        return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
     }
 }

@@ -102,6 +102,33 @@ class SQLiteReadTransaction: ReadTransaction {
 
     /// Steps the compiled query, reading each result into one `Row`, refilled in place.
     func fetch(_ query: Query, each body: (Row) throws -> Void) throws {
+        try run(query) { statement in
+            let columns = statement.columnNames
+            var row = Row()
+            repeat {
+                statement.read(into: &row, columns: columns)
+                try body(row)
+            } while try statement.step()
+        }
+    }
+
+    /// Steps the compiled query, lending one reader over the statement's current row for
+    /// each result: a record's fields are read from SQLite's columns as they are, with no
+    /// `Row` or `Value` between (the statement is the reader's ``ColumnSource``).
+    func scan(_ query: Query, expecting: (Int) -> Void, rows: (Row) throws -> Void,
+              readers: (borrowing RowReader) throws -> Void) throws {
+        try run(query) { statement in
+            let reader = RowReader(columns: statement.columnNames, source: statement)
+            repeat {
+                try readers(reader)
+            } while try statement.step()
+        }
+    }
+
+    /// Compiles, binds and steps `query` once, then calls `body` with the statement on its
+    /// first result row, if there is one; `body` steps through the rest. Resets the
+    /// statement after.
+    private func run(_ query: Query, _ body: (Statement) throws -> Void) throws {
         try checkOpen()
         guard let table = try table(query.entity.name) else { return }
         let compiled = SQLCompiler.compile(query, table: table, counting: false, in: session)
@@ -109,12 +136,7 @@ class SQLiteReadTransaction: ReadTransaction {
         defer { statement.reset() }
         try compiled.bind(to: statement)
         guard try statement.step() else { return }
-        let columns = statement.columnNames
-        var row = Row()
-        repeat {
-            statement.read(into: &row, columns: columns)
-            try body(row)
-        } while try statement.step()
+        try body(statement)
     }
 
     func count(_ query: Query) throws -> Int {
