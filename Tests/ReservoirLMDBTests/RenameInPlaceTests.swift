@@ -68,7 +68,7 @@ struct RenameInPlaceTests {
         let layout = RowLayout(number: 2, columns: ["id", "a"])
         let history = RenameHistory(entries: [.init(watermark: 3, renames: [Self.rename("a", "b")])])
         let bytes = RowCodec.encode(Row(columns: ["id", "a"], values: [.integer(1), .text("v")]), layout: 2)
-        var reader = RowReader()
+        var reader = StoredRowDecoder()
         let lookup: (UInt32) -> RowLayout? = { $0 == 2 ? layout : nil }
         let renamed = try #require(bytes.withUnsafeBytes { reader.decode($0, renames: history, layouts: lookup) })
         let plain = try #require(bytes.withUnsafeBytes { reader.decode($0, renames: nil, layouts: lookup) })

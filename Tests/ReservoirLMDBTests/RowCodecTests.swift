@@ -65,7 +65,7 @@ func namedRowBytes(_ row: Row) -> [UInt8] {
         let bytes = RowCodec.encode(Self.everyKind, layout: number)
         #expect(bytes.first == RowCodec.version)
         #expect(bytes.withUnsafeBytes { RowCodec.header($0)?.layout } == number)
-        var reader = RowReader()
+        var reader = StoredRowDecoder()
         let decoded = bytes.withUnsafeBytes { reader.decode($0, renames: nil, layouts: layouts.lookup) }
         #expect(decoded == Self.everyKind)
         #expect(decoded?.columns == Self.everyKind.columns)
@@ -75,7 +75,7 @@ func namedRowBytes(_ row: Row) -> [UInt8] {
     }
 
     @Test func readsVersionOneRows() {
-        var reader = RowReader()
+        var reader = StoredRowDecoder()
         let decoded = namedRowBytes(Self.everyKind).withUnsafeBytes { reader.decode($0, renames: nil) { _ in nil } }
         #expect(decoded == Self.everyKind)
         #expect(decoded?.columns == Self.everyKind.columns)
@@ -86,7 +86,7 @@ func namedRowBytes(_ row: Row) -> [UInt8] {
         var layouts = TestLayouts()
         _ = layouts.number(row.columns)
         for bytes in [layouts.encode(row), namedRowBytes(row)] {
-            var reader = RowReader()
+            var reader = StoredRowDecoder()
             for cut in 0..<bytes.count {
                 let truncated = Array(bytes[0..<cut])
                 #expect(truncated.withUnsafeBytes { reader.decode($0, renames: nil, layouts: layouts.lookup) } == nil, "cut at \(cut)")
@@ -98,7 +98,7 @@ func namedRowBytes(_ row: Row) -> [UInt8] {
             #expect(bytes.withUnsafeBytes { reader.decode($0, renames: nil, layouts: layouts.lookup) } == row)
         }
         // A layout nobody stored, and a layout with more columns than the row has values.
-        var reader = RowReader()
+        var reader = StoredRowDecoder()
         let unknown = RowCodec.encode(row, layout: 99)
         #expect(unknown.withUnsafeBytes { reader.decode($0, renames: nil, layouts: layouts.lookup) } == nil)
         let wider = layouts.number(["id", "t", "extra"])
@@ -120,7 +120,7 @@ func namedRowBytes(_ row: Row) -> [UInt8] {
         ]
         var layouts = TestLayouts()
         for row in rows { _ = layouts.number(row.columns) }
-        var reader = RowReader()
+        var reader = StoredRowDecoder()
         for (position, row) in (rows + rows.reversed()).enumerated() {
             let bytes = position % 3 == 2 ? namedRowBytes(row) : layouts.encode(row)
             let decoded = bytes.withUnsafeBytes { reader.decode($0, renames: nil, layouts: layouts.lookup) }
@@ -139,7 +139,7 @@ func namedRowBytes(_ row: Row) -> [UInt8] {
         var layouts = TestLayouts()
         _ = layouts.number(ab.columns)
         _ = layouts.number(ac.columns)
-        var reader = RowReader()
+        var reader = StoredRowDecoder()
         var row = Row()
         var kept: [Row] = []
         for expected in [ab, ab2, ac, ab, ab2] {

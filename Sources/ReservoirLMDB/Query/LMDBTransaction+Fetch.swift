@@ -205,7 +205,7 @@ extension LMDBTransaction {
         expecting(window.count)
         var row = Row()
         let renames = window.isEmpty ? nil : try renameHistory(entity)
-        var reader = RowReader()
+        var reader = StoredRowDecoder()
         swap(&reader, &self.rowCoding.reader)
         defer { swap(&reader, &self.rowCoding.reader) }
         // A plain loop over the array, not a closure: `row` stays a local that `body` borrows,
@@ -274,7 +274,7 @@ extension LMDBTransaction {
         let entity: String
         let renames: RenameHistory?
         var row = Row()
-        var reader: RowReader
+        var reader: StoredRowDecoder
 
         mutating func matches(_ key: UnsafeRawBufferPointer, _ bytes: UnsafeRawBufferPointer, in transaction: LMDBTransaction) throws -> Bool {
             guard try reader.decode(bytes, into: &row, renames: renames, layouts: transaction.layout) else {
@@ -289,7 +289,7 @@ extension LMDBTransaction {
     /// for exclusive access per row.
     private func withFilter<R>(_ predicate: RowPredicate?, entity: String, _ body: (inout RowFilter?) throws -> R) throws -> R {
         let renames = predicate == nil ? nil : try renameHistory(entity)
-        var filter = predicate.map { RowFilter(predicate: $0, entity: entity, renames: renames, reader: RowReader()) }
+        var filter = predicate.map { RowFilter(predicate: $0, entity: entity, renames: renames, reader: StoredRowDecoder()) }
         if filter != nil { swap(&filter!.reader, &rowCoding.reader) }
         defer { if filter != nil { swap(&filter!.reader, &rowCoding.reader) } }
         return try body(&filter)

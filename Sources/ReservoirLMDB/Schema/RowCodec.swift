@@ -175,7 +175,7 @@ enum RowCodec {
 /// rows of a scan nearly always share it, so it is looked up once. What it remembers is the
 /// layout's number and columns, held directly: reading them costs no retain of a layout
 /// object per row.
-struct RowReader {
+struct StoredRowDecoder {
     /// The number of the layout last read (nil before the first row).
     private var lastNumber: UInt32?
     /// Its columns, as the entity reads them through `lastRenames`.

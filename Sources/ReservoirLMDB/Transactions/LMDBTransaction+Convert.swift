@@ -34,7 +34,7 @@ extension LMDBTransaction {
         let floor = renames?.floor ?? 0
         _ = try performOnce {
             var row = Row()
-            var reader = RowReader()
+            var reader = StoredRowDecoder()
             var count = 0
             // Rows are read with a cursor a batch at a time, and the batch's changed rows written
             // after the cursor is closed: a cursor's own `MDB_CURRENT` put of a value of another

@@ -82,7 +82,7 @@ final class LMDBTransaction: WriteTransaction {
     /// Row decoding and the column layouts rows are written in (see ``RowLayout``).
     struct RowCoding {
         /// Decodes rows, keeping the last layout it met.
-        var reader = RowReader()
+        var reader = StoredRowDecoder()
         /// The row ``withRow(_:id:_:)`` lends, refilled in place for each point read. The
         /// transaction object is reused across reads, so the row's storage is too.
         var lent = Row()
