@@ -14,9 +14,6 @@ public struct RowReader: ~Copyable {
     @usableFromInline let source: any ColumnSource
     /// The column names, in the order `source` numbers them.
     @usableFromInline let names: [String]
-    /// The row ``row()`` refills, so a record decoded from whole rows (`Codable`) allocates
-    /// no row for each one.
-    private let scratch = RowScratch()
 
     /// A reader of `source`'s current row, whose columns are `columns` in the order
     /// `source` numbers them. A backend makes one per fetch and lends it for each row.
@@ -30,7 +27,7 @@ public struct RowReader: ~Copyable {
 
     /// The current row as a ``Row``, to keep beyond the call the reader was lent to.
     public func row() -> Row {
-        scratch.refill(names, from: source)
+        Row(columns: names, values: names.indices.map { source.value(at: $0) })
     }
 
     /// The value of `column`, with a missing column read as null; `position`, where the
@@ -94,22 +91,6 @@ public struct RowReader: ~Copyable {
         } catch let error as ReservoirError {
             throw error.inColumn(column)
         }
-    }
-}
-
-/// The row a reader's ``RowReader/row()`` refills: a row kept from an earlier call is copied
-/// before the refill (`Row` is a value), so it never changes.
-private final class RowScratch {
-    var row = Row()
-
-    func refill(_ names: [String], from source: any ColumnSource) -> Row {
-        if !Row.sameColumns(row.columns, names) {
-            row = Row(columns: names, values: Array(repeating: .null, count: names.count))
-        }
-        row.withUnsafeMutableValues { values in
-            for index in values.indices { Row.overwrite(values, at: index, with: source.value(at: index)) }
-        }
-        return row
     }
 }
 

@@ -37,6 +37,9 @@
 /// releasing its storage for it; a plain `init(row: Row)` satisfies the requirement too.
 /// The two must agree with each other and with the `Codable` encoding (the same columns,
 /// the same ``ValueConvertible`` mapping), so rows written either way read back either way.
+/// The macros also write ``init(reader:)``, the same fields read from a ``RowReader``, and
+/// ``readsColumns`` true, so a backend that reads a result's columns in place (SQLite) hands
+/// each field over without a ``Row``; a hand-written mapping may do the same.
 public protocol Storable: Codable, Identifiable, Equatable, Sendable where ID: RecordID {
     /// How this type is stored and which fields queries may name.
     static var schema: Schema<Self> { get }
