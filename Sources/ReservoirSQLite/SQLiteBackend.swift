@@ -182,17 +182,17 @@ public final class SQLiteBackend: StorageBackend, @unchecked Sendable {
         return found
     }
 
-    /// One statement on a pooled connection, outside a transaction, when the connection has
-    /// the entity's row statement prepared (a single statement reads one snapshot): `BEGIN`
-    /// and `COMMIT` cost as much as the read itself. Otherwise a read transaction. The row is
-    /// read into the session's lent row and handed to `body` before the session goes back to
-    /// the pool: a point read allocates and frees no row.
     /// Reads in a read transaction of its own, whose statement lends its columns in place.
     public func scan(_ query: Query, expecting: (Int) -> Void, rows: (Row) throws -> Void,
                      readers: (borrowing RowReader) throws -> Void) throws {
         try read { try $0.scan(query, expecting: expecting, rows: rows, readers: readers) }
     }
 
+    /// One statement on a pooled connection, outside a transaction, when the connection has
+    /// the entity's row statement prepared (a single statement reads one snapshot): `BEGIN`
+    /// and `COMMIT` cost as much as the read itself. Otherwise a read transaction. The row is
+    /// read into the session's lent row and handed to `body` before the session goes back to
+    /// the pool: a point read allocates and frees no row.
     public func withRow(_ entity: String, id: Value, _ body: (Row) throws -> Void) throws -> Bool {
         try checkOpen()
         let session = try pool.acquire()

@@ -46,12 +46,11 @@ enum RecordCoding {
     }
 
     /// The records of the rows `query` selects: for a type that reads columns
-    /// (``Storable/readsColumns``) from what `scan` (a reader's or a backend's
-    /// `scan(_:expecting:rows:readers:)`) hands over, a row or a reader, else from the rows of
-    /// `fetch` (their `fetch(_:expecting:each:)`);
-    /// capacity reserved for a limit or the count it announces, and otherwise for 16 records at
-    /// first: grown from empty, an array is reallocated at 1, 2, 4 and 8 records (a backend that
-    /// cannot count ahead, SQLite's, grew 100 records eight times).
+    /// (``Storable/readsColumns``), from what `scan` hands over (a snapshot's or a backend's
+    /// `scan(_:expecting:rows:readers:)`: rows or readers), else from the rows of `fetch` (their
+    /// `fetch(_:expecting:each:)`). Capacity is reserved for a limit or the count announced, and
+    /// otherwise for 16 records at first: grown from empty, an array is reallocated at 1, 2, 4
+    /// and 8 records (a backend that cannot count ahead, SQLite's, grew 100 records eight times).
     @inlinable
     static func records<T: Storable>(_ type: T.Type, _ query: Query,
                                      fetch: (_ expecting: (Int) -> Void, _ each: (Row) throws -> Void) throws -> Void,
