@@ -13,21 +13,18 @@ public struct RowReader: ~Copyable {
     /// Where the columns are read.
     @usableFromInline let source: any ColumnSource
     /// The column names, in the order `source` numbers them.
-    @usableFromInline let names: [String]
+    public let columns: [String]
 
     /// A reader of `source`'s current row, whose columns are `columns` in the order
     /// `source` numbers them. A backend makes one per fetch and lends it for each row.
     public init(columns: [String], source: any ColumnSource) {
         self.source = source
-        names = columns
+        self.columns = columns
     }
-
-    /// The column names, in order.
-    public var columns: [String] { names }
 
     /// The current row as a ``Row``, to keep beyond the call the reader was lent to.
     public func row() -> Row {
-        Row(columns: names, values: names.indices.map { source.value(at: $0) })
+        Row(columns: columns, values: columns.indices.map { source.value(at: $0) })
     }
 
     /// The value of `column`, with a missing column read as null; `position`, where the
@@ -58,11 +55,11 @@ public struct RowReader: ~Copyable {
     /// The position of `column`, tried first at `position`.
     @inlinable @inline(__always)
     func index(of column: String, at position: Int?) -> Int? {
-        if let position, position >= 0, position < names.count,
-           names.withUnsafeBufferPointer({ Row.isColumn(column, at: position, in: $0) }) {
+        if let position, position >= 0, position < columns.count,
+           columns.withUnsafeBufferPointer({ Row.isColumn(column, at: position, in: $0) }) {
             return position
         }
-        return Row.position(of: column, in: names)
+        return Row.position(of: column, in: columns)
     }
 
     /// The body of both `ValueConvertible` overloads. An integer read as `Int` or `Int64`, a
@@ -71,23 +68,40 @@ public struct RowReader: ~Copyable {
     /// ``Value`` for `T.fromValue`, exactly as from a row.
     @inlinable @inline(__always)
     func converted<T: ValueConvertible>(_ column: String, at position: Int?) throws -> T {
-        guard let index = index(of: column, at: position) else {
-            do { return try T.fromValue(.null) } catch let error as ReservoirError { throw error.inColumn(column) }
+        guard let index = index(of: column, at: position) else { return try Self.converted(.null, column) }
+        if Self.reads(Int.self, as: T.self), let stored = source.integer(at: index), let int = Int(exactly: stored) {
+            return Self.cast(int, to: T.self)
         }
-        if T.self == Int.self || T.self == Int?.self, let stored = source.integer(at: index), let int = Int(exactly: stored) {
-            return T.self == Int.self ? unsafeBitCast(int, to: T.self) : unsafeBitCast(Optional(int), to: T.self)
+        if Self.reads(Int64.self, as: T.self), let stored = source.integer(at: index) {
+            return Self.cast(stored, to: T.self)
         }
-        if T.self == Int64.self || T.self == Int64?.self, let stored = source.integer(at: index) {
-            return T.self == Int64.self ? unsafeBitCast(stored, to: T.self) : unsafeBitCast(Optional(stored), to: T.self)
+        if Self.reads(Double.self, as: T.self), let stored = source.real(at: index) {
+            return Self.cast(stored, to: T.self)
         }
-        if T.self == Double.self || T.self == Double?.self, let stored = source.real(at: index) {
-            return T.self == Double.self ? unsafeBitCast(stored, to: T.self) : unsafeBitCast(Optional(stored), to: T.self)
+        if Self.reads(String.self, as: T.self), let stored = source.text(at: index) {
+            return Self.cast(stored, to: T.self)
         }
-        if T.self == String.self || T.self == String?.self, let stored = source.text(at: index) {
-            return T.self == String.self ? unsafeBitCast(stored, to: T.self) : unsafeBitCast(Optional(stored), to: T.self)
-        }
+        return try Self.converted(source.value(at: index), column)
+    }
+
+    /// Whether `T` is `Stored` or `Stored?`: a type a stored value of that kind is read as
+    /// unchanged. Decided when `T` is specialized.
+    @inlinable @inline(__always)
+    static func reads<Stored, T>(_ stored: Stored.Type, as type: T.Type) -> Bool {
+        T.self == Stored.self || T.self == Stored?.self
+    }
+
+    /// `value` as `T`, which ``reads(_:as:)`` found is `Stored` or `Stored?`.
+    @inlinable @inline(__always)
+    static func cast<Stored, T>(_ value: Stored, to type: T.Type) -> T {
+        T.self == Stored.self ? unsafeBitCast(value, to: T.self) : unsafeBitCast(Optional(value), to: T.self)
+    }
+
+    /// `value` read as `T` by its own mapping, an error naming `column`.
+    @inlinable
+    static func converted<T: ValueConvertible>(_ value: Value, _ column: String) throws -> T {
         do {
-            return try T.fromValue(source.value(at: index))
+            return try T.fromValue(value)
         } catch let error as ReservoirError {
             throw error.inColumn(column)
         }
