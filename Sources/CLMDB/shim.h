@@ -2,7 +2,9 @@
 #define RESERVOIR_CLMDB_SHIM_H
 
 #include <lmdb.h>
+#include <errno.h>
 #include <sys/file.h>
+#include <unistd.h>
 
 // LMDB's flags and result codes are macros; Swift imports them as Int32 while the
 // functions take `unsigned int`. These typed constants keep the Swift side cast-free.
@@ -47,6 +49,27 @@ static inline MDB_val clmdb_val(const void *data, size_t size) {
     value.mv_size = size;
     value.mv_data = (void *)data;
     return value;
+}
+
+/// lseek(fd, 0, SEEK_END): the size of the file open as `fd` (and its offset moved there), or
+/// -1 with errno set. On x86-64 Linux the system call is made inline rather than through
+/// libc's `lseek`: it runs once per LMDB transaction, and a system call leaves the CPU
+/// mispredicting the return of every call pending when it was made, the wrapper's included.
+static inline long long clmdb_file_end(int fd) {
+#if defined(__linux__) && defined(__x86_64__)
+    long result;
+    __asm__ volatile ("syscall"
+                      : "=a"(result)
+                      : "0"(8L /* __NR_lseek */), "D"((long)fd), "S"(0L), "d"(2L /* SEEK_END */)
+                      : "rcx", "r11", "memory");
+    if (result < 0 && result > -4096) {
+        errno = (int)-result;
+        return -1;
+    }
+    return result;
+#else
+    return (long long)lseek(fd, 0, SEEK_END);
+#endif
 }
 
 /// flock(2) without the variadic-free but macro-named operations.

@@ -10,7 +10,21 @@ extension LMDBEnvironment {
     /// counts and a missing one is not free: reading a page past the end of a mapped file
     /// raises SIGBUS, which no error handling survives. Called when a transaction begins; a file truncated while a
     /// transaction is open is not caught (Backends.md § LMDB, "Damaged files").
+    ///
+    /// Its common case is inlined into the transaction's start, with the system call made
+    /// inline too (`clmdb_file_end`): the CPU mispredicts the return of every call pending when
+    /// a system call is made, and the three frames this removes took about a tenth off an LMDB
+    /// point read (Benchmarks/NOTES.md, "The truncation check's system call").
+    @inline(__always)
     func checkNotTruncated() throws {
+        // The common case: the file at least as long as its pages. The page count first, the
+        // file size second, as in ``truncation(env:path:sizeFD:pageSize:)``, which decides
+        // every other case.
+        var info = MDB_envinfo()
+        if sizeFD >= 0, let pageSize = filePageSize, pageSize > 0, mdb_env_info(env, &info) == 0 {
+            let end = clmdb_file_end(sizeFD)
+            if end >= 0, Int(info.me_last_pgno) < Int(end) / pageSize { return }
+        }
         if let damage = Self.truncation(env: env, path: path, sizeFD: sizeFD, pageSize: filePageSize) { throw damage }
     }
 
@@ -59,7 +73,7 @@ extension LMDBEnvironment {
     /// descriptor when `sizeFD` is -1; nil when neither answers.
     private static func fileSize(env: OpaquePointer, sizeFD: Int32) -> Int? {
         if sizeFD >= 0 {
-            let end = lseek(sizeFD, 0, SEEK_END)
+            let end = clmdb_file_end(sizeFD)
             return end >= 0 ? Int(end) : nil
         }
         var fd: Int32 = -1
