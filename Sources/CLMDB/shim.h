@@ -56,7 +56,7 @@ static inline MDB_val clmdb_val(const void *data, size_t size) {
 /// libc's `lseek`: it runs once per LMDB transaction, and a system call leaves the CPU
 /// mispredicting the return of every call pending when it was made, the wrapper's included.
 static inline long long clmdb_file_end(int fd) {
-#if defined(__linux__) && defined(__x86_64__)
+#if defined(__linux__) && defined(__x86_64__) && !defined(__ILP32__)
     long result;
     __asm__ volatile ("syscall"
                       : "=a"(result)
