@@ -13,7 +13,7 @@ extension LMDBEnvironment {
     ///
     /// Its common case is inlined into the transaction's start, with the system call made
     /// inline too (`clmdb_file_end`): the CPU mispredicts the return of every call pending when
-    /// a system call is made, and the three frames this removes took about a tenth off an LMDB
+    /// a system call is made, and the three frames this removes took 5% to 10% off an LMDB
     /// point read (Benchmarks/NOTES.md, "The truncation check's system call").
     @inline(__always)
     func checkNotTruncated() throws {
