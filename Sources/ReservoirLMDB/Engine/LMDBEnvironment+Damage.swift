@@ -19,7 +19,8 @@ extension LMDBEnvironment {
     func checkNotTruncated() throws {
         // The common case: the file at least as long as its pages. The page count first, the
         // file size second, as in ``truncation(env:path:sizeFD:pageSize:)``, which decides
-        // every other case.
+        // every other case. (Inlining that function's own first half instead, with the rest
+        // out of line, counted the same instructions but read 3% to 6% slower.)
         var info = MDB_envinfo()
         if sizeFD >= 0, let pageSize = filePageSize, pageSize > 0, mdb_env_info(env, &info) == 0 {
             let end = clmdb_file_end(sizeFD)
