@@ -308,21 +308,23 @@ extension Statement: ColumnSource {
     }
 
     func integer(at index: Int) -> Int64? {
-        guard let value = sqlite3_column_value(handle, Int32(truncatingIfNeeded: index)),
-              sqlite3_value_type(value) == SQLITE_INTEGER else { return nil }
-        return sqlite3_value_int64(value)
+        column(index, holding: SQLITE_INTEGER).map { sqlite3_value_int64($0) }
     }
 
     func real(at index: Int) -> Double? {
-        guard let value = sqlite3_column_value(handle, Int32(truncatingIfNeeded: index)),
-              sqlite3_value_type(value) == SQLITE_FLOAT else { return nil }
-        return sqlite3_value_double(value)
+        column(index, holding: SQLITE_FLOAT).map { sqlite3_value_double($0) }
     }
 
     func text(at index: Int) -> String? {
+        column(index, holding: SQLITE_TEXT).map { Self.text(of: $0) }
+    }
+
+    /// Column `index`'s value when SQLite holds it as `type`, else nil.
+    @inline(__always)
+    private func column(_ index: Int, holding type: Int32) -> OpaquePointer? {
         guard let value = sqlite3_column_value(handle, Int32(truncatingIfNeeded: index)),
-              sqlite3_value_type(value) == SQLITE_TEXT else { return nil }
-        return Self.text(of: value)
+              sqlite3_value_type(value) == type else { return nil }
+        return value
     }
 
     /// A text value's bytes as a `String`, byte for byte.
