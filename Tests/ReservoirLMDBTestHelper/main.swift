@@ -24,6 +24,8 @@ import ReservoirTestRecords
 //     ReservoirLMDBTestHelper restore DIR COPY_DIR             replaces every named database's contents with the
 //                                                              copy's, in one write transaction: "restored"
 //                                                              (a restore under live stores; raw LMDB, no Store)
+//     ReservoirLMDBTestHelper drop DIR NAME                    deletes the named database NAME (mdb_drop), as
+//                                                              another process's migration does: "dropped"
 
 func say(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
@@ -122,6 +124,18 @@ case "restore":
     guard arguments.count == 4 else { fail("usage: restore DIR COPY_DIR") }
     restore(arguments[2], from: arguments[3])
     say("restored")
+    exit(0)
+case "drop":
+    guard arguments.count == 4 else { fail("usage: drop DIR NAME") }
+    let env = rawEnvironment(arguments[2], readOnly: false)
+    var txn: OpaquePointer?
+    check(mdb_txn_begin(env, nil, 0, &txn), "begin the drop")
+    var dbi = MDB_dbi()
+    check(mdb_dbi_open(txn, arguments[3], 0, &dbi), "open \(arguments[3])")
+    check(mdb_drop(txn, dbi, 1), "drop \(arguments[3])")
+    check(mdb_txn_commit(txn), "commit the drop")
+    mdb_env_close(env)
+    say("dropped")
     exit(0)
 case "hold-read":
     // Exactly one reader slot, held until killed: a raw read transaction. (Through a Store the

@@ -223,4 +223,32 @@ import Testing
         }
         #expect(numbers == [0, 1, 2, 1])
     }
+
+    /// A write uses the databases the last write of this process used, checking nothing, only
+    /// when it begins on that write's commit; after another process's commit it checks each by
+    /// name, so one that process deleted (as a migration renaming an entity does) is refused
+    /// rather than written through a handle LMDB has freed.
+    @Test(.timeLimit(.minutes(5)), arguments: ["rows/notes", "index/notes/priority", "log"])
+    func aDatabaseAnotherProcessDeletedIsNotWrittenThrough(name: String) async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.cleanUp() }
+        let path = "\(dir.path)/env"
+        let store = try openStore("lmdb:" + path)
+        defer { store.close() }
+        // The second write begins on the first's commit, so it uses the first's databases as they are.
+        for id in 1...2 {
+            try await store.write { tx in try tx.insert(Note(id: id, title: "kept", priority: id)) }
+        }
+        let helper = try ChildProcess(built: "ReservoirLMDBTestHelper", ["drop", path, name])
+        #expect(await helper.waitForExit() == 0, "helper output: \(helper.output)")
+        let error = await #expect(throws: ReservoirError.self) {
+            try await store.write { tx in try tx.insert(Note(id: 3, title: "refused", priority: 3)) }
+        }
+        #expect(error?.code == .invalidSchema)
+        #expect(error?.message.contains("the named database \"\(name)\" was deleted by another process") == true,
+                "\(String(describing: error))")
+        // Nothing went through the deleted database's handle: every page still checks.
+        let backend = try #require(store.backend as? LMDBBackend)
+        #expect(try backend.verifyFiles().problems == [])
+    }
 }

@@ -99,6 +99,7 @@ extension LMDBTransaction {
         // The environment forgot its hints (``LMDBEnvironment/deleteDatabases(_:in:)``); so does
         // this write, which must not name the deleted databases' handles to the next.
         handles.hints = LMDBEnvironment.WriteHints()
+        handles.hintsConfirmed = false
         handles.used = LMDBEnvironment.WriteHints()
         handles.indexes.removeAll { $0.entity == name }
         handles.lastPut = nil

@@ -41,6 +41,9 @@ final class LMDBTransaction: WriteTransaction {
         /// databases it used, which become the hints once it commits.
         var hints = LMDBEnvironment.WriteHints()
         var used = LMDBEnvironment.WriteHints()
+        /// Whether `hints` name databases known to exist in this write's snapshot
+        /// (``LMDBEnvironment/WriteHints/confirmedAt``), so that using one checks nothing.
+        var hintsConfirmed = false
         /// The entity the last put went to, as an index into the replay log's entities, its
         /// row database, whether it has indexes, and the least layout number its rows may name
         /// (see ``LMDBTransaction/putTarget(_:)``).
@@ -232,6 +235,7 @@ final class LMDBTransaction: WriteTransaction {
         handles.committed = known
         handles.rows = rows
         handles.hints = environment.writeHints
+        handles.hintsConfirmed = handles.hints.confirmed(for: txn.id)
         self.txn = txn
         inGate = true
         try environment.checkNotTruncated()  // end() aborts the transaction
@@ -291,6 +295,7 @@ final class LMDBTransaction: WriteTransaction {
                 // missed another's commit, and a write here could reuse its sequence). The
                 // writer lock is still held, so the newest meta names our commit if it landed.
                 if environment.lastCommittedID() == snapshot.writeID {
+                    environment.writeHints.confirmedAt = snapshot.writeID
                     environment.advanceDescriptions(from: snapshot.id, to: snapshot.writeID, changed: changed, recorded: snapshot.recordedCommit,
                                                     renamed: renamed)
                 }
@@ -333,7 +338,7 @@ final class LMDBTransaction: WriteTransaction {
     func logDatabase(create: Bool = false) throws -> MDB_dbi? {
         if let log = handles.log { return log }
         if isWrite, let hint = handles.hints.log {
-            try requireExisting(hint, StoreFormat.logDatabase)
+            if !handles.hintsConfirmed { try requireExisting(hint, StoreFormat.logDatabase) }
             handles.log = hint
         } else {
             handles.log = try database(StoreFormat.logDatabase, create: create)
@@ -347,7 +352,7 @@ final class LMDBTransaction: WriteTransaction {
         // Most transactions touch one entity: skip hashing its name.
         if let last = handles.lastRows, last.entity == entity { return last.handle }
         if isWrite, let hint = handles.hints.rows, hint.entity == entity {
-            try requireExisting(hint.handle, hint.name)
+            if !handles.hintsConfirmed { try requireExisting(hint.handle, hint.name) }
             handles.lastRows = (entity, hint.handle)
             handles.used.rows = hint
             return hint.handle
@@ -400,7 +405,7 @@ final class LMDBTransaction: WriteTransaction {
     func indexDatabase(_ entity: String, _ column: String, create: Bool = false) throws -> MDB_dbi? {
         if let known = handles.indexes.first(where: { $0.entity == entity && $0.column == column }) { return known.handle }
         if isWrite, let hint = handles.hints.indexes.first(where: { $0.entity == entity && $0.column == column }) {
-            try requireExisting(hint.handle, hint.name)
+            if !handles.hintsConfirmed { try requireExisting(hint.handle, hint.name) }
             handles.indexes.append((entity, column, hint.handle))
             handles.used.indexes.append(hint)
             return hint.handle
