@@ -20,15 +20,25 @@
  *      its files checked one by one, which no commit here meets). THREE_STATS=1 makes this
  *      line stat data.mdb, lock.mdb and the writer lock instead, as the backend did before;
  *   5. + the checks every transaction's start makes: data.mdb not truncated (mdb_env_info,
- *      mdb_env_stat, lseek on a descriptor of data.mdb's own, or fstat with FSTAT=1), each committed named database this write uses still there (one
- *      mdb_get in the main database for the rows, index and log databases: another process's
- *      migration may have deleted one), and after the commit whether it was published
- *      (mdb_env_info, to cache the newest sequence under the right transaction id);
- *   6. + the commit's identity from getrandom(2), as the library made it before 7315b0d
- *      (`CommitPosition.newIdentity`, `UInt64.random`), where 1 to 5 number identities from a
+ *      mdb_env_stat, lseek on a descriptor of data.mdb's own, or fstat with FSTAT=1), each
+ *      committed named database this write uses still there (one mdb_get in the main database
+ *      for the rows, index and log databases: another process's migration may have deleted
+ *      one), unless the write begins on this process's own last commit (its transaction id one
+ *      more than that commit's: no process committed in between, so none deleted a database),
+ *      which in this loop every write does (EVERY_WRITE_CHECKS=1 checks in every write, as the
+ *      backend did before), and after the commit whether it was published (mdb_env_info, to
+ *      cache the newest sequence under the right transaction id);
+ *   6. + the commit signal: the store watches data.mdb for other processes' commits, and the
+ *      kernel charges each write to a watched file for its event. As the backend's
+ *      FileChangeWatch does: a watch of data.mdb that removes itself at its first event
+ *      (IN_ONESHOT), set again by a reading thread after each read, which then rests 100 µs
+ *      (DIRECTORY_WATCH=1: a watch of the directory asking for writes, set once, as the backend
+ *      had before, whose every pwrite queues an event);
+ *   7. + the commit's identity from getrandom(2), as the library made it before 7315b0d
+ *      (`CommitPosition.newIdentity`, `UInt64.random`), where 1 to 6 number identities from a
  *      per-process random seed, which would serve as well.
  *
- * Line 5 is the floor: what the contract makes every commit do. Line 6 is what the library's
+ * Line 6 is the floor: what the contract makes every commit do. Line 7 is what the library's
  * identity added before 7315b0d.
  *
  *   cc -O2 -o /tmp/commit_protocol Benchmarks/LMDB/commit_protocol.c -llmdb -lpthread
@@ -48,6 +58,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -99,6 +110,9 @@ static uint64_t read_group(const MDB_val *row) {
     memcpy(&group, (const char *)row->mv_data + row->mv_size - 8, 8);
     return group;
 }
+
+/* The transaction id of this process's last published commit (see line 5 in the header). */
+static size_t confirmed_at;
 
 static void named_database_still_there(MDB_txn *txn, const char *name) {
     MDB_dbi main_db;
@@ -154,6 +168,43 @@ static void not_truncated(void) {
     }
 }
 
+/* The commit signal of line 6 (see the header). */
+static int inotify_fd = -1;
+static int watching;  /* read and written atomically: the reading thread sets the watch again only while set */
+static char data_path[256];
+static const uint32_t file_mask = IN_MODIFY | IN_CLOSE_WRITE | IN_ONESHOT;
+
+static void *read_events(void *unused) {
+    (void)unused;
+    char buffer[4096];
+    for (;;) {
+        ssize_t n = read(inotify_fd, buffer, sizeof buffer);
+        if (n < 0 && errno != EINTR) return NULL;
+        if (__atomic_load_n(&watching, __ATOMIC_ACQUIRE) == 1 && inotify_add_watch(inotify_fd, data_path, file_mask) < 0) {
+            perror("inotify_add_watch"); exit(1);
+        }
+        usleep(100);
+    }
+}
+
+static void watch_data_file(int on) {
+    static int watch = -1;
+    if (on) {
+        int directory = getenv("DIRECTORY_WATCH") != NULL;
+        __atomic_store_n(&watching, directory ? 2 : 1, __ATOMIC_RELEASE);
+        watch = directory ? inotify_add_watch(inotify_fd, path, IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE | IN_MOVED_TO | IN_DELETE)
+                          : inotify_add_watch(inotify_fd, data_path, file_mask);
+        if (watch < 0) { perror("inotify_add_watch"); exit(1); }
+    } else {
+        __atomic_store_n(&watching, 0, __ATOMIC_RELEASE);
+        /* A one-shot watch may have removed itself, or been set again under another number: the
+           data file's watch is asked for again, then removed. */
+        inotify_rm_watch(inotify_fd, watch);
+        int again = inotify_add_watch(inotify_fd, data_path, IN_MODIFY);
+        if (again >= 0) inotify_rm_watch(inotify_fd, again);
+    }
+}
+
 static uint64_t new_identity(int from_getrandom) {
     uint64_t random;
     if (from_getrandom) {
@@ -177,9 +228,11 @@ __attribute__((noinline)) static void commit(int level, uint64_t id, uint64_t gr
     CHECK(mdb_txn_begin(env, NULL, 0, &txn));
     if (level >= 5) {
         not_truncated();
-        named_database_still_there(txn, "rows/BenchRecord");
-        named_database_still_there(txn, "index/BenchRecord/group");
-        named_database_still_there(txn, "log");
+        if (mdb_txn_id(txn) != confirmed_at + 1 || getenv("EVERY_WRITE_CHECKS")) {
+            named_database_still_there(txn, "rows/BenchRecord");
+            named_database_still_there(txn, "index/BenchRecord/group");
+            named_database_still_there(txn, "log");
+        }
     }
     uint64_t key = big_endian(id);
     MDB_val k = {sizeof key, &key}, old;
@@ -199,7 +252,7 @@ __attribute__((noinline)) static void commit(int level, uint64_t id, uint64_t gr
         unsigned char record[48];
         size_t n = 0;
         record[n++] = 4;
-        uint64_t identity = new_identity(level >= 6);
+        uint64_t identity = new_identity(level >= 7);
         memcpy(record + n, &identity, 8); n += 8;
         record[n++] = 11; memcpy(record + n, "BenchRecord", 11); n += 11;
         record[n++] = 2; record[n++] = 1; record[n++] = 9;
@@ -225,10 +278,12 @@ __attribute__((noinline)) static void commit(int level, uint64_t id, uint64_t gr
             }
         }
     }
+    size_t id_of_write = mdb_txn_id(txn);
     CHECK(mdb_txn_commit(txn));
     if (level >= 5) {
         MDB_envinfo info;
         CHECK(mdb_env_info(env, &info));
+        if (info.me_last_txnid == id_of_write) confirmed_at = id_of_write;
     }
     if (level >= 3) {
         flock(writer_lock, LOCK_UN);
@@ -255,9 +310,12 @@ int main(int argc, char **argv) {
     }
     if (getrandom(&identity_seed, sizeof identity_seed, 0) != sizeof identity_seed) { perror("getrandom"); return 1; }
     if (stat(path, &directory_settled)) { perror("stat"); return 1; }  /* nothing changes its entries later */
+    snprintf(data_path, sizeof data_path, "%s/data.mdb", path);
+    inotify_fd = inotify_init1(IN_CLOEXEC);
+    if (inotify_fd < 0) { perror("inotify_init1"); return 1; }
+    pthread_t reader;
+    if (pthread_create(&reader, NULL, read_events, NULL)) { perror("pthread_create"); return 1; }
     if (!getenv("FSTAT")) {
-        char data_path[256];
-        snprintf(data_path, sizeof data_path, "%s/data.mdb", path);
         size_fd = open(data_path, O_RDONLY | O_CLOEXEC);
         if (size_fd < 0) { perror("open data.mdb"); return 1; }
     }
@@ -282,17 +340,20 @@ int main(int argc, char **argv) {
     /* Each round updates the same spread of records (every records/commits-th) to new values. */
     static const char *names[] = {"", "1 raw (get, index del/put, row put, commit)", "2 + change-log record (and trim every 64)",
                                   "3 + writer mutex and flock", "4 + replaced files (directory stat; THREE_STATS=1: x3)",
-                                  "5 + truncation, named dbs, published (floor)", "6 + getrandom identity (before 7315b0d)"};
+                                  "5 + truncation, named dbs, published", "6 + commit signal (inotify on data.mdb): floor",
+                                  "7 + getrandom identity (before 7315b0d)"};
     uint64_t round_number = 0;
     for (int pass = 0; pass < (only ? 1 : 3); pass++) {
-        for (int level = only ? only : 1; level <= (only ? only : 6); level++) {
+        for (int level = only ? only : 1; level <= (only ? only : 7); level++) {
             round_number++;
+            if (level == 6 || (only && level > 6)) watch_data_file(1);
             double start = now();
             for (int i = 0; i < commits; i++) {
                 uint64_t id = 1 + (uint64_t)i * (uint64_t)(records / commits);
                 commit(level, id, (id - 1) / 100 + round_number % 2, round_number * 7 + (uint64_t)i);
             }
             double elapsed = now() - start;
+            if (level == 7 || (only && level >= 6)) watch_data_file(0);
             printf("%-48s %8.2f ms  %6.2f us/commit\n", names[level], elapsed * 1e3, elapsed * 1e6 / commits);
         }
     }

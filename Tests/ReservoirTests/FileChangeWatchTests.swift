@@ -67,6 +67,61 @@ import Testing
         #expect(await eventually(timeout: .seconds(5)) { wakes.value > before }, "the file created anew was not watched")
     }
 
+    /// A file's own watch removes itself at its first event and is set again once that event
+    /// is read: every later write wakes too, each round after the last was delivered, and a
+    /// run of writes faster than the reading thread leaves the watch set.
+    @Test func everyWriteAfterAWakeUpWakesAgain() async throws {
+        let temporary = try TemporaryDirectory("reservoir-watch")
+        defer { temporary.cleanUp() }
+        let watched = temporary.path + "/data"
+        try append("", to: watched)
+        let wakes = Counter()
+        let watch = try watch([watched], wakes)
+        defer { watch.cancel() }
+        for round in 1...5 {
+            let before = wakes.value
+            try append("round \(round)", to: watched)
+            #expect(await eventually(timeout: .seconds(5)) { wakes.value > before }, "round \(round)'s write did not wake the watcher")
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        // A burst, then one more write once the burst's wake-ups are over.
+        let handle = try #require(FileHandle(forWritingAtPath: watched))
+        for _ in 0..<2000 { try handle.write(contentsOf: Data("x".utf8)) }
+        try handle.close()
+        try await Task.sleep(for: .milliseconds(50))
+        let afterBurst = wakes.value
+        try append("after the burst", to: watched)
+        #expect(await eventually(timeout: .seconds(5)) { wakes.value > afterBurst }, "the write after a burst did not wake the watcher")
+    }
+
+    /// A file renamed over the watched name (another file, as a restored copy is) wakes the
+    /// watcher, and its own writes are watched from then on; the file it replaced is not.
+    @Test func aFileRenamedOverTheNameIsWatchedInstead() async throws {
+        let temporary = try TemporaryDirectory("reservoir-watch")
+        defer { temporary.cleanUp() }
+        let watched = temporary.path + "/data", incoming = temporary.path + "/incoming"
+        try append("old", to: watched)
+        let old = try #require(FileHandle(forWritingAtPath: watched))
+        defer { try? old.close() }
+        let wakes = Counter()
+        let watch = try watch([watched], wakes)
+        defer { watch.cancel() }
+        try append("new", to: incoming)
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(wakes.value == 0, "a write to another file in the directory woke the watcher")
+        #expect(rename(incoming, watched) == 0)
+        #expect(await eventually(timeout: .seconds(5)) { wakes.value > 0 }, "the rename over the watched name did not wake the watcher")
+        try await Task.sleep(for: .milliseconds(50))
+        let afterRename = wakes.value
+        // The replaced file, still open, is no longer the watched name's.
+        try old.seekToEnd()
+        try old.write(contentsOf: Data("x".utf8))
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(wakes.value == afterRename, "a write to the replaced file woke the watcher")
+        try append("x", to: watched)
+        #expect(await eventually(timeout: .seconds(5)) { wakes.value > afterRename }, "a write to the file renamed in did not wake the watcher")
+    }
+
     @Test func cancellingStopsTheWakeUps() async throws {
         let temporary = try TemporaryDirectory("reservoir-watch")
         defer { temporary.cleanUp() }

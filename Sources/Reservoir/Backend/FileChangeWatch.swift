@@ -14,9 +14,13 @@ import Glibc
 ///     }
 ///
 /// On Linux it uses inotify, one instance per process however many stores are open (the
-/// kernel allows a user only 128), watching each file's directory so that a file deleted
-/// and created anew (a `-wal` file) stays watched. Elsewhere it is not available yet and
-/// ``watching(_:wake:)`` returns nil, which makes the store probe on a timer instead.
+/// kernel allows a user only 128): each file's directory is watched for the file created,
+/// replaced or deleted (so that a `-wal` file deleted and created anew stays watched), and
+/// each file that exists for writes, through a watch that removes itself at its first event
+/// and is set again once that event is read, so that a process writing in a tight loop pays
+/// the kernel for one event per rest of the reading thread rather than one per write (see
+/// `InotifyCenter`). Elsewhere it is not available yet and ``watching(_:wake:)`` returns nil,
+/// which makes the store probe on a timer instead.
 ///
 /// What it cannot see: writes made through a shared memory map (`MDB_WRITEMAP`, SQLite's
 /// `-shm`), and writes on another machine over a network file system. A backend whose
@@ -66,13 +70,25 @@ public final class FileChangeWatch: CommitWatch {
 }
 
 #if os(Linux)
-/// The process's one inotify instance: watches directories, and routes each event to the
-/// registrations whose file names it concerns.
+/// The process's one inotify instance: routes each event to the registrations whose file names
+/// it concerns.
+///
+/// Each directory has a watch for names created, moved in or deleted, and each watched file
+/// that exists a watch of its own for writes, which removes itself at its first event
+/// (`IN_ONESHOT`) and is set again as soon as the reading thread has read that event, before
+/// it wakes anybody. Why: while a watch on a file, or on its directory, asks for writes, the
+/// kernel queues an event for every `write(2)` to the file, merged or not, and the writer pays
+/// for it: about 0.5 µs a `pwrite`, six of them in an LMDB single-record commit, a sixth of
+/// the commit's time. A file watch that removed itself costs the writer nothing until it is
+/// set again, so a process committing in a tight loop pays for one event per rest of the
+/// reading thread (``restMicroseconds``) rather than one per write. A directory watch that
+/// asks only for names costs a write nothing. No write is missed: one made before the watch
+/// is set again is seen by the probe the wake-up queues, which runs after.
 final class InotifyCenter: @unchecked Sendable {
-    // @unchecked: `watches` and `nextToken` are guarded by `lock`; `buffer` is used only by
-    // the reading thread; `descriptor` is set once in init.
+    // @unchecked: `watches`, `routes`, `files`, `fileWatches` and `nextToken` are guarded by
+    // `lock`; `buffer` is used only by the reading thread; `descriptor` is set once in init.
 
-    /// One store's interest: per watch descriptor, the file names it cares about.
+    /// One store's interest: its directories' watch descriptors.
     struct Registration: Sendable {
         let token: UInt64
         let descriptors: [Int32]
@@ -83,24 +99,43 @@ final class InotifyCenter: @unchecked Sendable {
         let wake: @Sendable () -> Void
     }
 
+    /// A watched file: its directory's watch descriptor and its name there.
+    private struct FileKey: Hashable {
+        let directory: Int32
+        let name: String
+    }
+
+    /// A watched file's path, and its own watch while one is set (nil while the file does not
+    /// exist, or the watch could not be set).
+    private struct FileWatch {
+        let path: String
+        var watch: Int32?
+    }
+
     /// nil when the process cannot have an inotify instance (limit reached, no kernel support).
     static let shared: InotifyCenter? = InotifyCenter()
 
     private let descriptor: Int32
     private let lock = NSLock()
     private var watches: [Int32: [UInt64: Interest]] = [:]
-    /// Per watch descriptor, per file name, the registrations interested in it: an event finds
-    /// them with one lookup, however many stores watch the same directory (50 replicas' files
-    /// side by side cost 50 name lookups per event when each registration was asked).
+    /// Per directory watch descriptor, per file name, the registrations interested in it: an
+    /// event finds them with one lookup, however many stores watch the same directory (50
+    /// replicas' files side by side cost 50 name lookups per event when each registration was asked).
     private var routes: [Int32: [String: [UInt64: @Sendable () -> Void]]] = [:]
+    /// Every file some registration watches, and which of them each file watch serves (one
+    /// file under two names, hard links, shares a watch).
+    private var files: [FileKey: FileWatch] = [:]
+    private var fileWatches: [Int32: Set<FileKey>] = [:]
     private var nextToken: UInt64 = 0
 
-    private static let mask = UInt32(IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE | IN_MOVED_TO | IN_DELETE)
+    private static let directoryMask = UInt32(IN_CREATE | IN_MOVED_TO | IN_DELETE)
+    private static let fileMask = UInt32(IN_MODIFY | IN_CLOSE_WRITE) | UInt32(IN_ONESHOT)
+    private static let fileWrites = UInt32(IN_MODIFY | IN_CLOSE_WRITE)
 
     /// After reading events, the thread rests this long before reading again, so a process
-    /// (this one or another) committing in a tight loop costs one read per rest instead of
-    /// one per commit: the kernel merges repeated identical events while they wait. An event
-    /// after a quiet spell is read at once; one during the rest waits for its end.
+    /// (this one or another) committing in a tight loop costs one read, and one event, per
+    /// rest instead of one per commit. An event after a quiet spell is read at once; one
+    /// during the rest waits for its end.
     static let restMicroseconds: UInt32 = 100
 
     /// The read buffer, used only by the reading thread.
@@ -134,7 +169,7 @@ final class InotifyCenter: @unchecked Sendable {
         for (directory, names) in namesByDirectory {
             // The same directory watched twice gets the same descriptor back (the mask is
             // always the same, so replacing it changes nothing).
-            let watch = inotify_add_watch(descriptor, directory, Self.mask)
+            let watch = inotify_add_watch(descriptor, directory, Self.directoryMask)
             guard watch >= 0 else {
                 for watch in added { removeLocked(watch, token) }
                 return nil
@@ -142,8 +177,18 @@ final class InotifyCenter: @unchecked Sendable {
             // Two directories may be one (a link): the names add up.
             let known = watches[watch]?[token]?.names ?? []
             watches[watch, default: [:]][token] = Interest(names: known.union(names), wake: wake)
-            for name in names { routes[watch, default: [:]][name, default: [:]][token] = wake }
             added.append(watch)
+            for name in names {
+                routes[watch, default: [:]][name, default: [:]][token] = wake
+                let key = FileKey(directory: watch, name: name)
+                guard files[key] == nil else { continue }
+                files[key] = FileWatch(path: directory + "/" + name, watch: nil)
+                // Out of watches (not merely no file yet): no signal, as for the directory.
+                guard armLocked(key) else {
+                    for watch in added { removeLocked(watch, token) }
+                    return nil
+                }
+            }
         }
         return Registration(token: token, descriptors: added)
     }
@@ -157,7 +202,11 @@ final class InotifyCenter: @unchecked Sendable {
     private func removeLocked(_ watch: Int32, _ token: UInt64) {
         for name in watches[watch]?[token]?.names ?? [] {
             routes[watch]?[name]?[token] = nil
-            if routes[watch]?[name]?.isEmpty == true { routes[watch]?[name] = nil }
+            if routes[watch]?[name]?.isEmpty == true {
+                routes[watch]?[name] = nil
+                let key = FileKey(directory: watch, name: name)
+                if let file = files.removeValue(forKey: key)?.watch { dropFileWatchLocked(file, of: key) }
+            }
         }
         watches[watch]?[token] = nil
         if watches[watch]?.isEmpty == true {
@@ -167,16 +216,41 @@ final class InotifyCenter: @unchecked Sendable {
         }
     }
 
-    /// Waits for events and reads what is queued (up to a buffer's worth), then wakes each
-    /// interested registration once, outside the lock. Returns false only when the descriptor
-    /// cannot be read any more, which ends the thread: stores then rely on their timers.
+    /// Sets the file watch of `key` on whatever file its path names now (another file than
+    /// before, after a rename over it, or none, after a delete). Returns false only when the
+    /// kernel refused the watch for another reason than a missing file (out of watches).
+    @discardableResult
+    private func armLocked(_ key: FileKey) -> Bool {
+        guard var file = files[key] else { return true }
+        let watch = inotify_add_watch(descriptor, file.path, Self.fileMask)
+        let failure = watch < 0 ? errno : 0
+        if let old = file.watch, old != watch { dropFileWatchLocked(old, of: key) }
+        file.watch = watch >= 0 ? watch : nil
+        files[key] = file
+        if watch >= 0 { fileWatches[watch, default: []].insert(key) }
+        return watch >= 0 || failure == ENOENT || failure == ENOTDIR
+    }
+
+    /// Forgets that file watch `watch` serves `key`, removing the watch once it serves none.
+    private func dropFileWatchLocked(_ watch: Int32, of key: FileKey) {
+        fileWatches[watch]?.remove(key)
+        if fileWatches[watch]?.isEmpty == true {
+            fileWatches[watch] = nil
+            // Fails harmlessly when the watch removed itself already.
+            _ = inotify_rm_watch(descriptor, watch)
+        }
+    }
+
+    /// Waits for events and reads what is queued (up to a buffer's worth), sets again the file
+    /// watches that fired, then wakes each interested registration once, outside the lock.
+    /// Returns false only when the descriptor cannot be read any more, which ends the thread:
+    /// stores then rely on their timers.
     private func drain() -> Bool {
-        // A commit writes the same file several times: each file is looked up once.
-        var touched: [Int32: Set<String>] = [:]
-        var overflowed = false
         let header = MemoryLayout<inotify_event>.size
         let count = read(descriptor, buffer.baseAddress, buffer.count)
         if count < 0 { return errno == EINTR }
+        var events: [(watch: Int32, mask: UInt32, name: String?)] = []
+        var overflowed = false
         var offset = 0
         while offset + header <= count {
             let watch = buffer.load(fromByteOffset: offset, as: Int32.self)
@@ -186,14 +260,40 @@ final class InotifyCenter: @unchecked Sendable {
             if eventMask & UInt32(IN_Q_OVERFLOW) != 0 {
                 // A queue overflow loses events: wake everybody.
                 overflowed = true
-            } else if !nameBytes.isEmpty {
-                touched[watch, default: []].insert(String(decoding: nameBytes.prefix { $0 != 0 }, as: UTF8.self))
+            } else {
+                let name = nameBytes.isEmpty ? nil : String(decoding: nameBytes.prefix { $0 != 0 }, as: UTF8.self)
+                events.append((watch, eventMask, name))
             }
             offset += header + length
         }
-        guard overflowed || !touched.isEmpty else { return true }
+        guard overflowed || !events.isEmpty else { return true }
+        // A commit writes the same file several times: each file is looked up once.
+        var touched: [Int32: Set<String>] = [:]
+        var rearm: Set<FileKey> = []
         var wakes: [UInt64: @Sendable () -> Void] = [:]
         lock.lock()
+        for event in events {
+            if let name = event.name {
+                // A name created, moved in or deleted in a watched directory.
+                guard watches[event.watch] != nil else { continue }
+                touched[event.watch, default: []].insert(name)
+                let key = FileKey(directory: event.watch, name: name)
+                if files[key] != nil { rearm.insert(key) }
+            } else if let keys = fileWatches[event.watch] {
+                // A watched file written (its watch removed itself), or its watch gone
+                // (`IN_IGNORED`: after that event, or the file deleted).
+                rearm.formUnion(keys)
+                if event.mask & Self.fileWrites != 0 {
+                    for key in keys { touched[key.directory, default: []].insert(key.name) }
+                }
+                if event.mask & UInt32(IN_IGNORED) != 0 {
+                    fileWatches[event.watch] = nil
+                    for key in keys where files[key]?.watch == event.watch { files[key]?.watch = nil }
+                }
+            }
+        }
+        if overflowed { rearm = Set(files.keys) }
+        for key in rearm { armLocked(key) }
         if overflowed {
             for interests in watches.values { for (token, interest) in interests { wakes[token] = interest.wake } }
         } else {
