@@ -11,8 +11,17 @@ import Testing
     final class Counter: @unchecked Sendable {
         private let lock = NSLock()
         private var count = 0
+        private var latest: UInt64 = 0
         var value: Int { lock.withLock { count } }
-        func increment() { lock.withLock { count += 1 } }
+        /// When the last wake-up came, in uptime nanoseconds (0: none yet).
+        var lastWake: UInt64 { lock.withLock { latest } }
+        func increment() {
+            let now = DispatchTime.now().uptimeNanoseconds
+            lock.withLock {
+                count += 1
+                latest = now
+            }
+        }
     }
 
     /// A watch on `files` counting its wake-ups in `counter`.
@@ -84,10 +93,15 @@ import Testing
             #expect(await eventually(timeout: .seconds(5)) { wakes.value > before }, "round \(round)'s write did not wake the watcher")
             try await Task.sleep(for: .milliseconds(5))
         }
-        // A burst, then one more write once the burst's wake-ups are over.
-        let handle = try #require(FileHandle(forWritingAtPath: watched))
-        for _ in 0..<2000 { try handle.write(contentsOf: Data("x".utf8)) }
-        try handle.close()
+        // Bursts: a burst's last write may land while the watch is down, and a wake-up still
+        // follows it.
+        for burst in 1...20 {
+            let handle = try #require(FileHandle(forWritingAtPath: watched))
+            for _ in 0..<200 { try handle.write(contentsOf: Data("x".utf8)) }
+            try handle.close()
+            let burstEnd = DispatchTime.now().uptimeNanoseconds
+            #expect(await eventually(timeout: .seconds(5)) { wakes.lastWake > burstEnd }, "no wake-up followed burst \(burst)'s last write")
+        }
         try await Task.sleep(for: .milliseconds(50))
         let afterBurst = wakes.value
         try append("after the burst", to: watched)
