@@ -98,9 +98,11 @@ import Testing
         for burst in 1...20 {
             let handle = try #require(FileHandle(forWritingAtPath: watched))
             for _ in 0..<200 { try handle.write(contentsOf: Data("x".utf8)) }
+            // Taken before the last write (the close): a wake-up for it may come before this
+            // thread could read the clock after it, on a loaded machine.
+            let lastWrite = DispatchTime.now().uptimeNanoseconds
             try handle.close()
-            let burstEnd = DispatchTime.now().uptimeNanoseconds
-            #expect(await eventually(timeout: .seconds(5)) { wakes.lastWake > burstEnd }, "no wake-up followed burst \(burst)'s last write")
+            #expect(await eventually(timeout: .seconds(5)) { wakes.lastWake > lastWrite }, "no wake-up followed burst \(burst)'s last write")
         }
         try await Task.sleep(for: .milliseconds(50))
         let afterBurst = wakes.value
