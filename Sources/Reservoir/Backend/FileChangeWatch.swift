@@ -178,13 +178,19 @@ final class InotifyCenter: @unchecked Sendable {
 
     /// Wakes the registrations of the files in `fired` a second time (see the type's summary).
     private func wakeAgain(_ fired: Set<FileKey>) {
-        var wakes: [UInt64: @Sendable () -> Void] = [:]
         lock.lock()
-        for key in fired {
-            for (token, wake) in routes[key.directory]?[key.name] ?? [:] { wakes[token] = wake }
-        }
+        let wakes = wakesLocked(for: fired)
         lock.unlock()
         for wake in wakes.values { wake() }
+    }
+
+    /// The registrations interested in `files`, each once.
+    private func wakesLocked(for files: Set<FileKey>) -> [UInt64: @Sendable () -> Void] {
+        var wakes: [UInt64: @Sendable () -> Void] = [:]
+        for file in files {
+            for (token, wake) in routes[file.directory]?[file.name] ?? [:] { wakes[token] = wake }
+        }
+        return wakes
     }
 
     func register(_ namesByDirectory: [String: Set<String>], wake: @escaping @Sendable () -> Void) -> Registration? {
@@ -297,7 +303,7 @@ final class InotifyCenter: @unchecked Sendable {
         }
         guard overflowed || !events.isEmpty else { return [] }
         // A commit writes the same file several times: each file is looked up once.
-        var touched: [Int32: Set<String>] = [:]
+        var touched: Set<FileKey> = []
         var rearm: Set<FileKey> = []
         var wakes: [UInt64: @Sendable () -> Void] = [:]
         lock.lock()
@@ -305,16 +311,14 @@ final class InotifyCenter: @unchecked Sendable {
             if let name = event.name {
                 // A name created, moved in or deleted in a watched directory.
                 guard watches[event.watch] != nil else { continue }
-                touched[event.watch, default: []].insert(name)
                 let key = FileKey(directory: event.watch, name: name)
+                touched.insert(key)
                 if files[key] != nil { rearm.insert(key) }
             } else if let keys = fileWatches[event.watch] {
                 // A watched file written (its watch removed itself), or its watch gone
                 // (`IN_IGNORED`: after that event, or the file deleted).
                 rearm.formUnion(keys)
-                if event.mask & Self.fileWrites != 0 {
-                    for key in keys { touched[key.directory, default: []].insert(key.name) }
-                }
+                if event.mask & Self.fileWrites != 0 { touched.formUnion(keys) }
                 if event.mask & UInt32(IN_IGNORED) != 0 {
                     fileWatches[event.watch] = nil
                     for key in keys where files[key]?.watch == event.watch { files[key]?.watch = nil }
@@ -325,10 +329,7 @@ final class InotifyCenter: @unchecked Sendable {
             rearm = Set(files.keys)
             for interests in watches.values { for (token, interest) in interests { wakes[token] = interest.wake } }
         } else {
-            for (watch, names) in touched {
-                guard let byName = routes[watch] else { continue }
-                for name in names { for (token, wake) in byName[name] ?? [:] { wakes[token] = wake } }
-            }
+            wakes = wakesLocked(for: touched)
         }
         lock.unlock()
         for wake in wakes.values { wake() }
