@@ -14,6 +14,7 @@ public final class ChildProcess: @unchecked Sendable {
     private var allErrors = Data()
     private var outputEnded = false
     private var errorsEnded = true
+    private var observedEnding: Ending?
 
     /// Where the child's standard error goes.
     public enum StandardError: Sendable {
@@ -156,30 +157,63 @@ public final class ChildProcess: @unchecked Sendable {
     /// The arguments the process was started with.
     public var arguments: [String] { process.arguments ?? [] }
 
+    /// How a process ended.
+    private struct Ending {
+        let reason: Process.TerminationReason
+        let status: Int32
+    }
+
+    /// How the process ended, nil while it runs. Foundation's `Process` on Linux learns of
+    /// the end only when every holder of a socket the child inherits has closed it, so a
+    /// server the child started and left running (`pg_ctl start`) can keep `isRunning` true
+    /// long after the child itself exited; then the kernel is asked, without reaping the
+    /// child (`WNOWAIT`), so that Foundation still reaps it and agrees later.
+    private var ending: Ending? {
+        if !process.isRunning {
+            return Ending(reason: process.terminationReason, status: process.terminationStatus)
+        }
+        lock.lock()
+        defer { lock.unlock() }
+        if let observedEnding { return observedEnding }
+        var info = siginfo_t()
+        let pid = process.processIdentifier
+        guard pid > 0, waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 else { return nil }
+        #if canImport(Glibc)
+        let (ended, status) = (info._sifields._sigchld.si_pid, info._sifields._sigchld.si_status)
+        #else
+        let (ended, status) = (info.si_pid, info.si_status)
+        #endif
+        // No child has ended yet: `waitid` with `WNOHANG` leaves the process id zero.
+        guard ended == pid else { return nil }
+        let reason: Process.TerminationReason = info.si_code == CLD_EXITED ? .exit : .uncaughtSignal
+        observedEnding = Ending(reason: reason, status: status)
+        return observedEnding
+    }
+
     /// Whether the process is still running.
-    public var isRunning: Bool { process.isRunning }
+    public var isRunning: Bool { ending == nil }
 
-    /// How the process ended: an exit, or a signal (meaningful once it has ended).
-    public var terminationReason: Process.TerminationReason { process.terminationReason }
+    /// How the process ended: an exit, or a signal (`.exit` while it still runs).
+    public var terminationReason: Process.TerminationReason { ending?.reason ?? .exit }
 
-    /// The exit status or the number of the ending signal (meaningful once it has ended).
-    public var terminationStatus: Int32 { process.terminationStatus }
+    /// The exit status or the number of the ending signal (-1 while it still runs).
+    public var terminationStatus: Int32 { ending?.status ?? -1 }
 
     /// The signal that ended the process, once it has ended by one.
     public var terminationSignal: Int32? {
-        guard !process.isRunning, process.terminationReason == .uncaughtSignal else { return nil }
-        return process.terminationStatus
+        guard let ending, ending.reason == .uncaughtSignal else { return nil }
+        return ending.status
     }
 
     /// The process's exit status, once it has exited normally.
     public var exitStatus: Int32? {
-        guard !process.isRunning, process.terminationReason == .exit else { return nil }
-        return process.terminationStatus
+        guard let ending, ending.reason == .exit else { return nil }
+        return ending.status
     }
 
     /// Whether the process has ended and all it printed has been read.
     private var isFinished: Bool {
-        guard !process.isRunning else { return false }
+        guard ending != nil else { return false }
         lock.lock()
         defer { lock.unlock() }
         return outputEnded && errorsEnded
@@ -202,23 +236,25 @@ public final class ChildProcess: @unchecked Sendable {
     /// Sends SIGINT, as Control-C would.
     public func interrupt() { process.interrupt() }
 
-    /// SIGKILLs the process (if it still runs) and waits for it to be gone.
+    /// SIGKILLs the process (if it still runs) and waits for it to be gone (at most 60 s: a
+    /// process in an uninterruptible wait can outlive its SIGKILL for a while).
     public func kill9() {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        if isRunning { kill(process.processIdentifier, SIGKILL) }
+        let deadline = Date().addingTimeInterval(60)
+        while isRunning && Date() < deadline { usleep(1_000) }
     }
 
     /// Waits for the process to exit, at most `seconds`, then kills it; its exit status (or
     /// ending signal), or nil when it had to be killed. On return all the process printed
     /// has been read (unless something it started still holds its output open).
     public func waitForExit(within seconds: Double = 30) async -> Int32? {
-        _ = await eventually(timeout: .seconds(seconds)) { !process.isRunning }
-        if process.isRunning {
+        _ = await eventually(timeout: .seconds(seconds)) { !isRunning }
+        guard let ending else {
             kill9()
             return nil
         }
         _ = await eventually(timeout: .seconds(2)) { isFinished }
-        return process.terminationStatus
+        return ending.status
     }
 
     /// ``waitForExit(within:)`` for synchronous callers (``PSQL``, a test running `mount`):
@@ -227,13 +263,13 @@ public final class ChildProcess: @unchecked Sendable {
     /// process printed has been read, or 2 s have passed since it exited.
     public func waitUntilExit(within seconds: Double = 30) -> Int32? {
         let deadline = Date().addingTimeInterval(seconds)
-        while process.isRunning && Date() < deadline { usleep(1_000) }
-        if process.isRunning {
+        while isRunning && Date() < deadline { usleep(1_000) }
+        guard let ending else {
             kill9()
             return nil
         }
         let drained = Date().addingTimeInterval(2)
         while !isFinished && Date() < drained { usleep(1_000) }
-        return process.terminationStatus
+        return ending.status
     }
 }
