@@ -22,11 +22,14 @@ extension PGConnection {
         if queued.count >= Self.pipelineLimit { try flush() }
     }
 
+    /// The binary `COPY` format's signature, which starts its header.
+    private static let copySignature: [UInt8] = Array("PGCOPY\n".utf8) + [0xFF, 0x0D, 0x0A, 0x00]
+
     /// Streams one row into `command` (`COPY t (…) FROM STDIN (FORMAT binary)`), opening it
     /// (or replacing one open for other columns) first. `fields` follow the command's columns.
     func copyRow(_ command: String, _ fields: [PGParameter]) throws {
         _ = try copyRow(command, fieldCount: fields.count) { buffer in
-            for field in fields { field.appendField(to: &buffer) }
+            for field in fields { field.appendField(to: buffer) }
             return true
         }
     }
@@ -34,20 +37,20 @@ extension PGConnection {
     /// Streams one row into `command` as ``copyRow(_:_:)`` does, its `fieldCount` fields
     /// written straight into the buffer by `append`, which returns false to take the row
     /// back (nothing of it is sent). Returns what `append` returned.
-    func copyRow(_ command: String, fieldCount: Int, _ append: (inout [UInt8]) -> Bool) throws -> Bool {
+    func copyRow(_ command: String, fieldCount: Int, _ append: (CopyBuffer) -> Bool) throws -> Bool {
         if copyCommand != command {
             try flush()
             _ = try checkCopyStart(exec { PQsendQuery(handle, command) }, command)
             copyCommand = command
-            copyBuffer.removeAll(keepingCapacity: true)
-            copyBuffer.append(contentsOf: Array("PGCOPY\n".utf8) + [0xFF, 0x0D, 0x0A, 0x00])
-            appendInt32(0, to: &copyBuffer)  // flags
-            appendInt32(0, to: &copyBuffer)  // header extension length
+            copyBuffer.removeAll()
+            Self.copySignature.withUnsafeBytes { copyBuffer.append($0) }
+            copyBuffer.appendBigEndian(Int32(0))  // flags
+            copyBuffer.appendBigEndian(Int32(0))  // header extension length
         }
         let start = copyBuffer.count
-        withUnsafeBytes(of: Int16(truncatingIfNeeded: fieldCount).bigEndian) { copyBuffer.append(contentsOf: $0) }
-        guard append(&copyBuffer) else {
-            copyBuffer.removeSubrange(start...)
+        copyBuffer.appendBigEndian(Int16(truncatingIfNeeded: fieldCount))
+        guard append(copyBuffer) else {
+            copyBuffer.truncate(to: start)
             return false
         }
         if copyBuffer.count >= 1 << 16 { try sendCopyBuffer(command) }
@@ -119,7 +122,7 @@ extension PGConnection {
         queued.removeAll()
         guard copyCommand != nil else { return }
         copyCommand = nil
-        copyBuffer.removeAll(keepingCapacity: true)
+        copyBuffer.removeAll()
         guard !broken else { return }
         let deadline = deadline()
         do {
@@ -133,7 +136,7 @@ extension PGConnection {
     private func finishCopy() throws {
         guard let command = copyCommand else { return }
         copyCommand = nil
-        withUnsafeBytes(of: Int16(-1).bigEndian) { copyBuffer.append(contentsOf: $0) }
+        copyBuffer.appendBigEndian(Int16(-1))  // the end of the rows
         var failure: ReservoirError?
         do {
             try sendCopyBuffer(command)
@@ -156,13 +159,11 @@ extension PGConnection {
     }
 
     private func sendCopyBuffer(_ command: String) throws {
-        defer { copyBuffer.removeAll(keepingCapacity: true) }
+        defer { copyBuffer.removeAll() }
         let deadline = deadline()
         try putCopy(until: deadline) {
-            copyBuffer.withUnsafeBufferPointer { bytes in
-                bytes.baseAddress.map { base in
-                    base.withMemoryRebound(to: CChar.self, capacity: bytes.count) { PQputCopyData(handle, $0, Int32(bytes.count)) }
-                } ?? 1
+            copyBuffer.withBytes { bytes in
+                bytes.baseAddress.map { PQputCopyData(handle, $0.assumingMemoryBound(to: CChar.self), Int32(bytes.count)) } ?? 1
             }
         }
     }

@@ -62,7 +62,7 @@ final class PGConnection {
     var deferred: [String?] = []
     /// The `COPY … FROM STDIN (FORMAT binary)` rows are streamed into, while one is open.
     var copyCommand: String?
-    var copyBuffer: [UInt8] = []
+    let copyBuffer = CopyBuffer()
 
     /// Seconds one call waits for the server (``PostgresOptions/timeout``).
     let timeout: Int

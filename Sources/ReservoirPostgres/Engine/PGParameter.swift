@@ -42,22 +42,18 @@ enum PGParameter: Equatable {
 
     /// Appends the value as one field of a binary `COPY` row: its length (-1 for null), then
     /// the bytes, as in a binary parameter.
-    func appendField(to buffer: inout [UInt8]) {
+    func appendField(to buffer: CopyBuffer) {
         switch self {
         case .null:
-            appendInt32(-1, to: &buffer)
+            buffer.appendBigEndian(Int32(-1))
         case let .integer(value):
-            appendInt32(8, to: &buffer)
-            appendBigEndian(value, to: &buffer)
+            buffer.appendField(value)
         case let .real(value):
-            appendInt32(8, to: &buffer)
-            appendBigEndian(value.bitPattern, to: &buffer)
+            buffer.appendField(value.bitPattern)
         case var .text(text):
-            appendInt32(Int32(truncatingIfNeeded: text.utf8.count), to: &buffer)
-            text.withUTF8 { buffer.append(contentsOf: $0) }
+            text.withUTF8 { buffer.appendField(UnsafeRawBufferPointer($0)) }
         case let .bytes(bytes):
-            appendInt32(Int32(truncatingIfNeeded: bytes.count), to: &buffer)
-            buffer.append(contentsOf: bytes)
+            bytes.withUnsafeBytes { buffer.appendField($0) }
         }
     }
 
@@ -97,22 +93,6 @@ enum PGParameter: Equatable {
     private var isNull: Bool {
         if case .null = self { return true }
         return false
-    }
-}
-
-func appendInt32(_ value: Int32, to buffer: inout [UInt8]) {
-    appendBigEndian(value, to: &buffer)
-}
-
-/// Appends `value`'s bytes, most significant first, one at a time: for four or eight bytes
-/// that is a third of what `append(contentsOf:)` of a raw buffer costs (a bulk load appends
-/// two such numbers a value).
-@inline(__always)
-func appendBigEndian<T: FixedWidthInteger>(_ value: T, to buffer: inout [UInt8]) {
-    var shift = T.bitWidth
-    while shift > 0 {
-        shift -= 8
-        buffer.append(UInt8(truncatingIfNeeded: value >> shift))
     }
 }
 

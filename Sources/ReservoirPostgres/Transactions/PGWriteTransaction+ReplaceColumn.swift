@@ -44,12 +44,12 @@ extension PGWriteTransaction {
                 let kind = ColumnKind(of: value)
                 if let kind { kinds.insert(kind) }
                 _ = try connection.copyRow(copy, fieldCount: 6) { buffer in
-                    idField.appendField(to: &buffer)
+                    idField.appendField(to: buffer)
                     for slot in Self.stageKinds {
                         let field = slot == kind ? ColumnCodec.parameter(value, kind: slot, isID: false) ?? .null : .null
-                        field.appendField(to: &buffer)
+                        field.appendField(to: buffer)
                     }
-                    (kind == nil ? PGParameter.null : .bytes(ColumnCodec.mixed(value))).appendField(to: &buffer)
+                    (kind == nil ? PGParameter.null : .bytes(ColumnCodec.mixed(value))).appendField(to: buffer)
                     return true
                 }
             }

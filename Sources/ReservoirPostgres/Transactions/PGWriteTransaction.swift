@@ -37,7 +37,7 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
         let id = id.stored
         // The run of known-new rows of a bulk load: straight into its COPY.
         if let run = copyRun, case let .integer(key) = id, key > run.floor, run.catalog == catalog.version, run.table.entity == entity,
-           try connection.copyRow(run.command, fieldCount: run.table.columns.count, { Self.append(row, id: id, of: run.table, to: &$0) }) {
+           try connection.copyRow(run.command, fieldCount: run.table.columns.count, { Self.append(row, id: id, of: run.table, to: $0) }) {
             run.floor = key
             return true
         }
@@ -50,7 +50,7 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
         if knownNew >= Self.insertsBeforeCopy, case let .integer(key) = id, let table = catalog.tables[entity.name],
            table.idKind == .integer, let known = floors[entity.name], key > known, table.entity == entity {
             let command = copyCommand(table)
-            if try connection.copyRow(command, fieldCount: table.columns.count, { Self.append(row, id: id, of: table, to: &$0) }) {
+            if try connection.copyRow(command, fieldCount: table.columns.count, { Self.append(row, id: id, of: table, to: $0) }) {
                 copyRun = CopyRun(table: table, command: command, catalog: catalog.version, floor: key)
                 return true
             }
@@ -237,13 +237,13 @@ final class PGWriteTransaction: PGReadTransaction, WriteTransaction {
     /// needed for it: its columns are the table's, in order, and each value is of its
     /// column's kind. Otherwise returns false, and ``insert(_:id:row:)`` takes the long way
     /// (``prepareRow(_:id:row:)``), which a bulk load of 100,000 rows pays for once, not per row.
-    private static func append(_ row: Row, id: Value, of table: TableInfo, to buffer: inout [UInt8]) -> Bool {
+    private static func append(_ row: Row, id: Value, of table: TableInfo, to buffer: CopyBuffer) -> Bool {
         guard row.columns == table.columns, table.columns.first == table.entity.idColumn else { return false }
         let kinds = table.columnKinds
         for (index, value) in row.values.enumerated() {
             // The exact kind, as prepareColumn demands (isID false), and the id as given.
             guard let field = ColumnCodec.parameter(index == 0 ? id : value.stored, kind: kinds[index], isID: false) else { return false }
-            field.appendField(to: &buffer)
+            field.appendField(to: buffer)
         }
         return true
     }
