@@ -16,7 +16,8 @@ enum MachineDescription {
                 + "ValueObservation on a DatabasePool, at most 5 commits, capped at \(settings.capSeconds) s).",
             "SQLite sides: WAL, synchronous=NORMAL. LMDB sides: no fsync (Reservoir durability=none, raw MDB_NOSYNC). "
                 + "Reservoir columns: `@Storable` records; each `Codable` line is the row above with records stored through `Codable`. "
-                + "Every side's table exists, empty, before its timed bulk insert (a store's made by one record written and deleted). "
+                + "A bulk insert is timed alone: each side's database is opened afresh and its table made, empty, untimed before it "
+                + "(a store's by one record written and deleted). "
                 + "Ratios: a figure divided by its own engine's raw C side in the same row (SQLite and GRDB by raw SQLite C, LMDB by raw LMDB C, "
                 + "PostgreSQL by raw libpq C; a `Codable` line by the raw figures of the line above).",
         ]

@@ -84,10 +84,12 @@ final class TableRun {
         var samples: [String: [TableColumn: [Duration]]] = [:]
         var codableSamples: [String: [TableColumn: [Duration]]] = [:]
         var order: [String] = []
-        func run(_ row: String, _ body: (any BenchSide, Int) throws -> Void) throws {
+        // `setup` runs before each timed `body`, untimed.
+        func run(_ row: String, setup: (any BenchSide) throws -> Void = { _ in }, _ body: (any BenchSide, Int) throws -> Void) throws {
             order.append(row)
             for repetition in 0..<settings.repetitions {
                 for (side, codable) in repetition.isMultiple(of: 2) ? forward : forward.reversed() {
+                    try setup(side)
                     let sample = try Timing.measure { try body(side, repetition) }
                     if codable {
                         codableSamples[row, default: [:]][side.column, default: []].append(sample)
@@ -99,8 +101,8 @@ final class TableRun {
             ProgressLog.note("\(row): done")
         }
         let n = Self.count(settings.records)
-        try run("bulk insert \(n) records, one transaction") { side, _ in
-            try side.reset()
+        // A fresh database and its empty table, untimed: the row times the load.
+        try run("bulk insert \(n) records, one transaction", setup: { try $0.reset() }) { side, _ in
             try side.insert(records)
         }
         var reference: [Int]?
