@@ -4,7 +4,7 @@ import Foundation
 /// (and, when asked, its standard error) collected as it arrives, killed or awaited. Every
 /// test that starts a process starts it through this type.
 public final class ChildProcess: @unchecked Sendable {
-    // @unchecked: the buffers, `lines` and the end-of-file flags are guarded by `lock`;
+    // @unchecked: the buffers, `lines`, the end-of-file flags and `observedEnding` are guarded by `lock`;
     // `process` is used from the creating task only.
     private let process = Process()
     private let lock = NSLock()
