@@ -46,6 +46,16 @@ struct CopyBufferTests {
         #expect(bytes(buffer) == expected)
     }
 
+    @Test func aNewBufferHoldsNothingUntilItsFirstAppend() {
+        let buffer = CopyBuffer()
+        #expect(buffer.count == 0)
+        #expect(bytes(buffer).isEmpty)
+        buffer.append(UnsafeRawBufferPointer(start: nil, count: 0))
+        #expect(buffer.count == 0)
+        PGParameter.bytes([]).appendField(to: buffer)
+        #expect(bytes(buffer) == [0, 0, 0, 0])
+    }
+
     @Test func aRowTakenBackLeavesTheRowsBefore() {
         let buffer = CopyBuffer(capacity: 64)
         PGParameter.text("kept").appendField(to: buffer)

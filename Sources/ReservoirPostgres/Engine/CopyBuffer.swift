@@ -4,34 +4,41 @@
 /// third of the client's work a row; Benchmarks/NOTES.md, "PostgreSQL bulk insert: the COPY
 /// buffer").
 final class CopyBuffer {
-    private var base: UnsafeMutableRawPointer
-    private var capacity: Int
+    /// Nil until the first append: most connections never stream a `COPY`.
+    private var base: UnsafeMutableRawPointer?
+    private var capacity = 0
+    /// The room the first append makes, at least.
+    private let firstCapacity: Int
     /// The bytes written so far.
     private(set) var count = 0
 
-    /// Room for `capacity` bytes before the first growth (a connection sends at 64 KB).
+    /// A buffer whose first append makes room for `capacity` bytes (a connection sends at
+    /// 64 KB), and which grows by doubling after that.
     init(capacity: Int = (1 << 16) + 4096) {
-        self.capacity = max(capacity, 64)
-        base = UnsafeMutableRawPointer.allocate(byteCount: self.capacity, alignment: 16)
+        firstCapacity = max(capacity, 64)
     }
 
-    deinit { base.deallocate() }
+    deinit { base?.deallocate() }
 
     /// Where the next `extra` bytes go, after making room for them.
     @inline(__always)
     private func room(_ extra: Int) -> UnsafeMutableRawPointer {
-        if extra > capacity &- count { grow(to: count + extra) }
-        return base + count
+        if let base, extra <= capacity &- count { return base + count }
+        return grow(to: count + extra) + count
     }
 
+    /// Moves the bytes to a larger allocation (the first one on the first append); its start.
     @inline(never)
-    private func grow(to needed: Int) {
-        let newCapacity = max(needed, capacity * 2)
+    private func grow(to needed: Int) -> UnsafeMutableRawPointer {
+        let newCapacity = max(needed, capacity * 2, firstCapacity)
         let grown = UnsafeMutableRawPointer.allocate(byteCount: newCapacity, alignment: 16)
-        grown.copyMemory(from: base, byteCount: count)
-        base.deallocate()
+        if let base {
+            grown.copyMemory(from: base, byteCount: count)
+            base.deallocate()
+        }
         base = grown
         capacity = newCapacity
+        return grown
     }
 
     /// `value`, most significant byte first (PostgreSQL's binary format).
@@ -76,6 +83,6 @@ final class CopyBuffer {
 
     /// The bytes written so far, for `body` only.
     func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        try body(UnsafeRawBufferPointer(start: base, count: count))
+        try body(UnsafeRawBufferPointer(start: count > 0 ? base : nil, count: count))
     }
 }
