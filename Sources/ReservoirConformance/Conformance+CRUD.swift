@@ -12,6 +12,20 @@ extension ConformanceSuite {
             try expectEqual(try context.store.get(Item.self, id: 999), nil, "get of a missing id")
         },
 
+        // More records than a fetch collects before it moves them into a growing array (the
+        // core's per-thread block, used where a backend does not announce the count), in each
+        // of the orders and windows a fetch can ask for.
+        ConformanceCase("crud", "a fetch of a thousand records returns each once, in order") { context in
+            let items = (1...1_000).map { Item(id: $0, name: "item \($0)", score: Double($0 % 7), rank: ($0 * 37) % 1_000, group: $0 % 5 == 0 ? "fifth" : nil) }
+            try context.store.insertItems(items)
+            try expectEqual(try context.store.fetch(Item.self), items, "fetch all (id order)")
+            let byRank = items.sorted { ($0.rank ?? 0, $0.id) < ($1.rank ?? 0, $1.id) }
+            try expectEqual(try context.store.ids(FetchRequest(sortBy: [.ascending(\.rank), .ascending(\.id)])), byRank.map(\.id), "sorted by rank")
+            try expectEqual(try context.store.ids(FetchRequest(sortBy: [.descending(\.id)], limit: 700, offset: 50)),
+                            Array((251...950).reversed()), "limit 700, offset 50, descending")
+            try expectEqual(try context.store.ids(FetchRequest(where: \.group == "fifth")), Array(stride(from: 5, through: 1_000, by: 5)), "every fifth")
+        },
+
         ConformanceCase("crud", "insert of an existing id is rejected") { context in
             try context.store.insertItems([Item(id: 1, name: "first")])
             let error = try expectError(.duplicateID, "second insert of id 1") {

@@ -32,7 +32,8 @@ public protocol ReadTransaction {
     /// of growing it (a 100,000-record array grown by doubling spends more time copying and
     /// faulting in fresh pages than a fast backend spends reading). A backend that calls
     /// `expecting` calls it once, before `body`, with exactly the number of rows `body` then
-    /// receives; one that learns the count only by reading (a SQLite statement) never calls it.
+    /// receives; one that learns the count only by reading (a SQLite statement) never calls it,
+    /// and the store collects what it returns in a per-thread block first (`RecordCollector`).
     func fetch(_ query: Query, expecting: (Int) -> Void, each body: (Row) throws -> Void) throws
 
     /// ``fetch(_:expecting:each:)``, handing each row to one of two bodies: `rows` a `Row`, or

@@ -48,23 +48,21 @@ enum RecordCoding {
     /// The records of the rows `query` selects: for a type that reads columns
     /// (``Storable/readsColumns``), from what `scan` hands over (a snapshot's or a backend's
     /// `scan(_:expecting:rows:readers:)`: rows or readers), else from the rows of `fetch` (their
-    /// `fetch(_:expecting:each:)`). Capacity is reserved for a limit or the count announced, and
-    /// otherwise for 16 records at first: grown from empty, an array is reallocated at 1, 2, 4
-    /// and 8 records (a backend that cannot count ahead, SQLite's, grew 100 records eight times).
+    /// `fetch(_:expecting:each:)`), in an array of exactly their number (``RecordCollector``).
     @inlinable
     static func records<T: Storable>(_ type: T.Type, _ query: Query,
                                      fetch: (_ expecting: (Int) -> Void, _ each: (Row) throws -> Void) throws -> Void,
                                      scan: (_ expecting: (Int) -> Void, _ rows: (Row) throws -> Void,
                                             _ readers: (borrowing RowReader) throws -> Void) throws -> Void) throws -> [T] {
-        var records: [T] = []
-        records.reserveCapacity(query.limit.map { min($0, 1024) } ?? 16)
+        var records = RecordCollector<T>()
+        defer { records.discard() }
         if T.readsColumns {
-            try scan({ records.reserveCapacity($0) }, { records.append(try decode(T.self, from: $0)) },
+            try scan({ records.expect($0) }, { records.append(try decode(T.self, from: $0)) },
                      { records.append(try decode(T.self, from: $0)) })
         } else {
-            try fetch({ records.reserveCapacity($0) }) { records.append(try decode(T.self, from: $0)) }
+            try fetch({ records.expect($0) }) { records.append(try decode(T.self, from: $0)) }
         }
-        return records
+        return records.finish()
     }
 
     /// The error for a row with `id` that `T` could not decode, naming the type, entity and id.
