@@ -48,26 +48,26 @@ struct RecordCollector<T> {
 
     @inlinable @inline(__always)
     mutating func append(_ record: __owned T) {
-        if let base, count < capacity {
-            (base + count).initialize(to: record)
-            count &+= 1
-        } else {
-            appendToArray(record)
-        }
-    }
-
-    /// Appends to the array, after moving the block's records into it when they filled it.
-    @inlinable
-    mutating func appendToArray(_ record: __owned T) {
         if let base {
-            let moving = count
-            // Room for the next power of two, as an array grown by doubling from 16 has.
-            let room = 1 << (Int.bitWidth - moving.leadingZeroBitCount)
-            array = Self.moving(moving, from: base, room: room)
-            count = 0
-            giveBack()
+            if count < capacity {
+                (base + count).initialize(to: record)
+                count &+= 1
+                return
+            }
+            moveToArray(from: base)
         }
         array.append(record)
+    }
+
+    /// Moves the block's records, which filled it, into the array, and gives the block back.
+    @inlinable @inline(never)
+    mutating func moveToArray(from base: UnsafeMutablePointer<T>) {
+        let moving = count
+        // Room for the next power of two, as an array grown by doubling from 16 has.
+        let room = 1 << (Int.bitWidth - moving.leadingZeroBitCount)
+        array = Self.moving(moving, from: base, room: room)
+        count = 0
+        giveBack()
     }
 
     /// The records, in the order appended; the collector is empty after.
