@@ -93,7 +93,6 @@ struct RecordCollectorTests {
     /// `before(index)` called before each row.
     static func records(_ count: Int, announced: Bool = false, failingAt failing: Int? = nil,
                         before: (Int) throws -> Void = { _ in }) throws -> [Tracked] {
-        let query = try Tracked.all.query()
         func rows(_ expecting: (Int) -> Void, _ each: (Row) throws -> Void) throws {
             if announced { expecting(count) }
             for index in 0..<count {
@@ -101,7 +100,7 @@ struct RecordCollectorTests {
                 try each(Row(columns: ["id", "fails"], values: [.integer(Int64(index)), .integer(index == failing ? 1 : 0)]))
             }
         }
-        return try RecordCoding.records(Tracked.self, query, fetch: { try rows($0, $1) }, scan: { expecting, each, _ in try rows(expecting, each) })
+        return try RecordCoding.records(Tracked.self, fetch: { try rows($0, $1) }, scan: { expecting, each, _ in try rows(expecting, each) })
     }
 }
 
@@ -113,7 +112,6 @@ struct Tracked: Storable {
     var padding: (Int, Int, Int, Int) = (0, 0, 0, 0)
 
     static let schema = Schema<Tracked>("tracked", fields: [.field(\.id)])
-    static var all: FetchRequest<Tracked> { FetchRequest() }
 
     init(id: Int) {
         self.id = id

@@ -45,12 +45,12 @@ enum RecordCoding {
         }
     }
 
-    /// The records of the rows `query` selects: for a type that reads columns
+    /// The records of the rows a query selects: for a type that reads columns
     /// (``Storable/readsColumns``), from what `scan` hands over (a snapshot's or a backend's
     /// `scan(_:expecting:rows:readers:)`: rows or readers), else from the rows of `fetch` (their
     /// `fetch(_:expecting:each:)`), in an array of exactly their number (``RecordCollector``).
     @inlinable
-    static func records<T: Storable>(_ type: T.Type, _ query: Query,
+    static func records<T: Storable>(_ type: T.Type,
                                      fetch: (_ expecting: (Int) -> Void, _ each: (Row) throws -> Void) throws -> Void,
                                      scan: (_ expecting: (Int) -> Void, _ rows: (Row) throws -> Void,
                                             _ readers: (borrowing RowReader) throws -> Void) throws -> Void) throws -> [T] {

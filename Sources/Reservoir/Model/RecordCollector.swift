@@ -1,4 +1,4 @@
-/// Where a fetch puts its records (``RecordCoding/records(_:_:fetch:scan:)``) until it returns
+/// Where a fetch puts its records (``RecordCoding/records(_:fetch:scan:)``) until it returns
 /// them as an array of exactly their number, allocated once.
 ///
 /// A backend that announces the count before the first record (`expecting`) gets an array of

@@ -30,7 +30,7 @@ public class Snapshot {
         try checkOpen()
         let query = try request.query()
         try checkShadows(T.self, for: query)
-        return try RecordCoding.records(T.self, query, fetch: { try reader.fetch(query, expecting: $0, each: $1) },
+        return try RecordCoding.records(T.self, fetch: { try reader.fetch(query, expecting: $0, each: $1) },
                                         scan: { try reader.scan(query, expecting: $0, rows: $1, readers: $2) })
     }
 

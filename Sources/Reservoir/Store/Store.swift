@@ -125,7 +125,7 @@ public final class Store: Sendable {
     @inlinable
     public func fetch<T: Storable>(_ request: FetchRequest<T>) throws -> [T] {
         try readAlone(request, inSnapshot: { try $0.fetch(request) }) { query in
-            try RecordCoding.records(T.self, query, fetch: { try backend.fetch(query, expecting: $0, each: $1) },
+            try RecordCoding.records(T.self, fetch: { try backend.fetch(query, expecting: $0, each: $1) },
                                      scan: { try backend.scan(query, expecting: $0, rows: $1, readers: $2) })
         }
     }
