@@ -23,6 +23,18 @@ private struct Sample: Storable {
     static let schema = Schema<Sample>("samples", fields: [.field(\.name), .field(\.level)])
 }
 
+/// One field of each type `RowDecoder` reads without a nested decoder.
+private struct EveryKind: Codable, Equatable {
+    var b: Bool, s: String, d: Double, f: Float, i: Int, i8: Int8, i16: Int16, i32: Int32, i64: Int64
+    var u: UInt, u8: UInt8, u16: UInt16, u32: UInt32, u64: UInt64
+}
+
+/// ``EveryKind`` with every field optional, decoded through `decodeIfPresent`.
+private struct EveryKindOptional: Codable, Equatable {
+    var b: Bool?, s: String?, d: Double?, f: Float?, i: Int?, i8: Int8?, i16: Int16?, i32: Int32?, i64: Int64?
+    var u: UInt?, u8: UInt8?, u16: UInt16?, u32: UInt32?, u64: UInt64?
+}
+
 private func sample() -> Sample {
     Sample(id: 7, name: "seven", score: nil, flag: true, when: Date(timeIntervalSinceReferenceDate: 123.456),
            uuid: UUID(uuid: (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)), data: Data([1, 2]),
@@ -84,6 +96,42 @@ struct RowCodingTests {
         row["flag"] = .text("yes")
         let error = #expect(throws: ReservoirError.self) { try RowDecoder().decode(Sample.self, from: row) }
         #expect(error?.message.contains("\"flag\"") == true && error?.message.contains("'yes'") == true, "\(String(describing: error))")
+    }
+
+    @Test("each field kind reads its value, null as nil when optional, and a wrong kind or range as an error naming the column")
+    func everyFieldKind() throws {
+        let values: [String: Value] = ["b": 1, "s": .text("x"), "d": .real(2.5), "f": .real(0.5), "i": -3, "i8": -8, "i16": 16,
+                                       "i32": 32, "i64": 64, "u": 5, "u8": 255, "u16": 16, "u32": 32, "u64": 64]
+        let row = Row(columns: Array(values.keys).sorted(), values: Array(values.keys).sorted().compactMap { values[$0] })
+        let plain = try RowDecoder().decode(EveryKind.self, from: row)
+        #expect(plain == EveryKind(b: true, s: "x", d: 2.5, f: 0.5, i: -3, i8: -8, i16: 16, i32: 32, i64: 64, u: 5, u8: 255, u16: 16, u32: 32, u64: 64))
+        let optional = try RowDecoder().decode(EveryKindOptional.self, from: row)
+        #expect(optional == EveryKindOptional(b: true, s: "x", d: 2.5, f: 0.5, i: -3, i8: -8, i16: 16, i32: 32, i64: 64, u: 5, u8: 255, u16: 16, u32: 32, u64: 64))
+        let nulls = Row(columns: row.columns, values: row.columns.map { _ in .null })
+        #expect(try RowDecoder().decode(EveryKindOptional.self, from: nulls) == EveryKindOptional())
+        #expect(try RowDecoder().decode(EveryKindOptional.self, from: Row()) == EveryKindOptional(), "missing columns read as nil")
+        // A text where a number belongs, a blob anywhere, a number where text belongs, and an
+        // integer out of a narrow type's range.
+        let narrow: Set = ["i8", "i16", "i32", "u8", "u16", "u32"]
+        for column in row.columns {
+            let wrongs: [Value] = (column == "s" ? [7] : [.text("wrong")]) + [.blob(Data([1]))] + (narrow.contains(column) ? [1_000_000_000_000] : [])
+            for wrong in wrongs {
+                var bad = row
+                bad[column] = wrong
+                for type in [EveryKind.self, EveryKindOptional.self] as [any Decodable.Type] {
+                    let error = #expect(throws: ReservoirError.self, "\(column) holding \(wrong) as \(type)") { _ = try RowDecoder().decode(type, from: bad) }
+                    #expect(error?.code == .typeMismatch)
+                    #expect(error?.message.hasPrefix("column \"\(column)\": ") == true, "\(String(describing: error))")
+                }
+            }
+        }
+        // A required field whose column is null or missing names the column.
+        for column in row.columns {
+            var bad = row
+            bad[column] = column == "d" || column == "f" ? .text("x") : .null
+            let error = #expect(throws: ReservoirError.self, "\(column)") { try RowDecoder().decode(EveryKind.self, from: bad) }
+            #expect(error?.message.hasPrefix("column \"\(column)\": ") == true, "\(String(describing: error))")
+        }
     }
 
     @Test("UInt64 above Int64.max is rejected by name")

@@ -113,8 +113,12 @@ private let decodingContainerIsOneReference: Bool = {
 /// The row being decoded and where its next column probably is: records decode their
 /// fields in the order they were encoded, so trying the column after the last one found
 /// usually avoids a search. One reference, so copies of the container (one per field
-/// through `KeyedDecodingContainer`'s box) cost one retain. Used by one `decode` call on
-/// one thread at a time, so it opts out of dynamic exclusivity checks.
+/// through `KeyedDecodingContainer`'s box) cost one retain.
+///
+/// The reads are its own methods, not the generic container's, so each field's type is known
+/// where its value is converted: its `fromValue` is inlined, with no call through
+/// ``ValueConvertible``'s witness table. Used by one `decode` call on one thread at a time, so it
+/// opts out of dynamic exclusivity checks.
 private final class ColumnCursor {
     @exclusivity(unchecked) private(set) var columns: [String] = []
     @exclusivity(unchecked) private var values: [Value] = []
@@ -122,7 +126,7 @@ private final class ColumnCursor {
 
     func start(_ row: Row) {
         columns = row.columns
-        values = row.values
+        values = row.storedValues
         next = 0
     }
 
@@ -132,20 +136,56 @@ private final class ColumnCursor {
         values = []
     }
 
+    @inline(__always)
     func position(of column: String) -> Int? {
         let guess = next
         if guess < columns.count, columns[guess] == column {
-            next = guess + 1
+            next = guess &+ 1
             return guess
         }
+        return search(column)
+    }
+
+    @inline(never)
+    private func search(_ column: String) -> Int? {
         guard let found = columns.firstIndex(of: column) else { return nil }
-        next = found + 1
+        next = found &+ 1
         return found
     }
 
     func value(_ column: String) -> Value {
         guard let index = position(of: column) else { return .null }
         return values[index]
+    }
+
+    /// Whether `column` is missing or null.
+    func isNull(_ column: String) -> Bool {
+        guard let index = position(of: column) else { return true }
+        return values[index].isNull
+    }
+
+    /// `column`'s value read as `T`, a missing column as null; an error names the column.
+    @inline(__always)
+    func read<T: ValueConvertible>(_ type: T.Type, _ column: String) throws -> T {
+        guard let index = position(of: column) else { return try Self.converted(.null, column) }
+        return try Self.converted(values[index], column)
+    }
+
+    /// `column`'s value read as `T`, or nil where it is missing or null (`Optional`'s own
+    /// ``ValueConvertible/fromValue(_:)`` reads null as nil).
+    @inline(__always)
+    func readIfPresent<T: ValueConvertible>(_ type: T.Type, _ column: String) throws -> T? {
+        guard let index = position(of: column) else { return nil }
+        return try Self.converted(values[index], column) as T?
+    }
+
+    @inline(__always)
+    private static func converted<T: ValueConvertible>(_ value: Value, _ column: String) throws -> T {
+        do {
+            return try T.fromValue(value)
+        } catch let error as ReservoirError {
+            throw error.inColumn(column)
+        }
     }
 }
 
@@ -157,68 +197,48 @@ private struct RowKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainer
 
     func contains(_ key: Key) -> Bool { cursor.position(of: key.stringValue) != nil }
 
-    private func value(_ key: Key) -> Value {
-        cursor.value(key.stringValue)
-    }
-
-    private func read<T: ValueConvertible>(_ type: T.Type, _ key: Key) throws -> T {
-        do {
-            return try T.fromValue(value(key))
-        } catch let error as ReservoirError {
-            throw error.inColumn(key.stringValue)
-        }
-    }
-
-    func decodeNil(forKey key: Key) throws -> Bool { value(key).isNull }
-    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try read(type, key) }
-    func decode(_ type: String.Type, forKey key: Key) throws -> String { try read(type, key) }
-    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try read(type, key) }
-    func decode(_ type: Float.Type, forKey key: Key) throws -> Float { try read(type, key) }
-    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try read(type, key) }
-    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try read(type, key) }
-    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try read(type, key) }
-    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try read(type, key) }
-    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try read(type, key) }
-    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try read(type, key) }
-    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try read(type, key) }
-    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try read(type, key) }
-    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try read(type, key) }
-    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try read(type, key) }
+    func decodeNil(forKey key: Key) throws -> Bool { cursor.isNull(key.stringValue) }
+    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try cursor.read(type, key.stringValue) }
+    func decode(_ type: String.Type, forKey key: Key) throws -> String { try cursor.read(type, key.stringValue) }
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try cursor.read(type, key.stringValue) }
+    func decode(_ type: Float.Type, forKey key: Key) throws -> Float { try cursor.read(type, key.stringValue) }
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try cursor.read(type, key.stringValue) }
+    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try cursor.read(type, key.stringValue) }
+    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try cursor.read(type, key.stringValue) }
+    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try cursor.read(type, key.stringValue) }
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try cursor.read(type, key.stringValue) }
+    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try cursor.read(type, key.stringValue) }
+    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try cursor.read(type, key.stringValue) }
+    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try cursor.read(type, key.stringValue) }
+    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try cursor.read(type, key.stringValue) }
+    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try cursor.read(type, key.stringValue) }
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-        try RowDecoder.decodeNested(type, from: value(key), column: key.stringValue)
+        let column = key.stringValue
+        return try RowDecoder.decodeNested(type, from: cursor.value(column), column: column)
     }
 
     // Optionals: one column lookup instead of the default's contains + decodeNil + decode.
-    private func readIfPresent<T: ValueConvertible>(_ type: T.Type, _ key: Key) throws -> T? {
-        let stored = value(key)
-        if stored.isNull { return nil }
-        do {
-            return try T.fromValue(stored)
-        } catch let error as ReservoirError {
-            throw error.inColumn(key.stringValue)
-        }
-    }
-
-    func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? { try readIfPresent(type, key) }
-    func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? { try readIfPresent(type, key) }
-    func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? { try readIfPresent(type, key) }
-    func decodeIfPresent(_ type: Float.Type, forKey key: Key) throws -> Float? { try readIfPresent(type, key) }
-    func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { try readIfPresent(type, key) }
-    func decodeIfPresent(_ type: Int8.Type, forKey key: Key) throws -> Int8? { try readIfPresent(type, key) }
-    func decodeIfPresent(_ type: Int16.Type, forKey key: Key) throws -> Int16? { try readIfPresent(type, key) }
-    func decodeIfPresent(_ type: Int32.Type, forKey key: Key) throws -> Int32? { try readIfPresent(type, key) }
-    func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? { try readIfPresent(type, key) }
-    func decodeIfPresent(_ type: UInt.Type, forKey key: Key) throws -> UInt? { try readIfPresent(type, key) }
-    func decodeIfPresent(_ type: UInt8.Type, forKey key: Key) throws -> UInt8? { try readIfPresent(type, key) }
-    func decodeIfPresent(_ type: UInt16.Type, forKey key: Key) throws -> UInt16? { try readIfPresent(type, key) }
-    func decodeIfPresent(_ type: UInt32.Type, forKey key: Key) throws -> UInt32? { try readIfPresent(type, key) }
-    func decodeIfPresent(_ type: UInt64.Type, forKey key: Key) throws -> UInt64? { try readIfPresent(type, key) }
+    func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? { try cursor.readIfPresent(type, key.stringValue) }
+    func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? { try cursor.readIfPresent(type, key.stringValue) }
+    func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? { try cursor.readIfPresent(type, key.stringValue) }
+    func decodeIfPresent(_ type: Float.Type, forKey key: Key) throws -> Float? { try cursor.readIfPresent(type, key.stringValue) }
+    func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { try cursor.readIfPresent(type, key.stringValue) }
+    func decodeIfPresent(_ type: Int8.Type, forKey key: Key) throws -> Int8? { try cursor.readIfPresent(type, key.stringValue) }
+    func decodeIfPresent(_ type: Int16.Type, forKey key: Key) throws -> Int16? { try cursor.readIfPresent(type, key.stringValue) }
+    func decodeIfPresent(_ type: Int32.Type, forKey key: Key) throws -> Int32? { try cursor.readIfPresent(type, key.stringValue) }
+    func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? { try cursor.readIfPresent(type, key.stringValue) }
+    func decodeIfPresent(_ type: UInt.Type, forKey key: Key) throws -> UInt? { try cursor.readIfPresent(type, key.stringValue) }
+    func decodeIfPresent(_ type: UInt8.Type, forKey key: Key) throws -> UInt8? { try cursor.readIfPresent(type, key.stringValue) }
+    func decodeIfPresent(_ type: UInt16.Type, forKey key: Key) throws -> UInt16? { try cursor.readIfPresent(type, key.stringValue) }
+    func decodeIfPresent(_ type: UInt32.Type, forKey key: Key) throws -> UInt32? { try cursor.readIfPresent(type, key.stringValue) }
+    func decodeIfPresent(_ type: UInt64.Type, forKey key: Key) throws -> UInt64? { try cursor.readIfPresent(type, key.stringValue) }
 
     func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
-        let stored = value(key)
+        let column = key.stringValue
+        let stored = cursor.value(column)
         if stored.isNull { return nil }
-        return try RowDecoder.decodeNested(type, from: stored, column: key.stringValue)
+        return try RowDecoder.decodeNested(type, from: stored, column: column)
     }
 
     func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
