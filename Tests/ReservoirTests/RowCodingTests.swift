@@ -102,7 +102,8 @@ struct RowCodingTests {
     func everyFieldKind() throws {
         let values: [String: Value] = ["b": 1, "s": .text("x"), "d": .real(2.5), "f": .real(0.5), "i": -3, "i8": -8, "i16": 16,
                                        "i32": 32, "i64": 64, "u": 5, "u8": 255, "u16": 16, "u32": 32, "u64": 64]
-        let row = Row(columns: Array(values.keys).sorted(), values: Array(values.keys).sorted().compactMap { values[$0] })
+        let columns = values.keys.sorted()
+        let row = Row(columns: columns, values: columns.compactMap { values[$0] })
         let plain = try RowDecoder().decode(EveryKind.self, from: row)
         #expect(plain == EveryKind(b: true, s: "x", d: 2.5, f: 0.5, i: -3, i8: -8, i16: 16, i32: 32, i64: 64, u: 5, u8: 255, u16: 16, u32: 32, u64: 64))
         let optional = try RowDecoder().decode(EveryKindOptional.self, from: row)

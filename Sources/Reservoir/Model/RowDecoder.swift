@@ -158,12 +158,6 @@ private final class ColumnCursor {
         return values[index]
     }
 
-    /// Whether `column` is missing or null.
-    func isNull(_ column: String) -> Bool {
-        guard let index = position(of: column) else { return true }
-        return values[index].isNull
-    }
-
     /// `column`'s value read as `T`, a missing column as null; an error names the column.
     @inline(__always)
     func read<T: ValueConvertible>(_ type: T.Type, _ column: String) throws -> T {
@@ -197,7 +191,7 @@ private struct RowKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainer
 
     func contains(_ key: Key) -> Bool { cursor.position(of: key.stringValue) != nil }
 
-    func decodeNil(forKey key: Key) throws -> Bool { cursor.isNull(key.stringValue) }
+    func decodeNil(forKey key: Key) throws -> Bool { cursor.value(key.stringValue).isNull }
     func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try cursor.read(type, key.stringValue) }
     func decode(_ type: String.Type, forKey key: Key) throws -> String { try cursor.read(type, key.stringValue) }
     func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try cursor.read(type, key.stringValue) }

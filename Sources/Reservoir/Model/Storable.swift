@@ -17,10 +17,10 @@
 ///
 /// ## Mapping rows without `Codable`
 /// `Codable` costs about 0.2 µs a record each way (a five-field record), where the generated
-/// mapping costs 0.03 µs: more than the rest of the store's work on a fast backend. Where that matters (bulk imports, large fetches), add
-/// `@RowMapped` (the `ReservoirMacros` product), which writes ``makeRow()`` and
-/// ``init(row:)`` from the stored properties and gives the same rows `Codable` gives; or
-/// implement them by hand. The store uses them instead of `Codable` and checks them
+/// mapping costs 0.03 µs: more than the rest of the store's work on a fast backend. Where that
+/// matters (bulk imports, large fetches), add `@RowMapped` (the `ReservoirMacros` product),
+/// which writes ``makeRow()`` and ``init(row:)`` from the stored properties and gives the same
+/// rows `Codable` gives; or implement them by hand. The store uses them instead of `Codable` and checks them
 /// against the schema like the default:
 ///
 ///     extension Todo {
